@@ -1,0 +1,1 @@
+"""Qt-free agent turn loop (arrives with the agent issue)."""

@@ -1,0 +1,1 @@
+"""Qt-free memory engine: history, archive, vectors, search, sessions."""

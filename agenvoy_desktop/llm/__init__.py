@@ -1,0 +1,1 @@
+"""Qt-free llama.cpp engine: model files, embeddings (chat arrives later)."""

@@ -1,0 +1,1 @@
+"""Qt-free document collections (arrives with the documents issue)."""

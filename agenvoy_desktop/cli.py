@@ -1,0 +1,358 @@
+"""Headless entry points: ``agenvoy-desktop <command>``.
+
+Every command takes ``--data-dir`` (the profile root; default: platformdirs,
+or ``AGENVOY_DESKTOP_HOME``).  Bad input gets one line on stderr and exit
+status 1; nothing already stored is altered by a failed command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from agenvoy_desktop import __version__
+from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.search import MODES, SearchQuery, search_chat_history
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns, parse_iso
+from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
+
+log = logging.getLogger("agenvoy_desktop")
+
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    KeyError,
+    RuntimeError,
+)
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 1."""
+
+
+# -- plumbing -------------------------------------------------------------------
+def _progress_bar(desc: str) -> Callable[[int, int], None]:
+    """A tqdm bar on stderr, created on first call (quiet for tiny jobs)."""
+    from tqdm import tqdm
+
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = tqdm(
+                total=total,
+                desc=desc,
+                unit="msg",
+                file=sys.stderr,
+                disable=total < 200,
+                leave=False,
+            )
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def _embedder(paths: AppPaths) -> TextEmbedder:
+    from agenvoy_desktop.llm.embedder import Embedder
+    from agenvoy_desktop.llm.model_prep import prepare_embedding_model
+
+    def report(fraction: float, what: str) -> None:
+        if sys.stderr.isatty():
+            print(f"\rpreparing embedding model: {what} {fraction:4.0%}", end="", file=sys.stderr)
+
+    model = prepare_embedding_model(paths.models_dir, progress=report)
+    if sys.stderr.isatty():
+        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    return Embedder(model)
+
+
+@contextlib.contextmanager
+def _store(
+    args: argparse.Namespace, *, embed: bool, reconcile: bool = True
+) -> Iterator[MemoryStore]:
+    paths = app_paths(args.data_dir)
+    embedder = _embedder(paths) if embed else None
+    try:
+        with MemoryStore(paths, embedder, reconcile=reconcile) as store:
+            yield store
+    finally:
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            close()
+
+
+def _emit_json(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def _clip(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+# -- commands -------------------------------------------------------------------
+def cmd_import(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.core.importers import read_import_file
+    from agenvoy_desktop.core.store import check_session_id
+
+    if args.session:
+        check_session_id(args.session)
+    messages = read_import_file(args.file, now_ns())  # validates everything before writing
+    with _store(args, embed=True) as store:
+        sid = store.import_messages(
+            messages,
+            args.session,
+            title=args.title or args.file.stem,
+            progress=_progress_bar("embedding"),
+        )
+    print(sid)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        raise CliError("empty query")
+    query = SearchQuery(
+        text=args.query,
+        mode=args.mode,
+        limit=args.limit,
+        session_id=args.session,
+        time_from_ns=parse_iso(args.since) if args.since else None,
+        time_to_ns=parse_iso(args.until) if args.until else None,
+        include_tool=args.include_tool,
+    )
+    with _store(args, embed=args.mode != "keyword") as store:
+        result = search_chat_history(store, query)
+    if args.json:
+        _emit_json(
+            [
+                {
+                    "session_id": hit.item.session_id,
+                    "message_id": hit.item.message.id,
+                    "ref": hit.item.message.ref,
+                    "role": hit.item.message.role,
+                    "time": format_iso(hit.item.message.time_ns),
+                    "content": hit.item.message.content,
+                    "score": round(hit.score, 6),
+                }
+                for hit in result.hits
+            ]
+        )
+        return 0
+    if not result.hits:
+        print("no results")
+    for rank, hit in enumerate(result.hits, start=1):
+        msg = hit.item.message
+        print(
+            f"{rank:>2}. {hit.score:7.4f}  {hit.item.session_id}  "
+            f"{format_local(msg.time_ns)}  {msg.role}: {_clip(msg.content)}"
+        )
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    with _store(args, embed=False) as store:
+        infos = store.sessions()
+    if args.json:
+        _emit_json([_info_json(i) for i in infos])
+        return 0
+    if not infos:
+        print("no sessions")
+    for info in infos:
+        print(
+            f"{info.session_id:<14} {format_local(info.updated_ns) if info.updated_ns else '-':<17}"
+            f" {info.history_messages:>6} recent {info.archived_messages:>7} archived "
+            f"{info.history_bytes / 1024:>8.1f} KiB  {info.title or ''}"
+        )
+    return 0
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    data: dict[str, Any] = (
+        dict(info.__dict__)
+        if hasattr(info, "__dict__")
+        else {name: getattr(info, name) for name in info.__slots__}
+    )
+    return data
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _store(args, embed=False) as store:
+        if args.session:
+            data: dict[str, Any] = _info_json(store.info(args.session))
+            data["events"] = [
+                {"time": format_iso(t), "kind": k, **d}
+                for t, k, d in store.archive.events(args.session)
+            ]
+        else:
+            infos = store.sessions()
+            data = {
+                "sessions": len(infos),
+                "history_messages": sum(i.history_messages for i in infos),
+                "archived_messages": store.archive.count(),
+                "vectors": sum(i.vectors for i in infos),
+                "archive_bytes": store.paths.archive_db.stat().st_size,
+                "data_dir": str(
+                    store.paths.config_dir.parent
+                    if os.environ.get(HOME_ENV) or args.data_dir
+                    else store.paths.config_dir
+                ),
+            }
+    if args.json:
+        _emit_json(data)
+    else:
+        for key, value in data.items():
+            if key != "events":
+                print(f"{key:>18}: {value}")
+        for event in data.get("events", []):
+            print(f"{'event':>18}: {event}")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    with _store(args, embed=False) as store:
+        store.reset(args.session_id)
+    print(f"reset {args.session_id}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    with _store(args, embed=False) as store:
+        store.remove(args.session_id)
+    print(f"removed {args.session_id}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.core.reconcile import reconcile
+
+    with _store(args, embed=args.repair, reconcile=False) as store:
+        findings = reconcile(store, repair=args.repair, deep=True)
+    if args.json:
+        _emit_json(
+            [
+                {
+                    "session_id": f.session_id,
+                    "kind": f.kind,
+                    "detail": f.detail,
+                    "repaired": f.repaired,
+                }
+                for f in findings
+            ]
+        )
+    elif not findings:
+        print("all layers consistent: nothing to repair")
+    else:
+        for finding in findings:
+            print(finding)
+        if not args.repair:
+            print("run `agenvoy-desktop doctor --repair` to fix these")
+    return 0 if args.repair or not findings else 3
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    paths = app_paths(args.data_dir).ensure()
+    embedder = _embedder(paths)
+    close = getattr(embedder, "close", None)
+    if close is not None:
+        close()
+    print(f"models ready in {paths.models_dir}")
+    return 0
+
+
+# -- parser -----------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help=f"profile folder (default: platform dirs, or ${HOME_ENV})",
+    )
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        prog="agenvoy-desktop", parents=[common], description="Offline assistant that remembers."
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], text: str
+    ) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, parents=[common], help=text, description=text)
+        cmd.set_defaults(func=func)
+        return cmd
+
+    from pathlib import Path
+
+    imp = add("import", cmd_import, "import JSON Lines or a history.json; prints the session id")
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--session", help="session id (created if new, appended to if it exists)")
+    imp.add_argument("--title")
+
+    srch = add("search", cmd_search, "search conversation memory")
+    srch.add_argument("query")
+    scope = srch.add_mutually_exclusive_group()
+    scope.add_argument("--session")
+    scope.add_argument("--all", action="store_true", help="all sessions (the default)")
+    srch.add_argument("--mode", choices=MODES, default="hybrid")
+    srch.add_argument("--limit", type=int, default=10)
+    srch.add_argument("--since", help="ISO 8601 time (naive = local)")
+    srch.add_argument("--until", help="ISO 8601 time (naive = local)")
+    srch.add_argument("--include-tool", action="store_true", help="also search tool traffic")
+    srch.add_argument("--json", action="store_true")
+
+    ses = add("sessions", cmd_sessions, "list sessions")
+    ses.add_argument("--json", action="store_true")
+    sts = add("stats", cmd_stats, "memory statistics")
+    sts.add_argument("--session")
+    sts.add_argument("--json", action="store_true")
+    for name, func, text in (
+        ("reset", cmd_reset, "clear a session's history, vectors and archive (keeps its summary)"),
+        ("remove", cmd_remove, "delete a session and everything of it"),
+    ):
+        add(name, func, text).add_argument("session_id")
+    doc = add("doctor", cmd_doctor, "check history, archive and vectors against each other")
+    doc.add_argument("--repair", action="store_true")
+    doc.add_argument("--json", action="store_true")
+    add("setup", cmd_setup, "prepare the local models (done automatically on first use)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.data_dir = getattr(args, "data_dir", None)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        result: int = args.func(args)
+        return result
+    except CliError as exc:
+        print(f"agenvoy-desktop: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("agenvoy-desktop: interrupted; what was finished is kept", file=sys.stderr)
+        return 130
+    except EXPECTED_ERRORS as exc:
+        print(f"agenvoy-desktop: error: {_one_line(exc)}", file=sys.stderr)
+    return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return " ".join(text.split()) or type(exc).__name__

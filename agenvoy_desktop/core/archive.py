@@ -1,0 +1,512 @@
+"""The SQLite archive: every message ever written (layer 3, DESIGN.md §1.3).
+
+One database file holds the archive rows, the full-text index, the session
+metadata (``start_at``), the persisted vectors (so an hnswlib index file can
+always be rebuilt) and a small event log for the timeline.  WAL mode; the
+schema version lives in ``PRAGMA user_version`` and migrates forward; a
+database from a newer app is refused rather than damaged.
+
+The FTS5 table is *contentless*: it stores only the index of
+:func:`fts_text.index_text`, never a second copy of the text.  It is derived
+data: :meth:`Archive.rebuild_fts` recreates it from the rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
+from agenvoy_desktop.core.messages import Message
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    title TEXT,
+    created_ns INTEGER NOT NULL,
+    updated_ns INTEGER NOT NULL,
+    start_at_ns INTEGER NOT NULL DEFAULT 0,
+    cut_seq INTEGER NOT NULL DEFAULT 0,
+    next_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    msg_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    time_ns INTEGER NOT NULL,
+    ref TEXT,
+    tool INTEGER NOT NULL DEFAULT 0,
+    extra TEXT,
+    UNIQUE (session_id, seq)
+);
+CREATE INDEX messages_session_time ON messages (session_id, time_ns);
+CREATE INDEX messages_ref ON messages (ref) WHERE ref IS NOT NULL;
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    body, content='', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE messages_vocab USING fts5vocab (messages_fts, 'row');
+CREATE TABLE vectors (
+    message_rowid INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE INDEX vectors_session ON vectors (session_id);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    time_ns INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX events_session ON events (session_id, time_ns);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+"""``MIGRATIONS[v]`` upgrades a database at version v-1 to v."""
+
+# A keyword query scores at most this many documents: rare terms first, the
+# rest dropped.  Keeps natural-language questions from turning into a scan.
+POSTINGS_BUDGET = 40_000
+
+
+class ArchiveError(RuntimeError):
+    """An environment problem with the archive file, phrased for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedMessage:
+    """A row of the archive: the message plus where it sits."""
+
+    rowid: int
+    session_id: str
+    seq: int
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """``session_meta``: title, activity and the compaction cut point."""
+
+    session_id: str
+    title: str | None
+    created_ns: int
+    updated_ns: int
+    start_at_ns: int
+    cut_seq: int
+    next_seq: int
+
+
+_MSG_COLS = "m.id, m.session_id, m.seq, m.msg_id, m.role, m.content, m.time_ns, m.ref, m.extra"
+
+
+def _row_to_archived(row: Sequence[Any]) -> ArchivedMessage:
+    extra = json.loads(row[8]) if row[8] else {}
+    return ArchivedMessage(
+        rowid=row[0],
+        session_id=row[1],
+        seq=row[2],
+        message=Message(
+            id=row[3], role=row[4], content=row[5], time_ns=row[6], ref=row[7], extra=extra
+        ),
+    )
+
+
+def _friendly(exc: sqlite3.Error, path: Path) -> ArchiveError:
+    code = getattr(exc, "sqlite_errorname", "")
+    reasons = {
+        "SQLITE_FULL": "the disk is full",
+        "SQLITE_READONLY": "the file is read-only",
+        "SQLITE_CANTOPEN": "the file cannot be opened",
+        "SQLITE_NOTADB": "the file is not an archive database",
+        "SQLITE_CORRUPT": "the file is damaged",
+        "SQLITE_BUSY": "another program holds it locked",
+        "SQLITE_IOERR": "a disk read or write failed",
+    }
+    reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
+    return ArchiveError(f"archive {path}: {reason}")
+
+
+class Archive:
+    """Owner of the SQLite database.  Thread-safe through one lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise _friendly(exc, path) from exc
+
+    # -- plumbing ------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.execute("PRAGMA optimize")
+            self._db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of work (nested calls join the outer one)."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield self._db
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise _friendly(exc, self.path) from exc
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ArchiveError(
+                f"archive {self.path} was written by a newer Agenvoy Desktop "
+                f"(schema {version} > {SCHEMA_VERSION}); update the app"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            log.info("migrating archive %s to schema %d", self.path, target)
+            with self.transaction() as db:
+                for statement in MIGRATIONS[target].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {target}")
+        if self.get_meta("fts_text_version") != str(FTS_TEXT_VERSION):
+            self.rebuild_fts()
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- sessions -----------------------------------------------------------
+    def ensure_session(self, session_id: str, now_ns: int, title: str | None = None) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO sessions (session_id, title, created_ns, updated_ns)"
+                " VALUES (?, ?, ?, ?)",
+                (session_id, title, now_ns, now_ns),
+            )
+
+    def session(self, session_id: str) -> SessionMeta | None:
+        rows = self._query(
+            "SELECT session_id, title, created_ns, updated_ns, start_at_ns, cut_seq, next_seq"
+            " FROM sessions WHERE session_id = ?",
+            (session_id,),
+        )
+        return SessionMeta(*rows[0]) if rows else None
+
+    def sessions(self) -> list[SessionMeta]:
+        rows = self._query(
+            "SELECT session_id, title, created_ns, updated_ns, start_at_ns, cut_seq, next_seq"
+            " FROM sessions ORDER BY updated_ns DESC"
+        )
+        return [SessionMeta(*row) for row in rows]
+
+    def set_title(self, session_id: str, title: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id))
+
+    def set_cut(self, session_id: str, cut_seq: int, start_at_ns: int) -> None:
+        """Record a compaction's cut point (``session_meta.start_at``)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE sessions SET cut_seq = ?, start_at_ns = ? WHERE session_id = ?",
+                (cut_seq, start_at_ns, session_id),
+            )
+
+    # -- messages -----------------------------------------------------------
+    def add_messages(self, session_id: str, messages: Sequence[Message], now_ns: int) -> list[int]:
+        """Append messages to a session; returns their archive rowids."""
+        if not messages:
+            return []
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(session_id)
+            seq = row[0]
+            rowids: list[int] = []
+            for message in messages:
+                cur = db.execute(
+                    "INSERT INTO messages (msg_id, session_id, seq, role, content, time_ns,"
+                    " ref, tool, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        message.id,
+                        session_id,
+                        seq,
+                        message.role,
+                        message.content,
+                        message.time_ns,
+                        message.ref,
+                        int(message.is_tool_traffic),
+                        message.extra_json(),
+                    ),
+                )
+                rowid = cur.lastrowid
+                assert rowid is not None
+                db.execute(
+                    "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                    (rowid, index_text(message.content)),
+                )
+                rowids.append(rowid)
+                seq += 1
+            db.execute(
+                "UPDATE sessions SET next_seq = ?, updated_ns = ? WHERE session_id = ?",
+                (seq, max(now_ns, messages[-1].time_ns), session_id),
+            )
+        return rowids
+
+    def rowids_for(self, msg_ids: Iterable[str]) -> dict[str, int]:
+        """Map message ids to archive rowids (missing ids are absent)."""
+        ids = list(msg_ids)
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._query(f"SELECT msg_id, id FROM messages WHERE msg_id IN ({marks})", part)
+            out.update(dict(rows))
+        return out
+
+    def count(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            return int(self._query("SELECT count(*) FROM messages")[0][0])
+        return int(
+            self._query("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))[0][0]
+        )
+
+    def count_from(self, session_id: str, seq: int) -> int:
+        """Rows of a session at or after *seq* (what history.json should hold)."""
+        rows = self._query(
+            "SELECT count(*) FROM messages WHERE session_id = ? AND seq >= ?", (session_id, seq)
+        )
+        return int(rows[0][0])
+
+    def all_msg_ids(self, session_id: str) -> dict[str, int]:
+        """msg_id -> seq for every row of a session."""
+        rows = self._query("SELECT msg_id, seq FROM messages WHERE session_id = ?", (session_id,))
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def messages(
+        self, session_id: str, seq_from: int = 0, seq_to: int | None = None
+    ) -> list[ArchivedMessage]:
+        """A session's rows with ``seq_from <= seq < seq_to``, in order."""
+        upper = seq_to if seq_to is not None else 2**62
+        rows = self._query(
+            f"SELECT {_MSG_COLS} FROM messages m WHERE m.session_id = ? AND m.seq >= ?"
+            " AND m.seq < ? ORDER BY m.seq",
+            (session_id, seq_from, upper),
+        )
+        return [_row_to_archived(r) for r in rows]
+
+    def by_rowids(self, rowids: Sequence[int]) -> dict[int, ArchivedMessage]:
+        out: dict[int, ArchivedMessage] = {}
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._query(f"SELECT {_MSG_COLS} FROM messages m WHERE m.id IN ({marks})", part)
+            out.update({r[0]: _row_to_archived(r) for r in rows})
+        return out
+
+    def delete_session_rows(self, session_id: str, *, drop_session: bool) -> None:
+        """Clear a session's archive rows, vectors and events (reset / remove)."""
+        with self.transaction() as db:
+            rows = db.execute(
+                "SELECT id, content FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchall()
+            db.executemany(
+                "INSERT INTO messages_fts (messages_fts, rowid, body) VALUES ('delete', ?, ?)",
+                [(rowid, index_text(content)) for rowid, content in rows],
+            )
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
+            if drop_session:
+                db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            else:
+                db.execute(
+                    "UPDATE sessions SET start_at_ns = 0, cut_seq = 0, next_seq = 0"
+                    " WHERE session_id = ?",
+                    (session_id,),
+                )
+
+    # -- full-text search ------------------------------------------------------
+    def _doc_freq(self, key: str) -> int:
+        rows = self._query("SELECT doc FROM messages_vocab WHERE term = ?", (key,))
+        return int(rows[0][0]) if rows else 0
+
+    def build_match(self, query: str) -> str | None:
+        """Turn a user's text into a bounded FTS5 MATCH expression (None: no terms).
+
+        Stopwords are dropped unless nothing else is left; then terms are
+        taken rarest first until :data:`POSTINGS_BUDGET` documents would be
+        scored.  Terms that occur nowhere are dropped (they cannot match).
+        """
+        terms = query_terms(query)
+        content = [t for t in terms if not t.is_stopword] or terms
+        if not content:
+            return None
+        scored: list[tuple[int, str]] = []
+        for term in content:
+            df = self._doc_freq(term.key) if not term.expr.endswith("*") else 1
+            if df > 0:
+                scored.append((df, term.expr))
+        if not scored:
+            return None
+        scored.sort()
+        chosen: list[str] = []
+        total = 0
+        for df, expr in scored:
+            if chosen and total + df > POSTINGS_BUDGET:
+                break
+            chosen.append(expr)
+            total += df
+        return " OR ".join(chosen)
+
+    def keyword_search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        session_id: str | None = None,
+        time_from_ns: int | None = None,
+        time_to_ns: int | None = None,
+        include_tool: bool = False,
+        exclude_msg_ids: frozenset[str] = frozenset(),
+    ) -> list[tuple[ArchivedMessage, float]]:
+        """Best-first archive hits with a relevance score (higher is better)."""
+        match = self.build_match(query)
+        if match is None:
+            return []
+        where = ["messages_fts MATCH ?"]
+        params: list[Any] = [match]
+        if session_id is not None:
+            where.append("m.session_id = ?")
+            params.append(session_id)
+        if time_from_ns is not None:
+            where.append("m.time_ns >= ?")
+            params.append(time_from_ns)
+        if time_to_ns is not None:
+            where.append("m.time_ns <= ?")
+            params.append(time_to_ns)
+        if not include_tool:
+            where.append("m.tool = 0")
+        params.append(limit + len(exclude_msg_ids))
+        rows = self._query(
+            f"SELECT {_MSG_COLS}, -bm25(messages_fts) AS score FROM messages_fts"
+            f" JOIN messages m ON m.id = messages_fts.rowid WHERE {' AND '.join(where)}"
+            " ORDER BY bm25(messages_fts) LIMIT ?",
+            params,
+        )
+        hits = [(_row_to_archived(r), float(r[9])) for r in rows]
+        return [h for h in hits if h[0].message.id not in exclude_msg_ids][:limit]
+
+    def rebuild_fts(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Recreate the derived full-text index from the rows (interrupt-safe)."""
+        total = self.count()
+        with self.transaction() as db:
+            db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+            done = 0
+            cursor = db.execute("SELECT id, content FROM messages")
+            while batch := cursor.fetchmany(2000):
+                db.executemany(
+                    "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
+                    [(rowid, index_text(content)) for rowid, content in batch],
+                )
+                done += len(batch)
+                if progress:
+                    progress(done, total)
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_text_version', ?)",
+                (str(FTS_TEXT_VERSION),),
+            )
+
+    def fts_ok(self) -> bool:
+        """FTS5's own integrity check against the rows."""
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)"
+                )
+        except sqlite3.DatabaseError:
+            return False
+        return True
+
+    # -- vectors ----------------------------------------------------------------
+    def add_vectors(self, session_id: str, model: str, items: Sequence[tuple[int, bytes]]) -> None:
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors (message_rowid, session_id, model, vec)"
+                " VALUES (?, ?, ?, ?)",
+                [(rowid, session_id, model, blob) for rowid, blob in items],
+            )
+
+    def vectors(self, session_id: str) -> list[tuple[int, bytes]]:
+        return [
+            (int(r[0]), bytes(r[1]))
+            for r in self._query(
+                "SELECT message_rowid, vec FROM vectors WHERE session_id = ?"
+                " ORDER BY message_rowid",
+                (session_id,),
+            )
+        ]
+
+    def vector_rowids(self, session_id: str) -> set[int]:
+        rows = self._query("SELECT message_rowid FROM vectors WHERE session_id = ?", (session_id,))
+        return {int(r[0]) for r in rows}
+
+    def delete_vectors(self, rowids: Iterable[int]) -> None:
+        with self.transaction() as db:
+            db.executemany("DELETE FROM vectors WHERE message_rowid = ?", [(r,) for r in rowids])
+
+    def vector_sessions(self) -> set[str]:
+        return {r[0] for r in self._query("SELECT DISTINCT session_id FROM vectors")}
+
+    # -- events -------------------------------------------------------------
+    def add_event(self, session_id: str, time_ns: int, kind: str, detail: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO events (session_id, time_ns, kind, detail) VALUES (?, ?, ?, ?)",
+                (session_id, time_ns, kind, json.dumps(detail, ensure_ascii=False)),
+            )
+
+    def events(self, session_id: str) -> list[tuple[int, str, dict[str, Any]]]:
+        rows = self._query(
+            "SELECT time_ns, kind, detail FROM events WHERE session_id = ? ORDER BY time_ns, id",
+            (session_id,),
+        )
+        return [(int(r[0]), str(r[1]), json.loads(r[2])) for r in rows]

@@ -1,0 +1,126 @@
+"""Text preparation for the FTS5 archive: CJK bigrams, safe queries.
+
+SQLite's ``unicode61`` tokenizer treats a run of Han characters as one token,
+so ``記憶系統`` could never be found inside ``我們使用記憶系統來保存對話``.
+We index CJK runs as overlapping bigrams (plus the run's last character as a
+unigram, so single-character queries still match); a CJK query becomes a
+phrase of its bigrams, which matches exactly the substring.  Latin text goes
+to ``unicode61`` after a light plural stemmer (:func:`stem`).
+
+Queries never reach FTS5 as syntax: every term is quoted, so ``"``, ``*``,
+``NEAR(``, ``AND`` typed by a user are just text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[^\W{_CJK}]+", re.UNICODE)
+_SPLIT = re.compile(f"([{_CJK}]+)")
+
+FTS_TEXT_VERSION = 1
+"""Bump when :func:`index_text` changes: the archive then rebuilds its FTS index."""
+
+_STOPWORD_TEXT = """
+a about above after again against all am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each few for from further had hadn't has hasn't have
+haven't having he he'd he'll he's her here here's hers herself him himself his how how's i
+i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+myself no nor not of off on once only or other ought our ours ourselves out over own same
+shan't she she'd she'll she's should shouldn't so some such than that that's the their
+theirs them themselves then there there's these they they'd they'll they're they've this
+those through to too under until up very was wasn't we we'd we'll we're we've were weren't
+what what's when when's where where's which while who who's whom why why's will with won't
+would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re
+ve also just like get got would may might shall us tell know think said say says one ever
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def normalize(text: str) -> str:
+    """NFKC + case folding: full-width forms and case never decide a match."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
+
+
+def stem(word: str) -> str:
+    """A light plural stemmer (hotels → hotel, cities → city, boxes → box).
+
+    Applied identically to documents and queries, so it only has to be
+    consistent, not linguistically perfect; exact words stay exact otherwise.
+    """
+    if len(word) <= 3 or not word.isascii() or not word.endswith("s") or word.endswith("ss"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "sses", "zes")):
+        return word[:-2]
+    return word[:-1]
+
+
+def _stem_match(match: re.Match[str]) -> str:
+    return stem(match.group())
+
+
+def index_text(text: str) -> str:
+    """The string handed to FTS5 for a message's content."""
+    parts: list[str] = []
+    for chunk in _SPLIT.split(normalize(text)):
+        if not chunk:
+            continue
+        if _CJK_RUN.fullmatch(chunk):
+            parts.append(" ".join(_cjk_tokens(chunk)))
+        else:
+            parts.append(_WORD.sub(_stem_match, chunk))
+    return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTerm:
+    """One FTS5 term: a quoted word, a quoted CJK bigram phrase, or a CJK prefix."""
+
+    expr: str
+    key: str  # the token used for document-frequency lookups
+    is_stopword: bool = False
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def query_terms(query: str) -> list[QueryTerm]:
+    """Split a user's query into safe FTS5 terms (deduplicated, in order)."""
+    terms: list[QueryTerm] = []
+    seen: set[str] = set()
+    for chunk in _SPLIT.split(normalize(query)):
+        if not chunk:
+            continue
+        if _CJK_RUN.fullmatch(chunk):
+            if len(chunk) == 1:
+                term = QueryTerm(expr=_quote(chunk) + " *", key=chunk)
+            else:
+                grams = [chunk[i : i + 2] for i in range(len(chunk) - 1)]
+                term = QueryTerm(expr=_quote(" ".join(grams)), key=min(grams))
+            if term.expr not in seen:
+                seen.add(term.expr)
+                terms.append(term)
+            continue
+        for raw_word in _WORD.findall(chunk):
+            word = raw_word.strip("_")
+            if not word or word in seen:
+                continue
+            seen.add(word)
+            key = stem(word)
+            terms.append(QueryTerm(expr=_quote(key), key=key, is_stopword=word in STOPWORDS))
+    return terms

@@ -1,0 +1,267 @@
+"""history.json: a session's hot history (layer 1 of DESIGN.md §1.1).
+
+The file is a plain JSON array, one message per line, readable by people and
+by the reference implementation.  Whole-file writes (import, compaction,
+migration) go through :func:`atomic_write_bytes`.  Appending a message to a
+5 MiB file must stay in the low milliseconds, so an append overwrites only
+the closing ``]`` with ``,<message>]`` and fsyncs; a crash in the middle of
+that small tail write leaves a torn tail that :meth:`HistoryFile.load`
+detects and cuts back to the last complete message (the prefix is never
+touched), then rewrites atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agenvoy_desktop.core.atomic import atomic_write_bytes
+from agenvoy_desktop.core.importers import (
+    ImportFormatError,
+    RawMessage,
+    build_messages,
+    raw_from_mapping,
+)
+from agenvoy_desktop.core.messages import Message
+
+log = logging.getLogger(__name__)
+
+_TAIL = b"\n]\n"
+
+
+def _encode(message: Message) -> bytes:
+    return json.dumps(message.to_json(), ensure_ascii=False).encode("utf-8")
+
+
+def encode_history(messages: Sequence[Message]) -> bytes:
+    """The canonical file form: ``[`` newline, one message per line, ``]``."""
+    if not messages:
+        return b"[\n]\n"
+    return b"[\n" + b",\n".join(_encode(m) for m in messages) + _TAIL
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What :meth:`HistoryFile.load` had to fix, for the doctor report."""
+
+    torn_tail_dropped: bool = False
+    migrated: bool = False
+    corrupt_moved_to: Path | None = None
+
+
+class HistoryFile:
+    """One session's history.json, cached in memory after the first load."""
+
+    def __init__(self, path: Path, fallback_ns: int, *, readonly: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._fallback_ns = fallback_ns
+        self._messages: list[Message] | None = None
+        self._size = 0
+        self.last_report = LoadReport()
+
+    # -- reading -----------------------------------------------------------
+    @property
+    def messages(self) -> list[Message]:
+        """All messages, oldest first (loads on first use)."""
+        if self._messages is None:
+            self.load()
+        assert self._messages is not None
+        return self._messages
+
+    @property
+    def size_bytes(self) -> int:
+        self.messages  # noqa: B018 - ensure loaded
+        return self._size
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> list[Message]:
+        """Read the file, repairing a torn tail and migrating foreign formats."""
+        self.last_report = LoadReport()
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            self._messages, self._size = [], 0
+            return self._messages
+        items, torn = _parse_array(raw)
+        if items is None:
+            if self.readonly:
+                self.last_report = LoadReport(corrupt_moved_to=self.path)
+                self._messages, self._size = [], 0
+                return self._messages
+            moved = self._move_aside()
+            log.error("%s is not a JSON array; moved to %s", self.path, moved)
+            self.last_report = LoadReport(corrupt_moved_to=moved)
+            self._messages, self._size = [], 0
+            return self._messages
+        messages, migrated = self._to_messages(items)
+        self._messages = messages
+        self._size = len(raw)
+        if not self.readonly and (torn or migrated or not _canonical_tail(raw, messages)):
+            self.rewrite(messages)
+        self.last_report = LoadReport(torn_tail_dropped=torn, migrated=migrated)
+        return messages
+
+    def _to_messages(self, items: list[object]) -> tuple[list[Message], bool]:
+        """Our own elements pass straight through; anything else is migrated."""
+        try:
+            if all(isinstance(i, dict) and "id" in i and "time" in i for i in items):
+                return [Message.from_json(i) for i in items if isinstance(i, dict)], False
+        except (KeyError, ValueError, TypeError):
+            pass
+        raws: list[RawMessage] = []
+        for index, item in enumerate(items):
+            try:
+                raws.append(_raw_element(self.path, index, item))
+            except ImportFormatError as exc:
+                log.warning("skipping invalid message: %s", exc)
+        return build_messages(raws, self._fallback_ns), True
+
+    def _move_aside(self) -> Path:
+        target = self.path.with_name(f"{self.path.name}.corrupt-{os.getpid()}-{id(self):x}")
+        os.replace(self.path, target)
+        return target
+
+    # -- writing -----------------------------------------------------------
+    def rewrite(self, messages: Sequence[Message]) -> None:
+        """Replace the whole file atomically."""
+        data = encode_history(messages)
+        atomic_write_bytes(self.path, data)
+        self._messages = list(messages)
+        self._size = len(data)
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Append in place: overwrite the closing bracket, fsync."""
+        current = self.messages
+        if not messages:
+            return
+        if not current or not self.path.exists():
+            self.rewrite([*current, *messages])
+            return
+        body = b",\n" + b",\n".join(_encode(m) for m in messages) + _TAIL
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            offset = self._size - len(_TAIL)
+            os.pwrite(fd, body, offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        current.extend(messages)
+        self._size = offset + len(body)
+
+    def delete(self) -> None:
+        """Remove the file (reset)."""
+        self.path.unlink(missing_ok=True)
+        self._messages, self._size = [], 0
+
+
+def _canonical_tail(raw: bytes, messages: Sequence[Message]) -> bool:
+    return raw.endswith(_TAIL) if messages else raw == b"[\n]\n"
+
+
+def quick_tail(path: Path) -> tuple[int, str | None] | None:
+    """(message count, last message id) of a canonical file without parsing it all.
+
+    Returns None when the file is missing or not in canonical form; start-up
+    reconciliation then falls back to a full check of that session.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if raw == b"[\n]\n":
+        return 0, None
+    if not raw.startswith(b"[\n") or not raw.endswith(_TAIL):
+        return None
+    start = raw.rfind(b"\n", 0, len(raw) - len(_TAIL)) + 1
+    try:
+        last = json.loads(raw[start : len(raw) - len(_TAIL)])
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or "id" not in last:
+        return None
+    return raw.count(b"\n") - 2, str(last["id"])
+
+
+def _raw_element(path: Path, index: int, item: object) -> RawMessage:
+    """One element of a history array: ours keeps its id, foreign ones get one."""
+    if isinstance(item, dict) and "id" in item and "time" in item:
+        try:
+            msg = Message.from_json(item)
+        except (KeyError, ValueError, TypeError):
+            pass
+        else:
+            return RawMessage(msg.role, msg.content, msg.time_ns, msg.ref, msg.extra, msg.id)
+    return raw_from_mapping(item, f"{path}: message {index + 1}")
+
+
+def _parse_array(raw: bytes) -> tuple[list[object] | None, bool]:
+    """Parse a JSON array; on failure keep the complete leading elements.
+
+    Returns (items, torn).  ``items`` is None when the data is not an array at
+    all (the caller moves the file aside rather than destroying it).
+    """
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None, False
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return (data, False) if isinstance(data, list) else (None, False)
+    decoder = json.JSONDecoder()
+    index = _skip_ws(text, 0)
+    if not text.startswith("[", index):
+        return None, False
+    index += 1
+    items: list[object] = []
+    while True:
+        index = _skip_ws(text, index)
+        if index >= len(text) or text[index] == "]":
+            break
+        try:
+            item, index = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            break
+        items.append(item)
+        index = _skip_ws(text, index)
+        if index < len(text) and text[index] == ",":
+            index += 1
+    return items, True
+
+
+def _skip_ws(text: str, index: int) -> int:
+    while index < len(text) and text[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+def take_window(messages: Sequence[Message], n: int) -> list[Message]:
+    """The last-N context window, never splitting a pair or a tool-call group.
+
+    The window starts at a user message (the start of a complete exchange);
+    when the last exchange alone is longer than N it is kept whole.
+    """
+    if n <= 0 or not messages:
+        return []
+    if len(messages) <= n:
+        start = 0
+    else:
+        start = len(messages) - n
+        while start < len(messages) and messages[start].role != "user":
+            start += 1
+        if start == len(messages):
+            start = len(messages) - n
+            while start > 0 and messages[start].role != "user":
+                start -= 1
+    while start < len(messages) and messages[start].role == "tool":
+        start += 1
+    return list(messages[start:])

@@ -1,0 +1,93 @@
+"""Reset and remove, crash-safe (DESIGN.md §1.7).
+
+Each operation first writes a journal entry (``memory/ops/<session>.json``),
+then performs idempotent steps, then deletes the entry.  If the process dies
+anywhere in between, the next start finds the entry and runs the remaining
+steps again (roll forward): a session is never left half-reset or
+half-removed, and nothing is back-filled from a history.json that was about
+to be deleted, because pending operations are finished before anything else.
+
+| operation | history.json | vectors | archive (messages + meta) | summary |
+|-----------|--------------|---------|---------------------------|---------|
+| reset     | deleted      | cleared | cleared                   | kept    |
+| remove    | folder gone  | cleared | cleared                   | deleted |
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+
+if TYPE_CHECKING:
+    from agenvoy_desktop.core.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+Operation = Literal["reset", "remove"]
+TRASH_PREFIX = ".removing-"
+
+
+def ops_dir(store: MemoryStore) -> Path:
+    return store.paths.memory_dir / "ops"
+
+
+def run_operation(store: MemoryStore, op: Operation, session_id: str) -> None:
+    """Journal, perform and close one reset/remove."""
+    journal = ops_dir(store) / f"{session_id}.json"
+    atomic_write_text(
+        journal, json.dumps({"op": op, "session_id": session_id, "time_ns": store.clock()})
+    )
+    _perform(store, op, session_id)
+    journal.unlink(missing_ok=True)
+    fsync_dir(journal.parent)
+
+
+def _perform(store: MemoryStore, op: Operation, session_id: str) -> None:
+    folder = store.folder(session_id)
+    store.forget_cached(session_id)
+    if op == "remove":
+        trash = folder.with_name(TRASH_PREFIX + session_id)
+        if folder.exists():
+            if trash.exists():
+                shutil.rmtree(trash)
+            folder.replace(trash)
+            fsync_dir(folder.parent)
+        store.archive.delete_session_rows(session_id, drop_session=True)
+        shutil.rmtree(trash, ignore_errors=True)
+        log.info("removed session %s", session_id)
+        return
+    store.archive.delete_session_rows(session_id, drop_session=False)
+    store.archive.ensure_session(session_id, store.clock())
+    store.archive.add_event(session_id, store.clock(), "reset", {})
+    for name in ("history.json", "vectors.hnsw", "vectors.meta.json"):
+        (folder / name).unlink(missing_ok=True)
+    fsync_dir(folder)
+    log.info("reset session %s", session_id)
+
+
+def finish_pending(store: MemoryStore) -> list[str]:
+    """Roll forward operations a crash interrupted; returns what was finished."""
+    done: list[str] = []
+    folder = ops_dir(store)
+    if folder.is_dir():
+        for journal in sorted(folder.glob("*.json")):
+            try:
+                entry = json.loads(journal.read_text("utf-8"))
+                op, sid = entry["op"], str(entry["session_id"])
+            except (OSError, ValueError, KeyError):
+                log.warning("unreadable operation journal %s; ignored", journal)
+                journal.rename(journal.with_suffix(".bad"))
+                continue
+            if op in ("reset", "remove"):
+                _perform(store, op, sid)
+                done.append(f"finished interrupted {op} of session {sid}")
+            journal.unlink(missing_ok=True)
+    for trash in store.paths.sessions_dir.glob(TRASH_PREFIX + "*"):
+        shutil.rmtree(trash, ignore_errors=True)
+        done.append(f"deleted leftover folder {trash.name}")
+    return done

@@ -1,0 +1,342 @@
+"""MemoryStore: one object that owns a profile's conversation memory.
+
+It keeps the three layers in step — history.json (hot window), the SQLite
+archive (everything) and the per-session vector index — and is the only
+writer of them.  Write order for a new message: history.json first (it is
+what the user sees and what the model reads), then the archive, then the
+vector; start-up reconciliation (:mod:`reconcile`) repairs whatever a crash
+left between those steps.
+
+Not thread-safe by design: callers run it on one worker (the UI's storage
+thread, or the CLI's main thread); the embedding model has its own thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agenvoy_desktop.core.archive import Archive
+from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
+from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.timeutil import Clock, now_ns
+from agenvoy_desktop.core.vectors import SessionVectors
+from agenvoy_desktop.paths import AppPaths
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
+COMPACT_TO = 0.8
+EMBED_BATCH = 64
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``."""
+Cancelled = Callable[[], bool]
+
+
+class UnknownSessionError(KeyError):
+    """No session with that id; ``str()`` is a readable message."""
+
+    def __str__(self) -> str:
+        return f"no session {self.args[0]!r}"
+
+
+class InvalidSessionIdError(ValueError):
+    """A session id that cannot be a folder name."""
+
+
+class OperationCancelledError(RuntimeError):
+    """Long work stopped at the user's request; what was done is kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A row of the sessions list."""
+
+    session_id: str
+    title: str | None
+    created_ns: int
+    updated_ns: int
+    history_messages: int
+    history_bytes: int
+    archived_messages: int
+    vectors: int
+    start_at_ns: int
+
+
+def check_session_id(session_id: str) -> str:
+    if not _SESSION_ID.match(session_id):
+        raise InvalidSessionIdError(
+            f"invalid session id {session_id!r}: use letters, digits, '.', '_' or '-'"
+        )
+    return session_id
+
+
+class MemoryStore:
+    """Conversation memory of one profile (see module docstring)."""
+
+    def __init__(
+        self,
+        paths: AppPaths,
+        embedder: TextEmbedder | None = None,
+        *,
+        model_name: str = "all-MiniLM-L6-v2",
+        max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES,
+        clock: Clock = now_ns,
+        reconcile: bool = True,
+    ) -> None:
+        self.paths = paths.ensure()
+        self.embedder = embedder
+        self.model_name = model_name
+        self.max_history_bytes = max_history_bytes
+        self.clock = clock
+        self.archive = Archive(paths.archive_db)
+        self._histories: dict[str, HistoryFile] = {}
+        self._vectors: dict[str, SessionVectors] = {}
+        if reconcile:
+            from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
+
+            run_reconcile(self, repair=True, deep=False)
+
+    # -- plumbing ----------------------------------------------------------
+    def close(self) -> None:
+        for vectors in self._vectors.values():
+            vectors.flush()
+        self.archive.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def folder(self, session_id: str) -> Path:
+        return self.paths.sessions_dir / check_session_id(session_id)
+
+    def history(self, session_id: str) -> HistoryFile:
+        hist = self._histories.get(session_id)
+        if hist is None:
+            hist = HistoryFile(self.folder(session_id) / "history.json", self.clock())
+            self._histories[session_id] = hist
+        return hist
+
+    def vectors(self, session_id: str) -> SessionVectors:
+        vec = self._vectors.get(session_id)
+        if vec is None:
+            dim = self.embedder.dim if self.embedder is not None else self._stored_dim()
+            vec = SessionVectors(self.folder(session_id), session_id, self.archive, dim)
+            self._vectors[session_id] = vec
+        return vec
+
+    def _stored_dim(self) -> int:
+        return int(self.archive.get_meta("vector_dim") or 384)
+
+    def forget_cached(self, session_id: str) -> None:
+        """Drop in-memory state of a session (after reset/remove)."""
+        self._histories.pop(session_id, None)
+        vec = self._vectors.pop(session_id, None)
+        if vec is not None:
+            vec.clear()
+
+    # -- sessions ------------------------------------------------------------
+    def exists(self, session_id: str) -> bool:
+        return self.folder(session_id).is_dir() or self.archive.session(session_id) is not None
+
+    def require(self, session_id: str) -> str:
+        if not self.exists(session_id):
+            raise UnknownSessionError(session_id)
+        return session_id
+
+    def create_session(self, title: str | None = None, session_id: str | None = None) -> str:
+        sid = check_session_id(session_id or new_message_id()[:12])
+        self.folder(sid).mkdir(parents=True, exist_ok=True)
+        self.archive.ensure_session(sid, self.clock(), title)
+        return sid
+
+    def session_ids(self) -> list[str]:
+        folders = {
+            p.name
+            for p in self.paths.sessions_dir.iterdir()
+            if p.is_dir() and _SESSION_ID.match(p.name)
+        }
+        return sorted(folders | {m.session_id for m in self.archive.sessions()})
+
+    def info(self, session_id: str) -> SessionInfo:
+        self.require(session_id)
+        meta = self.archive.session(session_id)
+        hist = self.history(session_id)
+        return SessionInfo(
+            session_id=session_id,
+            title=meta.title if meta else None,
+            created_ns=meta.created_ns if meta else 0,
+            updated_ns=meta.updated_ns if meta else 0,
+            history_messages=len(hist.messages),
+            history_bytes=hist.size_bytes,
+            archived_messages=self.archive.count(session_id),
+            vectors=len(self.archive.vector_rowids(session_id)),
+            start_at_ns=meta.start_at_ns if meta else 0,
+        )
+
+    def sessions(self) -> list[SessionInfo]:
+        infos = [self.info(sid) for sid in self.session_ids()]
+        return sorted(infos, key=lambda i: i.updated_ns, reverse=True)
+
+    # -- writing -------------------------------------------------------------
+    def new_message(self, role: str, content: str, **extra: Any) -> Message:
+        return Message(new_message_id(), role, content, self.clock(), extra=extra)
+
+    def append(
+        self, session_id: str, messages: Sequence[Message], *, embed: bool = True
+    ) -> list[Message]:
+        """Write new messages to all layers; compacts when history grows too big."""
+        self.require(session_id)
+        self.archive.ensure_session(session_id, self.clock())
+        self.history(session_id).append(messages)
+        self.archive.add_messages(session_id, messages, self.clock())
+        self.maybe_compact(session_id)
+        if embed and self.embedder is not None:
+            self.index_pending(session_id)
+        return list(messages)
+
+    def import_messages(
+        self,
+        messages: Sequence[Message],
+        session_id: str | None = None,
+        *,
+        title: str | None = None,
+        progress: Progress | None = None,
+        cancelled: Cancelled | None = None,
+    ) -> str:
+        """Bulk import into a new or existing session; embeds what stays in history."""
+        sid = session_id or self.create_session(title)
+        if not self.exists(sid):
+            self.create_session(title, sid)
+        self.archive.ensure_session(sid, self.clock(), title)
+        hist = self.history(sid)
+        hist.rewrite([*hist.messages, *messages])
+        self.archive.add_messages(sid, messages, self.clock())
+        self.maybe_compact(sid)
+        self.archive.add_event(sid, self.clock(), "import", {"messages": len(messages)})
+        if self.embedder is not None:
+            self.index_pending(sid, progress=progress, cancelled=cancelled)
+        return sid
+
+    def window(self, session_id: str, n: int) -> list[Message]:
+        """The last-N context window of a session."""
+        return take_window(self.history(session_id).messages, n)
+
+    # -- vectors -------------------------------------------------------------
+    def pending_vectors(self, session_id: str) -> list[tuple[int, Message]]:
+        """History messages that have no vector yet, as (archive rowid, message)."""
+        hist = self.history(session_id).messages
+        rowids = self.archive.rowids_for(m.id for m in hist)
+        have = self.archive.vector_rowids(session_id)
+        return [(rowids[m.id], m) for m in hist if m.id in rowids and rowids[m.id] not in have]
+
+    def index_pending(
+        self,
+        session_id: str,
+        *,
+        progress: Progress | None = None,
+        cancelled: Cancelled | None = None,
+    ) -> int:
+        """Embed every history message lacking a vector, batched and pipelined.
+
+        The next batch is already embedding on the model's thread while this
+        thread stores the previous one.
+        """
+        if self.embedder is None:
+            return 0
+        todo = self.pending_vectors(session_id)
+        if not todo:
+            return 0
+        self.archive.set_meta("vector_dim", str(self.embedder.dim))
+        vectors = self.vectors(session_id)
+        batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
+        future = self.embedder.submit([m.content for _, m in batches[0]])
+        done = 0
+        for number, batch in enumerate(batches):
+            result = future.result()
+            if number + 1 < len(batches):
+                future = self.embedder.submit([m.content for _, m in batches[number + 1]])
+            vectors.add(self.model_name, [r for r, _ in batch], np.asarray(result))
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(todo))
+            if cancelled is not None and cancelled():
+                vectors.flush()
+                raise OperationCancelledError(f"indexing stopped after {done} of {len(todo)}")
+        vectors.flush()
+        return done
+
+    # -- compaction ----------------------------------------------------------
+    def maybe_compact(self, session_id: str) -> bool:
+        """Trim history.json to 80 % at a pair boundary once it passes the limit."""
+        hist = self.history(session_id)
+        if hist.size_bytes <= self.max_history_bytes:
+            return False
+        messages = hist.messages
+        cut = compaction_cut(messages, int(self.max_history_bytes * COMPACT_TO))
+        if cut <= 0:
+            return False
+        dropped, kept = messages[:cut], messages[cut:]
+        hist.rewrite(kept)
+        rowids = self.archive.rowids_for([kept[0].id, *(m.id for m in dropped)])
+        first = self.archive.by_rowids([rowids[kept[0].id]])[rowids[kept[0].id]]
+        self.archive.set_cut(session_id, first.seq, kept[0].time_ns)
+        gone = [rowids[m.id] for m in dropped if m.id in rowids]
+        have = self.archive.vector_rowids(session_id)
+        self.vectors(session_id).remove([r for r in gone if r in have])
+        self.archive.add_event(
+            session_id,
+            self.clock(),
+            "compaction",
+            {"dropped": len(dropped), "kept": len(kept), "start_at_ns": kept[0].time_ns},
+        )
+        log.info("compacted %s: dropped %d messages", session_id, len(dropped))
+        return True
+
+    # -- reset / remove --------------------------------------------------------
+    def reset(self, session_id: str) -> None:
+        """Clear history, vectors and archive of a session; keep its summary."""
+        from agenvoy_desktop.core.lifecycle import run_operation
+
+        run_operation(self, "reset", self.require(session_id))
+
+    def remove(self, session_id: str) -> None:
+        """Delete a session entirely (folder, archive rows, vectors, summary)."""
+        from agenvoy_desktop.core.lifecycle import run_operation
+
+        run_operation(self, "remove", self.require(session_id))
+
+    def delete_folder(self, folder: Path) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def compaction_cut(messages: Sequence[Message], target_bytes: int) -> int:
+    """Index of the first message to keep so the file fits *target_bytes*.
+
+    The kept part starts at a user message (a complete user+assistant
+    boundary) and always includes the last exchange.
+    """
+    sizes = [len(encode_history([m])) - 4 + 2 for m in messages]
+    total = sum(sizes) + 4
+    cut = 0
+    while cut < len(messages) and total > target_bytes:
+        total -= sizes[cut]
+        cut += 1
+    while cut < len(messages) and messages[cut].role != "user":
+        cut += 1
+    if cut >= len(messages):
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+        cut = last_user
+    return cut

@@ -151,12 +151,19 @@ class Archive:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._migrate()
         except sqlite3.Error as exc:
             raise _friendly(exc, path) from exc
+        try:
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._check_version()  # before WAL: a newer app's file is left as it was
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _friendly(exc, path) from exc
+            raise
 
     # -- plumbing ------------------------------------------------------------
     def close(self) -> None:
@@ -175,25 +182,31 @@ class Archive:
                 self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
                 self._db.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):  # full, locked, read-only...
+                    raise _friendly(exc, self.path) from exc
                 raise
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             try:
                 return self._db.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:  # also SQLITE_CORRUPT ("malformed")
                 raise _friendly(exc, self.path) from exc
 
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+    def _check_version(self) -> int:
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise ArchiveError(
                 f"archive {self.path} was written by a newer Agenvoy Desktop "
                 f"(schema {version} > {SCHEMA_VERSION}); update the app"
             )
+        return version
+
+    def _migrate(self) -> None:
+        version = self._check_version()
         for target in range(version + 1, SCHEMA_VERSION + 1):
             log.info("migrating archive %s to schema %d", self.path, target)
             with self.transaction() as db:
@@ -456,15 +469,21 @@ class Archive:
             )
 
     def fts_ok(self) -> bool:
-        """FTS5's own integrity check against the rows."""
+        """FTS5's own integrity check, plus one indexed document per row.
+
+        A contentless table cannot be checked against the rows by FTS5
+        itself, so the document count is compared as well.
+        """
         try:
             with self._lock:
                 self._db.execute(
                     "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)"
                 )
+                indexed = self._db.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()
+                rows = self._db.execute("SELECT count(*) FROM messages").fetchone()
         except sqlite3.DatabaseError:
             return False
-        return True
+        return bool(indexed[0] == rows[0])
 
     # -- vectors ----------------------------------------------------------------
     def add_vectors(self, session_id: str, model: str, items: Sequence[tuple[int, bytes]]) -> None:

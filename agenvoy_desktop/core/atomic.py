@@ -29,7 +29,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace *path* with *data* atomically and durably."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)  # no \r\n on Windows
+    fd = os.open(tmp, flags, 0o644)
     try:
         view = memoryview(data)
         while view:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
@@ -67,6 +68,26 @@ def stem(word: str) -> str:
     if word.endswith(("ches", "shes", "xes", "sses", "zes")):
         return word[:-2]
     return word[:-1]
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    parts = unicodedata.normalize("NFKD", char)
+    if len(parts) > 1 and parts[0].isascii() and all(unicodedata.combining(c) for c in parts[1:]):
+        return parts[0]
+    return char
+
+
+def vocab_key(word: str) -> str:
+    """The token ``unicode61 remove_diacritics 2`` stores for a query word.
+
+    Used for document-frequency lookups only, so it must name a token that
+    really exists when the word matches: Latin accents are folded
+    (``café`` → ``cafe``) and ``_`` splits tokens (``load_user_id`` is the
+    phrase ``load user id``; its longest token stands for it).
+    """
+    folded = "".join(_fold_char(c) for c in word)
+    return max(folded.split("_"), key=len)
 
 
 def _stem_match(match: re.Match[str]) -> str:
@@ -121,6 +142,10 @@ def query_terms(query: str) -> list[QueryTerm]:
             if not word or word in seen:
                 continue
             seen.add(word)
-            key = stem(word)
-            terms.append(QueryTerm(expr=_quote(key), key=key, is_stopword=word in STOPWORDS))
+            stemmed = stem(word)
+            terms.append(
+                QueryTerm(
+                    expr=_quote(stemmed), key=vocab_key(stemmed), is_stopword=word in STOPWORDS
+                )
+            )
     return terms

@@ -51,6 +51,8 @@ class LoadReport:
     torn_tail_dropped: bool = False
     migrated: bool = False
     corrupt_moved_to: Path | None = None
+    skipped: int = 0  # elements that are not messages we can read
+    original_kept_at: Path | None = None  # the file as it was, when something was skipped
 
 
 class HistoryFile:
@@ -100,19 +102,28 @@ class HistoryFile:
             self.last_report = LoadReport(corrupt_moved_to=moved)
             self._messages, self._size = [], 0
             return self._messages
-        messages, migrated = self._to_messages(items)
+        messages, migrated, skipped = self._to_messages(items)
         self._messages = messages
         self._size = len(raw)
+        kept_at = None
         if not self.readonly and (torn or migrated or not _canonical_tail(raw, messages)):
+            if skipped:  # never let a rewrite be the only copy of what we could not read
+                kept_at = self.path.with_name(f"{self.path.name}.orig-{os.getpid()}-{id(self):x}")
+                atomic_write_bytes(kept_at, raw)
             self.rewrite(messages)
-        self.last_report = LoadReport(torn_tail_dropped=torn, migrated=migrated)
+        self.last_report = LoadReport(
+            torn_tail_dropped=torn, migrated=migrated, skipped=skipped, original_kept_at=kept_at
+        )
         return messages
 
-    def _to_messages(self, items: list[object]) -> tuple[list[Message], bool]:
-        """Our own elements pass straight through; anything else is migrated."""
+    def _to_messages(self, items: list[object]) -> tuple[list[Message], bool, int]:
+        """Our own elements pass straight through; anything else is migrated.
+
+        Returns (messages, migrated, number of elements skipped as unreadable).
+        """
         try:
             if all(isinstance(i, dict) and "id" in i and "time" in i for i in items):
-                return [Message.from_json(i) for i in items if isinstance(i, dict)], False
+                return [Message.from_json(i) for i in items if isinstance(i, dict)], False, 0
         except (KeyError, ValueError, TypeError):
             pass
         raws: list[RawMessage] = []
@@ -121,7 +132,7 @@ class HistoryFile:
                 raws.append(_raw_element(self.path, index, item))
             except ImportFormatError as exc:
                 log.warning("skipping invalid message: %s", exc)
-        return build_messages(raws, self._fallback_ns), True
+        return build_messages(raws, self._fallback_ns), True, len(items) - len(raws)
 
     def _move_aside(self) -> Path:
         target = self.path.with_name(f"{self.path.name}.corrupt-{os.getpid()}-{id(self):x}")
@@ -145,10 +156,14 @@ class HistoryFile:
             self.rewrite([*current, *messages])
             return
         body = b",\n" + b",\n".join(_encode(m) for m in messages) + _TAIL
-        fd = os.open(self.path, os.O_WRONLY)
+        # O_BINARY: no newline translation on Windows; lseek+write: no os.pwrite there.
+        fd = os.open(self.path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
         try:
             offset = self._size - len(_TAIL)
-            os.pwrite(fd, body, offset)
+            os.lseek(fd, offset, os.SEEK_SET)
+            view = memoryview(body)
+            while view:  # a short write must not pass for a complete one
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -262,6 +277,8 @@ def take_window(messages: Sequence[Message], n: int) -> list[Message]:
             start = len(messages) - n
             while start > 0 and messages[start].role != "user":
                 start -= 1
+            if messages[start].role != "user":  # no user message at all: plain last N
+                start = len(messages) - n
     while start < len(messages) and messages[start].role == "tool":
         start += 1
     return list(messages[start:])

@@ -20,12 +20,14 @@ and checks a session fully only when they disagree; ``doctor`` checks all.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agenvoy_desktop.core.history import HistoryFile, quick_tail
 from agenvoy_desktop.core.lifecycle import finish_pending, ops_dir
+from agenvoy_desktop.core.messages import Message, new_message_id
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
@@ -107,6 +109,10 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
         out.append(Finding(sid, "history.json", "torn tail from a crash cut back", repair))
     if report.migrated:
         out.append(Finding(sid, "history.json", "reference format migrated", repair))
+    if report.skipped:
+        kept = f"; the original is kept as {report.original_kept_at}" if repair else ""
+        detail = f"{report.skipped} unreadable message(s) left out{kept}"
+        out.append(Finding(sid, "history.json", detail, repair))
     messages = hist.messages
     if store.archive.session(sid) is None:
         out.append(Finding(sid, "archive", "session unknown to the archive", repair))
@@ -118,11 +124,38 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
         what = "back-filled whole" if not known else f"{len(missing)} message(s) added"
         out.append(Finding(sid, "archive", f"missing from archive: {what}", repair))
         if repair:
+            missing, renamed = _claim_ids(store, hist, missing)
+            if renamed:
+                detail = f"{renamed} message id(s) already used elsewhere (a copied folder?)"
+                out.append(Finding(sid, "history.json", detail + ": given new ids", True))
             store.archive.add_messages(sid, missing, store.clock())
             known = store.archive.all_msg_ids(sid)
     out += _check_cut(store, sid, known, repair=repair, hist=hist)
     out += _check_vectors(store, sid, repair=repair, hist=hist)
     return out
+
+
+def _claim_ids(
+    store: MemoryStore, hist: HistoryFile, missing: list[Message]
+) -> tuple[list[Message], int]:
+    """Give fresh ids to messages whose id the archive already holds (or that repeat).
+
+    Message ids are unique across the archive; a session folder copied by
+    hand would otherwise make every start-up fail.  history.json is
+    rewritten with the new ids.
+    """
+    taken = set(store.archive.rowids_for(m.id for m in missing))
+    seen: set[str] = set()
+    renamed: dict[int, Message] = {}
+    for index, message in enumerate(missing):
+        if message.id in taken or message.id in seen:
+            renamed[index] = dataclasses.replace(message, id=new_message_id())
+        seen.add(message.id)
+    if not renamed:
+        return missing, 0
+    by_identity = {id(missing[i]): new for i, new in renamed.items()}
+    hist.rewrite([by_identity.get(id(m), m) for m in hist.messages])
+    return [renamed.get(i, m) for i, m in enumerate(missing)], len(renamed)
 
 
 def _check_cut(
@@ -163,5 +196,6 @@ def _check_vectors(
         vectors.count  # noqa: B018 - opening heals the index file
         if vectors.healed:
             out.append(Finding(sid, "vector index", vectors.healed, True))
+            vectors.healed = None  # reported once, not by every later check
             vectors.flush()
     return out

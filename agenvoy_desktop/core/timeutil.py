@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], int]
 """Returns the current UTC time in Unix nanoseconds (injectable in tests)."""
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SUB_MICRO = re.compile(r"(?<=\.\d{6})(\d{1,3})(?!\d)")
 HEADER_RE = re.compile(r"^\s*當前時間[:：]\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\s*\n?")
 
 
@@ -38,16 +40,25 @@ def parse_iso(text: str) -> int:
     cleaned = text.strip()
     if cleaned.endswith(("Z", "z")):
         cleaned = cleaned[:-1] + "+00:00"
+    sub_micro = 0
+    if match := _SUB_MICRO.search(cleaned):  # datetime stops at microseconds
+        sub_micro = int(match.group(1).ljust(3, "0"))
+        cleaned = cleaned[: match.start()] + cleaned[match.end() :]
     try:
-        return _to_ns(datetime.fromisoformat(cleaned))
+        return _to_ns(datetime.fromisoformat(cleaned)) + sub_micro
     except ValueError:
         raise ValueError(f"not an ISO 8601 time: {text!r}") from None
 
 
 def format_iso(ns: int) -> str:
-    """UTC ns as ISO 8601 with microseconds and a ``Z`` (the history.json form)."""
-    moment = datetime.fromtimestamp(ns // 1000 / 1_000_000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """UTC ns as ISO 8601 with a ``Z`` (the history.json form).
+
+    Microseconds always; nanoseconds only when there are any, so a message
+    read back from history.json has exactly the time the archive holds.
+    """
+    moment = _EPOCH + timedelta(microseconds=ns // 1000)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return f"{text}{ns % 1000:03d}Z" if ns % 1000 else f"{text}Z"
 
 
 def format_local(ns: int) -> str:

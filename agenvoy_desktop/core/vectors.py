@@ -115,7 +115,9 @@ class SessionVectors:
         self._labels = set()
         if rowids:
             self._add_from_archive(sorted(rowids))
-        self._dirty = True
+        # Nothing to save for an empty session unless a stale file must be replaced:
+        # a search must not leave empty index files behind.
+        self._dirty = bool(rowids) or self.index_path.exists()
 
     def _add_from_archive(self, rowids: Sequence[int]) -> None:
         wanted = set(rowids)

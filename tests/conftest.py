@@ -1,0 +1,105 @@
+"""Shared fixtures: every test runs against a throw-away profile."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
+from tests.fakes import HashingEmbedder
+
+T0 = 1_700_000_000_000_000_000
+"""A fixed epoch for tests (2023-11-14T22:13:20Z), in UTC ns."""
+SECOND = 1_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """No test can ever touch a real profile: the env override points at a tmp dir."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv(HOME_ENV, str(home))
+    return home
+
+
+class FakeClock:
+    """A clock that advances one second per call."""
+
+    def __init__(self, start: int = T0 + 1000 * SECOND, step: int = SECOND) -> None:
+        self._counter = itertools.count()
+        self.start = start
+        self.step = step
+
+    def __call__(self) -> int:
+        return self.start + next(self._counter) * self.step
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> AppPaths:
+    return app_paths(tmp_path / "profile")
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder(dim=256)
+
+
+StoreFactory = Callable[..., MemoryStore]
+
+
+@pytest.fixture
+def open_store(paths: AppPaths, embedder: HashingEmbedder) -> Iterator[StoreFactory]:
+    """Open MemoryStores on the test profile; all are closed at teardown."""
+    opened: list[MemoryStore] = []
+
+    def factory(**kwargs: object) -> MemoryStore:
+        kwargs.setdefault("clock", FakeClock())
+        store = MemoryStore(paths, kwargs.pop("embedder", embedder), **kwargs)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: StoreFactory) -> MemoryStore:
+    return open_store()
+
+
+def msg(role: str, content: str, time_ns: int, **extra: object) -> Message:
+    """A message with a fresh id."""
+    return Message(new_message_id(), role, content, time_ns, extra=extra)
+
+
+def conversation(texts: list[str], start: int = T0, step: int = SECOND) -> list[Message]:
+    """Alternate user/assistant messages, one per text, *step* apart."""
+    roles = itertools.cycle(("user", "assistant"))
+    return [msg(next(roles), text, start + i * step) for i, text in enumerate(texts)]
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+
+
+def archive_counts(paths: AppPaths) -> dict[str, int]:
+    """Row counts of the archive tables, read without the app's code."""
+    import sqlite3
+
+    db = sqlite3.connect(paths.archive_db)
+    try:
+        return {
+            table: int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+            for table in ("messages", "sessions", "vectors", "events")
+        }
+    finally:
+        db.close()

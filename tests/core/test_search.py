@@ -1,0 +1,259 @@
+"""search_chat_history: routes, fusion, excerpts, filters, scope, window exclusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.search import (
+    MODES,
+    Hit,
+    SearchError,
+    SearchQuery,
+    build_excerpts,
+    fuse,
+    search_chat_history,
+)
+from agenvoy_desktop.core.store import MemoryStore, UnknownSessionError
+from tests.conftest import SECOND, T0, StoreFactory, conversation, msg
+
+TRIP = [
+    "we should book a hotel in Kyoto near the station",  # 0
+    "I found the Granvia hotel, it is next to Kyoto station",  # 1
+    "what about food in Osaka",  # 2
+    "Dotonbori has great street food",  # 3
+    "remember to buy a rail pass",  # 4
+    "the seven day rail pass is best",  # 5
+    "decided: Granvia hotel booked for three nights",  # 6
+    "great, the hotel booking is confirmed",  # 7
+    "anything else for the trip",  # 8
+    "pack an umbrella for rainy season",  # 9
+]
+WORK = [
+    "the quarterly budget review is on Monday",
+    "I will prepare the budget spreadsheet",
+    "also invite the finance team",
+    "done, invitations sent",
+]
+
+
+@pytest.fixture
+def seeded(store: MemoryStore) -> tuple[MemoryStore, list[Message], list[Message]]:
+    trip = conversation(TRIP, start=T0)
+    work = conversation(WORK, start=T0 + 1000 * SECOND)
+    store.import_messages(trip, "trip")
+    store.import_messages(work, "work")
+    return store, trip, work
+
+
+def _contents(hits: list[Hit]) -> list[str]:
+    return [h.item.message.content for h in hits]
+
+
+def _item(rowid: int, seq: int = 0, session: str = "s") -> ArchivedMessage:
+    return ArchivedMessage(rowid, session, seq, msg("user", str(rowid), T0 + seq))
+
+
+def test_fuse_is_reciprocal_rank_fusion() -> None:
+    a, b, c = _item(1), _item(2), _item(3)
+    fused = fuse([[Hit(a, 9.0), Hit(b, 8.0)], [Hit(b, 0.5), Hit(c, 0.4)]], k=60)
+    assert [h.item.rowid for h in fused] == [2, 1, 3]
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1].score == pytest.approx(1 / 61)
+    assert fused[2].score == pytest.approx(1 / 62)
+    assert fuse([]) == []
+    # Ties keep first-seen order; k changes the weights.
+    tied = fuse([[Hit(a, 1)], [Hit(c, 1)]], k=1)
+    assert [h.item.rowid for h in tied] == [1, 3]
+    assert tied[0].score == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_modes_find_the_hotel(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, trip, _ = seeded
+    result = search_chat_history(store, SearchQuery("Granvia hotel booked", mode=mode, limit=3))  # type: ignore[arg-type]
+    assert result.hits
+    assert result.hits[0].item.message.id == trip[6].id
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len({h.item.message.id for h in result.hits}) == len(result.hits)
+
+
+def test_hybrid_fuses_both_routes(seeded: tuple[MemoryStore, list[Message], list[Message]]) -> None:
+    store, _, _ = seeded
+    query = "budget review"
+    semantic = search_chat_history(store, SearchQuery(query, mode="semantic", limit=40)).hits
+    keyword = search_chat_history(store, SearchQuery(query, mode="keyword", limit=40)).hits
+    hybrid = search_chat_history(store, SearchQuery(query, mode="hybrid", limit=5)).hits
+    expected = fuse([semantic, keyword])[:5]
+    assert [h.item.rowid for h in hybrid] == [h.item.rowid for h in expected]
+    assert [h.score for h in hybrid] == pytest.approx([h.score for h in expected])
+
+
+def test_excerpts_two_before_one_after_in_time_order(
+    seeded: tuple[MemoryStore, list[Message], list[Message]],
+) -> None:
+    store, trip, work = seeded
+    hits = [
+        Hit(store.archive.messages("trip", 6, 7)[0], 1.0),
+        Hit(store.archive.messages("work", 0, 1)[0], 0.9),
+        Hit(store.archive.messages("trip", 1, 2)[0], 0.8),
+    ]
+    excerpts = build_excerpts(store, hits)
+    spans = [[r.message.id for r in e.messages] for e in excerpts]
+    assert (
+        spans
+        == [
+            [m.id for m in trip[0:3]],  # hit seq 1: before clipped at 0, 1 after
+            [m.id for m in trip[4:8]],  # hit seq 6: 2 before, 1 after
+            [m.id for m in work[0:2]],
+        ]
+    )
+    assert excerpts[0].hit_ids == {trip[1].id}
+    # Touching spans (seq 0-2 and 3-6) become one excerpt.
+    touching = build_excerpts(store, [hits[2], Hit(store.archive.messages("trip", 5, 6)[0], 1)])
+    assert [[r.seq for r in e.messages] for e in touching] == [list(range(7))]
+
+
+def test_overlapping_excerpts_are_merged(
+    seeded: tuple[MemoryStore, list[Message], list[Message]],
+) -> None:
+    store, trip, _ = seeded
+    rows = store.archive.messages("trip")
+    excerpts = build_excerpts(store, [Hit(rows[6], 1.0), Hit(rows[4], 0.5)])
+    assert len(excerpts) == 1
+    assert [r.message.id for r in excerpts[0].messages] == [m.id for m in trip[2:8]]
+    assert excerpts[0].hit_ids == {trip[4].id, trip[6].id}
+    # The last message: nothing after it.
+    tail = build_excerpts(store, [Hit(rows[9], 1.0)])
+    assert [r.seq for r in tail[0].messages] == [7, 8, 9]
+
+
+def test_search_returns_excerpts(seeded: tuple[MemoryStore, list[Message], list[Message]]) -> None:
+    store, trip, _ = seeded
+    result = search_chat_history(store, SearchQuery("Dotonbori", mode="keyword"))
+    assert len(result.excerpts) == 1
+    assert [r.message.id for r in result.excerpts[0].messages] == [m.id for m in trip[1:5]]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_time_range_filter(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, trip, _ = seeded
+    query = SearchQuery(
+        "hotel",
+        mode=mode,  # type: ignore[arg-type]
+        limit=10,
+        time_from_ns=trip[1].time_ns,
+        time_to_ns=trip[6].time_ns,
+    )
+    hits = search_chat_history(store, query).hits
+    assert hits
+    for hit in hits:
+        assert trip[1].time_ns <= hit.item.message.time_ns <= trip[6].time_ns
+    ids = {h.item.message.id for h in hits}
+    assert trip[0].id not in ids
+    assert trip[7].id not in ids
+    assert trip[6].id in ids or mode == "semantic"
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_scope_session_vs_all(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, _, work = seeded
+    everywhere = search_chat_history(store, SearchQuery("budget", mode=mode, limit=20))  # type: ignore[arg-type]
+    assert {h.item.session_id for h in everywhere.hits} >= {"work"}
+    only_trip = search_chat_history(
+        store,
+        SearchQuery("budget", mode=mode, limit=20, session_id="trip"),  # type: ignore[arg-type]
+    )
+    assert {h.item.session_id for h in only_trip.hits} <= {"trip"}
+    only_work = search_chat_history(
+        store,
+        SearchQuery("budget", mode=mode, limit=20, session_id="work"),  # type: ignore[arg-type]
+    )
+    assert work[0].id in {h.item.message.id for h in only_work.hits}
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_exclude_window_excludes_exactly_the_window(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, trip, _ = seeded
+    window = {m.id for m in store.window("trip", 4)}
+    assert window == {m.id for m in trip[6:]}
+    query = SearchQuery("hotel", mode=mode, limit=20, session_id="trip", exclude_window=4)  # type: ignore[arg-type]
+    result = search_chat_history(store, query)
+    ids = {h.item.message.id for h in result.hits}
+    assert not ids & window
+    everything = search_chat_history(
+        store,
+        SearchQuery("hotel", mode=mode, limit=20, session_id="trip"),  # type: ignore[arg-type]
+    )
+    all_ids = {h.item.message.id for h in everything.hits}
+    assert all_ids - window == ids
+    assert all_ids & window  # the window does hold hotel messages
+    for excerpt in result.excerpts:
+        assert not {r.message.id for r in excerpt.messages} & window
+
+
+def test_empty_query_and_bad_parameters(store: MemoryStore) -> None:
+    for text in ("", "   ", "\n\t"):
+        with pytest.raises(SearchError, match="empty"):
+            search_chat_history(store, SearchQuery(text))
+    with pytest.raises(SearchError, match="mode"):
+        search_chat_history(store, SearchQuery("x", mode="fuzzy"))  # type: ignore[arg-type]
+    with pytest.raises(SearchError, match="limit"):
+        search_chat_history(store, SearchQuery("x", limit=0))
+    with pytest.raises(UnknownSessionError):
+        search_chat_history(store, SearchQuery("x", session_id="nope"))
+
+
+def test_semantic_without_model_is_a_search_error(open_store: StoreFactory) -> None:
+    store = open_store(embedder=None)
+    store.import_messages(conversation(["hello"]), "s")
+    with pytest.raises(SearchError, match="embedding model"):
+        search_chat_history(store, SearchQuery("hello", mode="semantic"))
+    assert search_chat_history(store, SearchQuery("hello", mode="keyword")).hits
+
+
+def test_empty_profile_returns_nothing(store: MemoryStore) -> None:
+    for mode in MODES:
+        result = search_chat_history(store, SearchQuery("anything", mode=mode))
+        assert result.hits == []
+        assert result.excerpts == []
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_tool_traffic_skipped_by_default(store: MemoryStore, mode: str) -> None:
+    messages = [
+        msg("user", "list the files in the kyoto folder", T0),
+        msg("assistant", "", T0 + 1, tool_calls=[{"id": "c1", "function": {"name": "ls"}}]),
+        msg("tool", "kyoto_hotel.pdf kyoto_map.png", T0 + 2, tool_call_id="c1"),
+        msg("assistant", "there are two kyoto files", T0 + 3),
+    ]
+    store.import_messages(messages, "tools")
+    plain = search_chat_history(store, SearchQuery("kyoto_hotel.pdf kyoto", mode=mode, limit=10))  # type: ignore[arg-type]
+    assert messages[2].id not in {h.item.message.id for h in plain.hits}
+    assert all(not h.item.message.is_tool_traffic for h in plain.hits)
+    assert plain.hits
+    with_tool = search_chat_history(
+        store,
+        SearchQuery("kyoto_hotel.pdf kyoto", mode=mode, limit=10, include_tool=True),  # type: ignore[arg-type]
+    )
+    assert messages[2].id in {h.item.message.id for h in with_tool.hits}
+
+
+def test_results_survive_compaction(open_store: StoreFactory) -> None:
+    store = open_store(max_history_bytes=3000)
+    texts = [f"filler message {i} " + "x" * 100 for i in range(40)]
+    texts[2] = "the secret password is swordfish"
+    store.import_messages(conversation(texts), "c")
+    assert len(store.history("c").messages) < 40
+    keyword = search_chat_history(store, SearchQuery("swordfish", mode="keyword")).hits
+    assert [h.item.message.content for h in keyword] == [texts[2]]

@@ -350,6 +350,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except EXPECTED_ERRORS as exc:
         print(f"agenvoy-desktop: error: {_one_line(exc)}", file=sys.stderr)
+    except Exception as exc:  # last resort: one line, details with -v
+        log.info("unexpected failure", exc_info=True)
+        print(
+            f"agenvoy-desktop: internal error: {type(exc).__name__}: {_one_line(exc)}"
+            " (run with -v for details)",
+            file=sys.stderr,
+        )
     return 1
 
 

@@ -512,6 +512,11 @@ class Archive:
         with self.transaction() as db:
             db.executemany("DELETE FROM vectors WHERE message_rowid = ?", [(r,) for r in rowids])
 
+    def delete_all_vectors(self) -> None:
+        """Forget every stored vector (the embedding model changed)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM vectors")
+
     def vector_sessions(self) -> set[str]:
         return {r[0] for r in self._query("SELECT DISTINCT session_id FROM vectors")}
 

@@ -13,7 +13,7 @@ model is not shown what it already has in context; the CLI searches all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -64,6 +64,7 @@ class SearchQuery:
     time_from_ns: int | None = None
     time_to_ns: int | None = None
     exclude_window: int = 0  # the agent's N; 0 = exclude nothing
+    current_session: str | None = None  # whose window to exclude (default: session_id)
     include_tool: bool = False
 
 
@@ -82,7 +83,8 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
     if query.limit <= 0:
         raise SearchError("limit must be at least 1")
     sessions = [store.require(query.session_id)] if query.session_id else store.session_ids()
-    excluded = _window_ids(store, sessions, query.exclude_window)
+    window_of = query.current_session or query.session_id
+    excluded = _window_ids(store, window_of, query.exclude_window)
     if query.mode == "keyword":
         hits = _keyword(store, query, excluded, query.limit)
     elif query.mode == "semantic":
@@ -98,10 +100,11 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
     return SearchResult(hits=hits, excerpts=build_excerpts(store, hits, excluded))
 
 
-def _window_ids(store: MemoryStore, sessions: Iterable[str], n: int) -> frozenset[str]:
-    if n <= 0:
+def _window_ids(store: MemoryStore, session_id: str | None, n: int) -> frozenset[str]:
+    """Ids of the messages already in *session_id*'s context window."""
+    if n <= 0 or session_id is None:
         return frozenset()
-    return frozenset(m.id for sid in sessions for m in store.window(sid, n))
+    return frozenset(m.id for m in store.window(store.require(session_id), n))
 
 
 def _keyword(

@@ -102,6 +102,7 @@ class MemoryStore:
         self.archive = Archive(paths.archive_db)
         self._histories: dict[str, HistoryFile] = {}
         self._vectors: dict[str, SessionVectors] = {}
+        self._check_embedding_model()
         if reconcile:
             from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
 
@@ -136,6 +137,28 @@ class MemoryStore:
             vec = SessionVectors(self.folder(session_id), session_id, self.archive, dim)
             self._vectors[session_id] = vec
         return vec
+
+    def _check_embedding_model(self) -> None:
+        """Vectors of another model are meaningless: drop them, re-embed lazily.
+
+        The archive remembers which model (and dimension) made its vectors; a
+        different embedder clears them all (derived data), and reconciliation
+        then embeds every history message again with the new model.
+        """
+        if self.embedder is None:
+            return
+        current = f"{self.model_name}:{self.embedder.dim}"
+        stored = self.archive.get_meta("vector_model")
+        if stored == current:
+            return
+        if stored is not None or self.archive.vector_sessions():
+            log.warning("embedding model changed (%s -> %s): re-embedding", stored, current)
+            self.archive.delete_all_vectors()
+            for folder in self.paths.sessions_dir.iterdir():
+                for name in ("vectors.hnsw", "vectors.meta.json"):
+                    (folder / name).unlink(missing_ok=True)
+        self.archive.set_meta("vector_model", current)
+        self.archive.set_meta("vector_dim", str(self.embedder.dim))
 
     def _stored_dim(self) -> int:
         return int(self.archive.get_meta("vector_dim") or 384)

@@ -202,6 +202,27 @@ def test_exclude_window_excludes_exactly_the_window(
         assert not {r.message.id for r in excerpt.messages} & window
 
 
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_exclude_window_with_scope_all_only_hides_the_current_session(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, _, _ = seeded
+    trip_window = {m.id for m in store.window("trip", 4)}
+    work_window = {m.id for m in store.window("work", 4)}
+    query = SearchQuery(
+        "hotel budget",
+        mode=mode,  # type: ignore[arg-type]
+        limit=50,
+        exclude_window=4,
+        current_session="trip",
+    )
+    ids = {h.item.message.id for h in search_chat_history(store, query).hits}
+    assert not ids & trip_window
+    everything = search_chat_history(store, SearchQuery("hotel budget", mode=mode, limit=50))  # type: ignore[arg-type]
+    all_ids = {h.item.message.id for h in everything.hits}
+    assert all_ids & work_window <= ids  # the other session's recent messages stay findable
+
+
 def test_empty_query_and_bad_parameters(store: MemoryStore) -> None:
     for text in ("", "   ", "\n\t"):
         with pytest.raises(SearchError, match="empty"):

@@ -186,3 +186,17 @@ def test_removing_the_last_vectors_replaces_the_file(store: MemoryStore) -> None
     store.vectors(sid).remove(sorted(store.archive.vector_rowids(sid)))
     meta = json.loads((store.folder(sid) / META_FILE).read_text())
     assert meta["count"] == 0
+
+
+def test_changing_the_embedding_model_re_embeds_everything(open_store: StoreFactory) -> None:
+    first = open_store()
+    sid = _seed(first)
+    first.close()
+    # Same profile, a different model (another dimension): old vectors are dropped
+    # and every history message is embedded again by the new model.
+    second = open_store(embedder=HashingEmbedder(128), model_name="other-model")
+    assert second.archive.get_meta("vector_model") == "other-model:128"
+    assert len(second.archive.vector_rowids(sid)) == len(TEXTS)
+    blob = second.archive.vectors(sid)[0][1]
+    assert len(blob) == 128 * 4
+    assert _top(second, sid, "ramen in Sapporo") == TEXTS[4]

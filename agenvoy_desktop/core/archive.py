@@ -14,6 +14,7 @@ data: :meth:`Archive.rebuild_fts` recreates it from the rows.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import sqlite3
@@ -28,7 +29,7 @@ from agenvoy_desktop.core.messages import Message
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,12 +78,32 @@ CREATE TABLE events (
 CREATE INDEX events_session ON events (session_id, time_ns);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# v2: the FTS index gets a ``sid`` column (a per-session token) so a
+# session-scoped keyword search filters inside FTS5 instead of scoring the
+# whole archive and discarding other sessions' rows afterwards.
+_SCHEMA_V2 = """
+DROP TABLE messages_vocab;
+DROP TABLE messages_fts;
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    body, sid, content='', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE messages_vocab USING fts5vocab (messages_fts, 'row');
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
+DELETE FROM meta WHERE key = 'fts_text_version';
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 """``MIGRATIONS[v]`` upgrades a database at version v-1 to v."""
 
 # A keyword query scores at most this many documents: rare terms first, the
-# rest dropped.  Keeps natural-language questions from turning into a scan.
-POSTINGS_BUDGET = 40_000
+# rest dropped.  Keeps natural-language questions from turning into a scan
+# (FTS5's bm25 costs ~1.5 µs per matching document on a 2-core laptop).
+POSTINGS_BUDGET = 12_000
+
+
+def sid_token(session_id: str) -> str:
+    """A single FTS5 token naming a session (ids may hold '.', '-', '_')."""
+    return "sid" + hashlib.sha1(session_id.encode("utf-8")).hexdigest()[:16]
 
 
 class ArchiveError(RuntimeError):
@@ -293,8 +314,8 @@ class Archive:
                 rowid = cur.lastrowid
                 assert rowid is not None
                 db.execute(
-                    "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                    (rowid, index_text(message.content)),
+                    "INSERT INTO messages_fts (rowid, body, sid) VALUES (?, ?, ?)",
+                    (rowid, index_text(message.content), sid_token(session_id)),
                 )
                 rowids.append(rowid)
                 seq += 1
@@ -361,9 +382,11 @@ class Archive:
             rows = db.execute(
                 "SELECT id, content FROM messages WHERE session_id = ?", (session_id,)
             ).fetchall()
+            token = sid_token(session_id)
             db.executemany(
-                "INSERT INTO messages_fts (messages_fts, rowid, body) VALUES ('delete', ?, ?)",
-                [(rowid, index_text(content)) for rowid, content in rows],
+                "INSERT INTO messages_fts (messages_fts, rowid, body, sid)"
+                " VALUES ('delete', ?, ?, ?)",
+                [(rowid, index_text(content), token) for rowid, content in rows],
             )
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
@@ -382,13 +405,14 @@ class Archive:
         rows = self._query("SELECT doc FROM messages_vocab WHERE term = ?", (key,))
         return int(rows[0][0]) if rows else 0
 
-    def build_match(self, query: str) -> str | None:
+    def build_match(self, query: str, budget: int | None = None) -> str | None:
         """Turn a user's text into a bounded FTS5 MATCH expression (None: no terms).
 
         Stopwords are dropped unless nothing else is left; then terms are
-        taken rarest first until :data:`POSTINGS_BUDGET` documents would be
-        scored.  Terms that occur nowhere are dropped (they cannot match).
+        taken rarest first until *budget* documents would be scored.  Terms
+        that occur nowhere are dropped (they cannot match).
         """
+        budget = POSTINGS_BUDGET if budget is None else budget
         terms = query_terms(query)
         content = [t for t in terms if not t.is_stopword] or terms
         if not content:
@@ -404,7 +428,7 @@ class Archive:
         chosen: list[str] = []
         total = 0
         for df, expr in scored:
-            if chosen and total + df > POSTINGS_BUDGET:
+            if chosen and total + df > budget:
                 break
             chosen.append(expr)
             total += df
@@ -421,15 +445,20 @@ class Archive:
         include_tool: bool = False,
         exclude_msg_ids: frozenset[str] = frozenset(),
     ) -> list[tuple[ArchivedMessage, float]]:
-        """Best-first archive hits with a relevance score (higher is better)."""
-        match = self.build_match(query)
+        """Best-first archive hits with a relevance score (higher is better).
+
+        FTS5 ranks in a subquery with a LIMIT; the remaining filters (time,
+        tool traffic, excluded ids) apply to that short list, which is widened
+        until enough hits survive or FTS5 has nothing more to give.
+        """
+        match = self.build_match(query, self._budget_for(session_id))
         if match is None:
             return []
-        where = ["messages_fts MATCH ?"]
-        params: list[Any] = [match]
+        expr = f"body : ({match})"
         if session_id is not None:
-            where.append("m.session_id = ?")
-            params.append(session_id)
+            expr += f' AND sid : "{sid_token(session_id)}"'
+        where = ["1"]
+        params: list[Any] = []
         if time_from_ns is not None:
             where.append("m.time_ns >= ?")
             params.append(time_from_ns)
@@ -438,15 +467,34 @@ class Archive:
             params.append(time_to_ns)
         if not include_tool:
             where.append("m.tool = 0")
-        params.append(limit + len(exclude_msg_ids))
-        rows = self._query(
-            f"SELECT {_MSG_COLS}, -bm25(messages_fts) AS score FROM messages_fts"
-            f" JOIN messages m ON m.id = messages_fts.rowid WHERE {' AND '.join(where)}"
-            " ORDER BY bm25(messages_fts) LIMIT ?",
-            params,
-        )
-        hits = [(_row_to_archived(r), float(r[9])) for r in rows]
-        return [h for h in hits if h[0].message.id not in exclude_msg_ids][:limit]
+        fetch = (limit + len(exclude_msg_ids)) * 3 + 10
+        while True:
+            ranked = self._query(
+                "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?"
+                " ORDER BY rank LIMIT ?",
+                (expr, fetch),
+            )
+            score = {int(rowid): -float(rank) for rowid, rank in ranked}
+            marks = ",".join("?" * len(score))
+            rows = self._query(
+                f"SELECT {_MSG_COLS} FROM messages m WHERE m.id IN ({marks})"
+                f" AND {' AND '.join(where)}",
+                [*score, *params],
+            )
+            hits = [(_row_to_archived(r), score[r[0]]) for r in rows if r[3] not in exclude_msg_ids]
+            hits.sort(key=lambda hit: hit[1], reverse=True)
+            if len(hits) >= limit or len(ranked) < fetch:
+                return hits[:limit]
+            fetch *= 8
+
+    def _budget_for(self, session_id: str | None) -> int:
+        """Postings budget; a session holds only part of the documents a term's df counts."""
+        if session_id is None:
+            return POSTINGS_BUDGET
+        meta = self.session(session_id)
+        total = self._query("SELECT max(id) FROM messages")[0][0] or 0
+        share = (meta.next_seq if meta else 0) / total if total else 1.0
+        return int(POSTINGS_BUDGET / max(share, 1 / 3))
 
     def rebuild_fts(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Recreate the derived full-text index from the rows (interrupt-safe)."""
@@ -454,11 +502,11 @@ class Archive:
         with self.transaction() as db:
             db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
             done = 0
-            cursor = db.execute("SELECT id, content FROM messages")
+            cursor = db.execute("SELECT id, content, session_id FROM messages")
             while batch := cursor.fetchmany(2000):
                 db.executemany(
-                    "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)",
-                    [(rowid, index_text(content)) for rowid, content in batch],
+                    "INSERT INTO messages_fts (rowid, body, sid) VALUES (?, ?, ?)",
+                    [(rowid, index_text(text), sid_token(sid)) for rowid, text, sid in batch],
                 )
                 done += len(batch)
                 if progress:

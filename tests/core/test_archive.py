@@ -333,3 +333,30 @@ def test_write_failures_are_friendly_and_roll_back(archive: Archive) -> None:
     assert [r.message.content for r in archive.messages("s1")] == ["kept"]
     archive.add_messages("s1", conversation(["works again"]), T0)
     assert archive.count("s1") == 2
+
+
+def test_schema_v1_database_migrates_forward_and_keeps_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    for statement in archive_mod.MIGRATIONS[1].split(";"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute("PRAGMA user_version = 1")
+    db.execute(
+        "INSERT INTO sessions (session_id, created_ns, updated_ns, next_seq)"
+        " VALUES ('old', 1, 1, 1)"
+    )
+    db.execute(
+        "INSERT INTO messages (msg_id, session_id, seq, role, content, time_ns)"
+        " VALUES ('m1', 'old', 0, 'user', '我們使用記憶系統來保存對話', 5)"
+    )
+    db.close()
+    archive = Archive(path)
+    try:
+        version = archive._query("PRAGMA user_version")[0][0]
+        assert version == archive_mod.SCHEMA_VERSION
+        hits = archive.keyword_search("記憶系統", limit=5, session_id="old")
+        assert [h.message.id for h, _ in hits] == ["m1"]
+        assert archive.fts_ok()
+    finally:
+        archive.close()

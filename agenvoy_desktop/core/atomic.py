@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -50,3 +52,26 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """UTF-8 text flavour of :func:`atomic_write_bytes`."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path) -> Iterator[Path]:
+    """Yield a temp path next to *path* for a writer that wants a file name.
+
+    On success the temp file is fsynced and renamed over *path*; on any
+    failure it is removed and *path* is left as it was.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)

@@ -17,14 +17,11 @@ written atomically (temp file in the target folder, fsync, rename).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,8 @@ from typing import Any
 import gguf
 import numpy as np
 from safetensors import safe_open
+
+from agenvoy_desktop.core.atomic import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +152,7 @@ def convert_minilm(src_dir: Path, out_path: Path, progress: ProgressFn | None = 
     with safe_open(str(weights), framework="np") as st:
         plan = _tensor_plan(list(st.keys()), hparams.n_layer)
         report(0.35, "writing GGUF")
-        with _atomic_output(out_path) as tmp:
+        with atomic_output(out_path) as tmp:
             _write_gguf(tmp, st, plan=plan, hp=hparams, vocab=vocab, report=report)
     report(1.0, "done")
     log.info("converted %s -> %s", weights, out_path)
@@ -341,35 +340,3 @@ def _check_shape(name: str, data: np.ndarray[Any, Any], hp: _HParams) -> None:
     want = expected.get(name)
     if want is not None and data.shape != want:
         raise ValueError(f"tensor {name}: shape {data.shape}, expected {want}")
-
-
-@contextlib.contextmanager
-def _atomic_output(out_path: Path) -> Iterator[Path]:
-    """Yield a temp path next to *out_path*; on success fsync it and rename it into place."""
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        with tmp.open("rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, out_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(out_path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

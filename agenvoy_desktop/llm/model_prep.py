@@ -10,14 +10,13 @@ hash no longer matches.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
+from agenvoy_desktop.core.atomic import atomic_write_text
 from agenvoy_desktop.llm.minilm_convert import (
     CONVERTER_VERSION,
     EXPECTED_WEIGHTS_SHA256,
@@ -118,15 +117,4 @@ def _write_sidecar(sidecar: Path, target: Path, digest: str) -> None:
         "converter_version": CONVERTER_VERSION,
         "source_sha256": EXPECTED_WEIGHTS_SHA256,
     }
-    tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(record, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, sidecar)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    atomic_write_text(sidecar, json.dumps(record, indent=1, sort_keys=True) + "\n")

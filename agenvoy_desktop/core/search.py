@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 
 Mode = Literal["semantic", "keyword", "hybrid"]
 MODES: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
-RRF_K = 60
+# Fusion measured on LoCoMo (benchmarks/locomo_recall.py, RESULTS.md): the
+# textbook k=60 ranks items found by both routes at middling ranks above each
+# route's own best hit and lost to keyword search alone; a small k with the
+# keyword list weighted slightly higher keeps both routes' top hits on top.
+RRF_K = 1
+HYBRID_WEIGHTS = (0.75, 1.0)  # (semantic, keyword)
 EXCERPT_BEFORE = 2
 EXCERPT_AFTER = 1
 
@@ -95,7 +100,8 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
             [
                 _semantic(store, query, sessions, excluded, depth),
                 _keyword(store, query, excluded, depth),
-            ]
+            ],
+            weights=HYBRID_WEIGHTS,
         )[: query.limit]
     return SearchResult(hits=hits, excerpts=build_excerpts(store, hits, excluded))
 
@@ -173,13 +179,19 @@ def _exact_in_range(
     return [(r, float(s)) for (r, _), s in zip(keep, sims, strict=True)]
 
 
-def fuse(rankings: Sequence[Sequence[Hit]], k: int = RRF_K) -> list[Hit]:
-    """Reciprocal rank fusion: score = Σ 1 / (k + rank)."""
+def fuse(
+    rankings: Sequence[Sequence[Hit]],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> list[Hit]:
+    """Weighted reciprocal rank fusion: score = Σ w / (k + rank)."""
     scores: dict[int, float] = {}
     items: dict[int, ArchivedMessage] = {}
-    for ranking in rankings:
+    for number, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[number]
         for rank, hit in enumerate(ranking, start=1):
-            scores[hit.item.rowid] = scores.get(hit.item.rowid, 0.0) + 1.0 / (k + rank)
+            gain = weight / (k + rank)
+            scores[hit.item.rowid] = scores.get(hit.item.rowid, 0.0) + gain
             items[hit.item.rowid] = hit.item
     order = sorted(scores, key=lambda rowid: scores[rowid], reverse=True)
     return [Hit(items[rowid], scores[rowid]) for rowid in order]

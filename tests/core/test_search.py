@@ -7,6 +7,7 @@ import pytest
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.search import (
+    HYBRID_WEIGHTS,
     MODES,
     Hit,
     SearchError,
@@ -64,6 +65,9 @@ def test_fuse_is_reciprocal_rank_fusion() -> None:
     assert fused[2].score == pytest.approx(1 / 62)
     assert fuse([]) == []
     # Ties keep first-seen order; k changes the weights.
+    weighted = fuse([[Hit(a, 1.0)], [Hit(c, 1.0)]], k=1, weights=(0.75, 1.0))
+    assert [h.item.rowid for h in weighted] == [3, 1]
+    assert weighted[1].score == pytest.approx(0.75 / 2)
     tied = fuse([[Hit(a, 1)], [Hit(c, 1)]], k=1)
     assert [h.item.rowid for h in tied] == [1, 3]
     assert tied[0].score == pytest.approx(0.5)
@@ -88,7 +92,7 @@ def test_hybrid_fuses_both_routes(seeded: tuple[MemoryStore, list[Message], list
     semantic = search_chat_history(store, SearchQuery(query, mode="semantic", limit=40)).hits
     keyword = search_chat_history(store, SearchQuery(query, mode="keyword", limit=40)).hits
     hybrid = search_chat_history(store, SearchQuery(query, mode="hybrid", limit=5)).hits
-    expected = fuse([semantic, keyword])[:5]
+    expected = fuse([semantic, keyword], weights=HYBRID_WEIGHTS)[:5]
     assert [h.item.rowid for h in hybrid] == [h.item.rowid for h in expected]
     assert [h.score for h in hybrid] == pytest.approx([h.score for h in expected])
 

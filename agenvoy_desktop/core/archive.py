@@ -87,7 +87,6 @@ DROP TABLE messages_fts;
 CREATE VIRTUAL TABLE messages_fts USING fts5 (
     body, sid, content='', tokenize='unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE messages_vocab USING fts5vocab (messages_fts, 'row');
 INSERT INTO messages_fts (messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
 DELETE FROM meta WHERE key = 'fts_text_version';
 """
@@ -98,7 +97,7 @@ MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 # A keyword query scores at most this many documents: rare terms first, the
 # rest dropped.  Keeps natural-language questions from turning into a scan
 # (FTS5's bm25 costs ~1.5 µs per matching document on a 2-core laptop).
-POSTINGS_BUDGET = 12_000
+POSTINGS_BUDGET = 8_000
 
 
 def sid_token(session_id: str) -> str:
@@ -401,9 +400,19 @@ class Archive:
                 )
 
     # -- full-text search ------------------------------------------------------
-    def _doc_freq(self, key: str) -> int:
-        rows = self._query("SELECT doc FROM messages_vocab WHERE term = ?", (key,))
-        return int(rows[0][0]) if rows else 0
+    def _doc_freq(self, expr: str, cap: int) -> int:
+        """Documents matching one term, counted up to *cap*.
+
+        Counting the term's own matches (stopping at *cap*) is exact for
+        phrases and prefixes and costs at most *cap* postings; fts5vocab's
+        count walks the term's whole doclist, which for a common word in a
+        large archive took longer than the search it was meant to bound.
+        """
+        rows = self._query(
+            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+            (f"body : {expr}", cap),
+        )
+        return int(rows[0][0])
 
     def build_match(self, query: str, budget: int | None = None) -> str | None:
         """Turn a user's text into a bounded FTS5 MATCH expression (None: no terms).
@@ -419,7 +428,7 @@ class Archive:
             return None
         scored: list[tuple[int, str]] = []
         for term in content:
-            df = self._doc_freq(term.key) if not term.expr.endswith("*") else 1
+            df = self._doc_freq(term.expr, budget + 1)
             if df > 0:
                 scored.append((df, term.expr))
         if not scored:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 
 # Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
@@ -70,26 +69,6 @@ def stem(word: str) -> str:
     return word[:-1]
 
 
-@lru_cache(maxsize=4096)
-def _fold_char(char: str) -> str:
-    parts = unicodedata.normalize("NFKD", char)
-    if len(parts) > 1 and parts[0].isascii() and all(unicodedata.combining(c) for c in parts[1:]):
-        return parts[0]
-    return char
-
-
-def vocab_key(word: str) -> str:
-    """The token ``unicode61 remove_diacritics 2`` stores for a query word.
-
-    Used for document-frequency lookups only, so it must name a token that
-    really exists when the word matches: Latin accents are folded
-    (``café`` → ``cafe``) and ``_`` splits tokens (``load_user_id`` is the
-    phrase ``load user id``; its longest token stands for it).
-    """
-    folded = "".join(_fold_char(c) for c in word)
-    return max(folded.split("_"), key=len)
-
-
 def _stem_match(match: re.Match[str]) -> str:
     return stem(match.group())
 
@@ -112,7 +91,6 @@ class QueryTerm:
     """One FTS5 term: a quoted word, a quoted CJK bigram phrase, or a CJK prefix."""
 
     expr: str
-    key: str  # the token used for document-frequency lookups
     is_stopword: bool = False
 
 
@@ -129,10 +107,10 @@ def query_terms(query: str) -> list[QueryTerm]:
             continue
         if _CJK_RUN.fullmatch(chunk):
             if len(chunk) == 1:
-                term = QueryTerm(expr=_quote(chunk) + " *", key=chunk)
+                term = QueryTerm(expr=_quote(chunk) + " *")
             else:
                 grams = [chunk[i : i + 2] for i in range(len(chunk) - 1)]
-                term = QueryTerm(expr=_quote(" ".join(grams)), key=min(grams))
+                term = QueryTerm(expr=_quote(" ".join(grams)))
             if term.expr not in seen:
                 seen.add(term.expr)
                 terms.append(term)
@@ -143,9 +121,5 @@ def query_terms(query: str) -> list[QueryTerm]:
                 continue
             seen.add(word)
             stemmed = stem(word)
-            terms.append(
-                QueryTerm(
-                    expr=_quote(stemmed), key=vocab_key(stemmed), is_stopword=word in STOPWORDS
-                )
-            )
+            terms.append(QueryTerm(expr=_quote(stemmed), is_stopword=word in STOPWORDS))
     return terms

@@ -1,0 +1,327 @@
+"""Retrieval quality on LoCoMo: turn-level recall@k of search_chat_history per mode.
+
+Each of the 10 LoCoMo conversations is imported as one session through
+``MemoryStore.import_messages`` (speaker_a = user, speaker_b = assistant,
+content ``"<speaker>: <text>"`` plus ``[shares <blip caption>]`` for photo
+turns, one timestamp per LoCoMo session + 5 s per turn, ``ref`` = dia_id), with
+the real MiniLM embedder and a history limit large enough that nothing is
+compacted.  Every question of categories 1-4 is asked in its conversation's
+session (scope = session) in each mode, top 10; recall@k = the fraction of
+the question's evidence turns among the top-k hits, averaged over questions.
+
+Then the fusion is explored offline on deeper rankings (the same semantic and
+keyword routes, limit 100): RRF constant k, candidate depth and per-route
+weights, to say which change to ``core/search.py`` makes hybrid beat both.
+
+Acceptance: hybrid recall@10 > semantic and > keyword (overall).
+
+    .venv/bin/python benchmarks/locomo_recall.py [--quick]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import benchlib
+from benchlib import Stopwatch, verdict
+
+import agenvoy_desktop.core.search as search_mod
+from agenvoy_desktop.core.search import MODES, Hit, Mode, SearchQuery, search_chat_history
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.paths import AppPaths
+
+KS = (1, 5, 10)
+LIMIT = 10
+DEEP = 100
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_SHIPPED_WEIGHTS = getattr(search_mod, "HYBRID_WEIGHTS", (1.0, 1.0))
+CURRENT_FUSION = {
+    "k": search_mod.RRF_K,
+    "depth": 40,  # search_chat_history: max(limit * 4, 40)
+    "w_sem": float(_SHIPPED_WEIGHTS[0]),
+    "w_kw": float(_SHIPPED_WEIGHTS[1]),
+}
+RRF_KS = (1, 5, 10, 20, 30, 60, 100)
+DEPTHS = (10, 20, 40, 100)
+SEM_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+# (RRF k, semantic weight) re-run through the real hybrid route (keyword weight 1).
+VERIFY = ((60, 1.0), (1, 1.0), (5, 0.75), (1, 0.75))
+
+
+@dataclass(slots=True)
+class Asked:
+    """One question with the refs each route returned, best first."""
+
+    category: int
+    evidence: frozenset[str]
+    top: dict[str, list[str | None]]  # mode -> refs of the top LIMIT hits
+    deep_sem: list[Hit]
+    deep_kw: list[Hit]
+
+
+def recall(refs: Sequence[str | None], evidence: frozenset[str], k: int) -> float:
+    return len(evidence & set(refs[:k])) / len(evidence)
+
+
+def summarize(rows: Sequence[tuple[int, Sequence[str | None], frozenset[str]]]) -> dict[str, Any]:
+    """recall@k overall and per category from (category, refs, evidence) rows."""
+    by_cat: dict[str, list[tuple[Sequence[str | None], frozenset[str]]]] = defaultdict(list)
+    for category, refs, evidence in rows:
+        by_cat["overall"].append((refs, evidence))
+        by_cat[f"{category}-{CATEGORY_NAMES[category]}"].append((refs, evidence))
+    out: dict[str, Any] = {}
+    for name in sorted(by_cat, key=lambda n: (n != "overall", n)):
+        items = by_cat[name]
+        out[name] = {
+            "n": len(items),
+            **{
+                f"recall@{k}": round(sum(recall(r, e, k) for r, e in items) / len(items), 4)
+                for k in KS
+            },
+        }
+    return out
+
+
+# -- import and ask -------------------------------------------------------------------------
+def import_all(store: MemoryStore, convs: Sequence[benchlib.Conversation]) -> dict[str, Any]:
+    n = 0
+    with Stopwatch() as sw:
+        for conv in convs:
+            messages = benchlib.conversation_messages(conv)
+            store.import_messages(messages, conv.session_id, title=conv.sample_id)
+            n += len(messages)
+    for conv in convs:
+        info = store.info(conv.session_id)
+        assert info.vectors == info.history_messages == len(conv.turns), "nothing may be compacted"
+    print(f"imported {n:,} turns in {sw.seconds:.1f} s ({n / sw.seconds:.0f} msg/s, embedded)")
+    return {"messages": n, "import_s": round(sw.seconds, 2)}
+
+
+def refs_of(hits: Sequence[Hit]) -> list[str | None]:
+    return [h.item.message.ref for h in hits]
+
+
+def ask(store: MemoryStore, conv: benchlib.Conversation, question: benchlib.Question) -> Asked:
+    def run(mode: Mode, limit: int) -> list[Hit]:
+        query = SearchQuery(question.question, mode=mode, limit=limit, session_id=conv.session_id)
+        return search_chat_history(store, query).hits
+
+    return Asked(
+        category=question.category,
+        evidence=frozenset(question.evidence),
+        top={mode: refs_of(run(mode, LIMIT)) for mode in MODES},
+        deep_sem=run("semantic", DEEP),
+        deep_kw=run("keyword", DEEP),
+    )
+
+
+def selected_questions(conv: benchlib.Conversation, quick: bool) -> list[benchlib.Question]:
+    """Categories 1-4 (every 5th with --quick)."""
+    questions = [q for q in conv.questions if q.category in CATEGORIES]
+    return questions[::5] if quick else questions
+
+
+def ask_all(
+    store: MemoryStore, convs: Sequence[benchlib.Conversation], quick: bool
+) -> tuple[list[Asked], dict[str, int]]:
+    asked: list[Asked] = []
+    counts = {"questions": 0, "asked": 0, "no_valid_evidence": 0, "dropped_evidence_ids": 0}
+    for conv in convs:
+        questions = selected_questions(conv, quick)
+        for question in questions:
+            counts["questions"] += 1
+            counts["dropped_evidence_ids"] += len(question.dropped_evidence)
+            if not question.evidence:
+                counts["no_valid_evidence"] += 1
+                continue
+            asked.append(ask(store, conv, question))
+        print(f"  {conv.session_id}: {len(questions)} questions")
+    counts["asked"] = len(asked)
+    return asked, counts
+
+
+# -- fusion experiments --------------------------------------------------------------------------
+def weighted_rrf(
+    sem: Sequence[Hit], kw: Sequence[Hit], *, k: int, depth: int, w_sem: float, w_kw: float
+) -> list[str | None]:
+    """RRF with per-route weights, score = w / (k + rank), ties in first-seen order
+    (the same arithmetic as ``search.fuse``; checked against the real route)."""
+    scores: dict[int, float] = {}
+    refs: dict[int, str | None] = {}
+    for weight, ranking in ((w_sem, sem), (w_kw, kw)):
+        for rank, hit in enumerate(ranking[:depth], start=1):
+            scores[hit.item.rowid] = scores.get(hit.item.rowid, 0.0) + weight / (k + rank)
+            refs[hit.item.rowid] = hit.item.message.ref
+    order = sorted(scores, key=lambda r: scores[r], reverse=True)[:LIMIT]
+    return [refs[r] for r in order]
+
+
+Row = tuple[int, Sequence[str | None], frozenset[str]]
+
+
+def fusion_rows(asked: Sequence[Asked], **cfg: Any) -> list[Row]:
+    return [(a.category, weighted_rrf(a.deep_sem, a.deep_kw, **cfg), a.evidence) for a in asked]
+
+
+def explore_fusion(asked: Sequence[Asked]) -> dict[str, Any]:
+    """Grid over RRF k, depth and semantic weight; recall@10 overall for each."""
+    grid: list[dict[str, Any]] = []
+    for k in RRF_KS:
+        for depth in DEPTHS:
+            for w_sem in SEM_WEIGHTS:
+                cfg = {"k": k, "depth": depth, "w_sem": w_sem, "w_kw": 1.0}
+                overall = summarize(fusion_rows(asked, **cfg))["overall"]
+                grid.append({**cfg, **{f"recall@{x}": overall[f"recall@{x}"] for x in KS}})
+    grid.sort(key=lambda g: (g["recall@10"], g["recall@5"], g["recall@1"]), reverse=True)
+    current_rows = fusion_rows(asked, **CURRENT_FUSION)
+    agree = sum(
+        1 for a, (_, refs, _) in zip(asked, current_rows, strict=True) if a.top["hybrid"] == refs
+    )
+    by_k = [g for g in grid if g["depth"] == CURRENT_FUSION["depth"] and g["w_sem"] == 1.0]
+    return {
+        "current_config": CURRENT_FUSION,
+        "by_k_at_current_depth": sorted(by_k, key=lambda g: g["k"]),
+        "grid": grid,
+        "simulated_current": summarize(current_rows)["overall"],
+        "simulation_matches_hybrid": round(agree / max(len(asked), 1), 4),
+        "best": grid[:10],
+        "equal_weight_best": [g for g in grid if g["w_sem"] == 1.0][:5],
+        "grid_size": len(grid),
+    }
+
+
+def best_summary(asked: Sequence[Asked], cfg: dict[str, Any]) -> dict[str, Any]:
+    keys = ("k", "depth", "w_sem", "w_kw")
+    return summarize(fusion_rows(asked, **{key: cfg[key] for key in keys}))
+
+
+# -- main ------------------------------------------------------------------------------------
+def print_table(modes: dict[str, dict[str, Any]]) -> None:
+    cats = list(next(iter(modes.values())).keys())
+    print(f"\n{'mode':10s} {'category':16s} {'n':>5s}  " + "  ".join(f"R@{k:<3d}" for k in KS))
+    for mode, table in modes.items():
+        for cat in cats:
+            row = table[cat]
+            cells = "  ".join(f"{row[f'recall@{k}']:.3f}" for k in KS)
+            print(f"{mode:10s} {cat:16s} {row['n']:5d}  {cells}")
+
+
+@contextmanager
+def fusion_settings(k: int, w_sem: float) -> Iterator[None]:
+    """Make the real hybrid route fuse with RRF constant *k* and semantic weight *w_sem*."""
+    original = search_mod.fuse
+    saved_weights = getattr(search_mod, "HYBRID_WEIGHTS", None)
+
+    def patched(rankings: Sequence[Sequence[Hit]], *_args: Any, **_kw: Any) -> list[Hit]:
+        return original(rankings, k, (w_sem, 1.0))
+
+    search_mod.fuse = patched  # type: ignore[assignment]
+    if saved_weights is not None:
+        search_mod.HYBRID_WEIGHTS = (w_sem, 1.0)
+    try:
+        yield
+    finally:
+        search_mod.fuse = original
+        if saved_weights is not None:
+            search_mod.HYBRID_WEIGHTS = saved_weights
+
+
+def hybrid_with(
+    store: MemoryStore, convs: Sequence[benchlib.Conversation], k: int, w_sem: float, quick: bool
+) -> dict[str, Any]:
+    """Recall of the real hybrid route (search_chat_history) under other fusion settings."""
+    rows: list[Row] = []
+    with fusion_settings(k, w_sem):
+        for conv in convs:
+            for question in selected_questions(conv, quick):
+                if not question.evidence:
+                    continue
+                query = SearchQuery(
+                    question.question, mode="hybrid", limit=LIMIT, session_id=conv.session_id
+                )
+                hits = search_chat_history(store, query).hits
+                rows.append((question.category, refs_of(hits), frozenset(question.evidence)))
+    return {"rrf_k": k, "w_sem": w_sem, "w_kw": 1.0, "depth": "shipped", "recall": summarize(rows)}
+
+
+def run(paths: AppPaths, quick: bool) -> dict[str, Any]:
+    convs = benchlib.load_locomo()
+    model = benchlib.install_model(paths, benchlib.embedding_model())
+    embedder = benchlib.open_embedder(model)
+    store = MemoryStore(paths, embedder, max_history_bytes=1 << 30)
+    try:
+        imported = import_all(store, convs)
+        with Stopwatch() as sw:
+            asked, counts = ask_all(store, convs, quick)
+        fusion = explore_fusion(asked)
+        verified = [hybrid_with(store, convs, k, w, quick) for k, w in VERIFY]
+    finally:
+        store.close()
+        embedder.close()
+    modes = {
+        mode: summarize([(a.category, a.top[mode], a.evidence) for a in asked]) for mode in MODES
+    }
+    best = fusion["best"][0]
+    return {
+        "import": imported,
+        "counts": counts,
+        "ask_s": round(sw.seconds, 1),
+        "modes": modes,
+        "fusion": fusion,
+        "best_fusion_by_category": best_summary(asked, best),
+        "verified_rrf_k_changes": verified,
+    }
+
+
+def main() -> None:
+    args = benchlib.parser(__doc__.splitlines()[0]).parse_args()
+    with benchlib.temp_profile("locomo") as paths:
+        data = run(paths, args.quick)
+    modes, fusion = data["modes"], data["fusion"]
+    print_table(modes)
+    r10 = {mode: modes[mode]["overall"]["recall@10"] for mode in MODES}
+    ok = r10["hybrid"] > r10["semantic"] and r10["hybrid"] > r10["keyword"]
+    best = fusion["best"][0]
+    print(f"\ncounts: {data['counts']}")
+    print(f"fusion simulation reproduces hybrid on {fusion['simulation_matches_hybrid']:.1%}")
+    print(f"best fusion: {best}")
+    print(f"best equal-weight: {fusion['equal_weight_best'][0]}")
+    for verified in data["verified_rrf_k_changes"]:
+        vr = verified["recall"]["overall"]
+        print(
+            f"real hybrid route, RRF k={verified['rrf_k']}, weights "
+            f"({verified['w_sem']}, 1.0), depth as shipped: "
+            + "  ".join(f"R@{x} {vr[f'recall@{x}']:.4f}" for x in KS)
+        )
+    print(f"shipped fusion: {CURRENT_FUSION}")
+    print(f"RRF k at the shipped depth {CURRENT_FUSION['depth']}, equal weights:")
+    for g in fusion["by_k_at_current_depth"]:
+        cells = "  ".join(f"R@{x} {g[f'recall@{x}']:.4f}" for x in KS)
+        print(f"  k={g['k']:<4d} {cells}")
+    print(
+        f"{verdict(ok)}: recall@10 hybrid {r10['hybrid']:.4f} vs semantic {r10['semantic']:.4f}"
+        f" / keyword {r10['keyword']:.4f}"
+    )
+    data["acceptance"] = {
+        "criterion": "hybrid recall@10 > semantic and > keyword (overall, categories 1-4)",
+        "recall@10": r10,
+        "pass": ok,
+        "best_fusion_pass": best["recall@10"] > max(r10["semantic"], r10["keyword"]),
+        "verified_rrf_k": {
+            f"k={v['rrf_k']} w_sem={v['w_sem']}": {
+                "recall@10": v["recall"]["overall"]["recall@10"],
+                "pass": v["recall"]["overall"]["recall@10"] > max(r10["semantic"], r10["keyword"]),
+            }
+            for v in data["verified_rrf_k_changes"]
+        },
+    }
+    benchlib.write_result("locomo_recall", data, quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()

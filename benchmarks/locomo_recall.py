@@ -220,7 +220,7 @@ def fusion_settings(k: int, w_sem: float) -> Iterator[None]:
     def patched(rankings: Sequence[Sequence[Hit]], *_args: Any, **_kw: Any) -> list[Hit]:
         return original(rankings, k, (w_sem, 1.0))
 
-    search_mod.fuse = patched  # type: ignore[assignment]
+    search_mod.fuse = patched
     if saved_weights is not None:
         search_mod.HYBRID_WEIGHTS = (w_sem, 1.0)
     try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 import sysconfig
 import time
 from collections.abc import Iterator, Sequence
@@ -288,4 +287,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

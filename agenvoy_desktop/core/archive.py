@@ -415,20 +415,24 @@ class Archive:
         return int(rows[0][0])
 
     def build_match(self, query: str, budget: int | None = None) -> str | None:
-        """Turn a user's text into a bounded FTS5 MATCH expression (None: no terms).
+        """Turn a user's text into a bounded FTS5 MATCH expression (None: no terms)."""
+        planned = self._plan_match(query, POSTINGS_BUDGET if budget is None else budget)
+        return None if planned is None else planned[0]
+
+    def _plan_match(self, query: str, budget: int) -> tuple[str, int] | None:
+        """(MATCH expression, documents it matches at most) for a user's text.
 
         Stopwords are dropped unless nothing else is left; then terms are
         taken rarest first until *budget* documents would be scored.  Terms
-        that occur nowhere are dropped (they cannot match).
+        that occur nowhere are dropped (they cannot match).  Frequencies are
+        counted up to 8 × budget so that terms above the budget still sort by
+        rarity instead of tying.
         """
-        budget = POSTINGS_BUDGET if budget is None else budget
         terms = query_terms(query)
         content = [t for t in terms if not t.is_stopword] or terms
-        if not content:
-            return None
         scored: list[tuple[int, str]] = []
         for term in content:
-            df = self._doc_freq(term.expr, budget + 1)
+            df = self._doc_freq(term.expr, 8 * budget + 1)
             if df > 0:
                 scored.append((df, term.expr))
         if not scored:
@@ -441,7 +445,21 @@ class Archive:
                 break
             chosen.append(expr)
             total += df
-        return " OR ".join(chosen)
+        return " OR ".join(chosen), total
+
+    def _recent_floor(self, expr: str, budget: int) -> int:
+        """Lowest rowid among the newest *budget* matches (0: rank them all).
+
+        When even the rarest term matches more documents than the budget
+        allows, only the newest of them are ranked: in a personal memory the
+        recent mention is the likelier answer, and the cost stays bounded.
+        """
+        rows = self._query(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (expr, budget - 1),
+        )
+        return int(rows[0][0]) if rows else 0
 
     def keyword_search(
         self,
@@ -460,12 +478,15 @@ class Archive:
         tool traffic, excluded ids) apply to that short list, which is widened
         until enough hits survive or FTS5 has nothing more to give.
         """
-        match = self.build_match(query, self._budget_for(session_id))
-        if match is None:
+        budget = self._budget_for(session_id)
+        planned = self._plan_match(query, budget)
+        if planned is None:
             return []
+        match, total = planned
         expr = f"body : ({match})"
         if session_id is not None:
             expr += f' AND sid : "{sid_token(session_id)}"'
+        floor = self._recent_floor(expr, budget) if total > budget else 0
         where = ["1"]
         params: list[Any] = []
         if time_from_ns is not None:
@@ -480,8 +501,8 @@ class Archive:
         while True:
             ranked = self._query(
                 "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?"
-                " ORDER BY rank LIMIT ?",
-                (expr, fetch),
+                " AND rowid >= ? ORDER BY rank LIMIT ?",
+                (expr, floor, fetch),
             )
             score = {int(rowid): -float(rank) for rowid, rank in ranked}
             marks = ",".join("?" * len(score))
@@ -492,9 +513,12 @@ class Archive:
             )
             hits = [(_row_to_archived(r), score[r[0]]) for r in rows if r[3] not in exclude_msg_ids]
             hits.sort(key=lambda hit: hit[1], reverse=True)
-            if len(hits) >= limit or len(ranked) < fetch:
+            if len(hits) >= limit or (len(ranked) < fetch and floor == 0):
                 return hits[:limit]
-            fetch *= 8
+            if len(ranked) < fetch:
+                floor = 0  # the newest matches did not pass the filters: rank all
+            else:
+                fetch *= 8
 
     def _budget_for(self, session_id: str | None) -> int:
         """Postings budget; a session holds only part of the documents a term's df counts."""

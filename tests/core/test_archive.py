@@ -360,3 +360,18 @@ def test_schema_v1_database_migrates_forward_and_keeps_every_row(tmp_path: Path)
         assert archive.fts_ok()
     finally:
         archive.close()
+
+
+def test_over_budget_terms_rank_the_newest_matches_and_still_honour_time_ranges(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = _add(archive, [f"common word number {i}" for i in range(60)])
+    monkeypatch.setattr(archive_mod, "POSTINGS_BUDGET", 10)
+    hits = archive.keyword_search("common", limit=5)
+    assert len(hits) == 5
+    newest = {h.message.content for h, _ in hits}
+    assert newest <= {f"common word number {i}" for i in range(50, 60)}
+    cutoff = messages[5].time_ns
+    old = archive.keyword_search("common", limit=5, time_to_ns=cutoff)
+    assert len(old) == 5, "a time range older than the newest matches still finds them"
+    assert all(h.message.time_ns <= cutoff for h, _ in old)

@@ -45,9 +45,8 @@ from agenvoy_desktop.core.archive import (
     SCHEMA_VERSION,
     Archive,
     ArchivedMessage,
-    sid_token,
 )
-from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, query_terms
+from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION
 from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
@@ -59,7 +58,6 @@ BATCH = 10_000
 WARMUP = 30
 SEED = 20240501
 BUILD_VERSION = 3  # bump when the corpus recipe changes
-COUNT_CAP_FACTOR = 8  # proposed: df counted up to 8x the budget
 BUDGET_SWEEP = (40_000, 12_000, 6_000)  # POSTINGS_BUDGET values tried besides the shipped one
 # Connection-level tunings tried on a fresh connection each: (SQLite cache MiB, df memo, budget).
 TUNINGS = ((None, False, None), (64, False, None), (64, True, None))
@@ -210,64 +208,6 @@ def postings_budget(value: int) -> Iterator[None]:
 Searcher = Callable[[str, str | None], list[tuple[ArchivedMessage, float]]]
 
 
-def proposed_match(archive: Archive, query: str, budget: int) -> tuple[str | None, int]:
-    """``build_match`` counting df up to 8x the budget; also returns the postings total."""
-    terms = query_terms(query)
-    content = [t for t in terms if not t.is_stopword] or terms
-    scored = []
-    for term in content:
-        df = archive._doc_freq(term.expr, budget * COUNT_CAP_FACTOR + 1)
-        if df > 0:
-            scored.append((df, term.expr))
-    if not scored:
-        return None, 0
-    scored.sort()
-    chosen: list[str] = []
-    total = 0
-    for df, expr in scored:
-        if chosen and total + df > budget:
-            break
-        chosen.append(expr)
-        total += df
-    return " OR ".join(chosen), total
-
-
-def proposed_search(
-    archive: Archive, query: str, *, limit: int, session_id: str | None = None
-) -> list[tuple[ArchivedMessage, float]]:
-    """Proposed fix (RESULTS.md, open issue 1): frequency order above the budget, and
-    when the chosen terms still exceed it, rank only the newest *budget* matching rows."""
-    budget = archive._budget_for(session_id)
-    match, total = proposed_match(archive, query, budget)
-    if match is None:
-        return []
-    expr = f"body : ({match})"
-    if session_id is not None:
-        expr += f' AND sid : "{sid_token(session_id)}"'
-    lo = 0
-    if total > budget:
-        row = archive._query(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (expr, budget - 1),
-        )
-        if row:
-            lo = int(row[0][0])
-    fetch = limit * 3 + 10
-    ranked = archive._query(
-        "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ?"
-        " ORDER BY rank LIMIT ?",
-        (expr, lo, fetch),
-    )
-    items = archive.by_rowids([int(r) for r, _ in ranked])
-    hits = [
-        (items[int(r)], -float(rank))
-        for r, rank in ranked
-        if int(r) in items and not items[int(r)].message.is_tool_traffic
-    ]
-    return hits[:limit]
-
-
 def variants(archive: Archive) -> dict[str, Searcher]:
     """The shipped route, and the same code with other POSTINGS_BUDGET values."""
 
@@ -281,9 +221,6 @@ def variants(archive: Archive) -> dict[str, Searcher]:
     shipped = archive_mod.POSTINGS_BUDGET
     budgets = [shipped, *(b for b in BUDGET_SWEEP if b != shipped)]
     out = {f"budget={b}{' (shipped)' if b == shipped else ''}": with_budget(b) for b in budgets}
-    out[f"proposed fix, budget={shipped}"] = lambda q, sid: proposed_search(
-        archive, q, limit=LIMIT, session_id=sid
-    )
     return out
 
 

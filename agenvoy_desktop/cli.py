@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import Any
 from agenvoy_desktop import __version__
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.search import MODES, SearchQuery, search_chat_history
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.store import MemoryStore, SessionInfo
 from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns, parse_iso
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
 
@@ -178,13 +179,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info_json(info: Any) -> dict[str, Any]:
-    data: dict[str, Any] = (
-        dict(info.__dict__)
-        if hasattr(info, "__dict__")
-        else {name: getattr(info, name) for name in info.__slots__}
-    )
-    return data
+def _info_json(info: SessionInfo) -> dict[str, Any]:
+    return dataclasses.asdict(info)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -340,9 +339,6 @@ class MemoryStore:
         from agenvoy_desktop.core.lifecycle import run_operation
 
         run_operation(self, "remove", self.require(session_id))
-
-    def delete_folder(self, folder: Path) -> None:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def compaction_cut(messages: Sequence[Message], target_bytes: int) -> int:

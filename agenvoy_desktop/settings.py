@@ -1,0 +1,134 @@
+"""User settings: one versioned JSON file, ``settings.json`` in the config dir.
+
+Qt-free so the CLI, the agent and the window read the same values.  Unknown
+keys are kept on save (a newer version's settings survive a downgrade round
+trip), missing keys take defaults, and a corrupt file is moved aside with a
+warning rather than stopping the app (settings are never worth a crash).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agenvoy_desktop.core.atomic import atomic_write_text
+from agenvoy_desktop.core.timeutil import now_ns
+
+log = logging.getLogger(__name__)
+
+SETTINGS_VERSION = 1
+
+
+def default_threads() -> int:
+    """Physical-core guess: llama.cpp gains nothing from hyper-threads."""
+    logical = os.cpu_count() or 2
+    return max(1, min(8, logical if logical <= 2 else logical // 2))
+
+
+@dataclass(slots=True)
+class ModelSettings:
+    """Which model files to run and how.
+
+    ``chat_model`` / ``embedding_model`` are catalogue names or file paths;
+    empty means "the starter model" / "the prepared MiniLM".  ``gpu_layers``
+    of -1 offloads everything where llama.cpp was built with GPU support and
+    is ignored otherwise.
+    """
+
+    chat_model: str = ""
+    embedding_model: str = ""
+    context_size: int = 4096
+    threads: int = field(default_factory=default_threads)
+    gpu_layers: int = -1
+    temperature: float = 0.7
+    max_answer_tokens: int = 1024
+
+
+@dataclass(slots=True)
+class MemorySettings:
+    """Knobs of the memory layers (DESIGN.md §1)."""
+
+    window_messages: int = 16
+    max_history_bytes: int = 5 * 1024 * 1024
+    summary_idle_seconds: int = 300
+
+
+@dataclass(slots=True)
+class Settings:
+    """Everything the user can change; see :func:`load_settings`."""
+
+    models: ModelSettings = field(default_factory=ModelSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    allowed_folders: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys this version does not know, kept verbatim."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = dict(self.extra)
+        data.update(
+            version=SETTINGS_VERSION,
+            models=dataclasses.asdict(self.models),
+            memory=dataclasses.asdict(self.memory),
+            allowed_folders=list(self.allowed_folders),
+        )
+        return data
+
+
+def _section(cls: type[Any], raw: object) -> Any:
+    """Build a dataclass from a dict, ignoring unknown keys and wrong types."""
+    instance = cls()
+    if not isinstance(raw, dict):
+        return instance
+    for item in dataclasses.fields(cls):
+        if item.name not in raw:
+            continue
+        value = raw[item.name]
+        default = getattr(instance, item.name)
+        if isinstance(default, bool) or not isinstance(value, type(default)):
+            if isinstance(default, float) and isinstance(value, int):
+                value = float(value)
+            else:
+                log.warning("settings: ignoring %s.%s=%r", cls.__name__, item.name, value)
+                continue
+        setattr(instance, item.name, value)
+    return instance
+
+
+def settings_from_json(data: dict[str, Any]) -> Settings:
+    folders = data.get("allowed_folders", [])
+    known = {"version", "models", "memory", "allowed_folders"}
+    return Settings(
+        models=_section(ModelSettings, data.get("models")),
+        memory=_section(MemorySettings, data.get("memory")),
+        allowed_folders=[str(f) for f in folders] if isinstance(folders, list) else [],
+        extra={k: v for k, v in data.items() if k not in known},
+    )
+
+
+def load_settings(path: Path) -> Settings:
+    """Read ``path``; defaults when it is missing; a corrupt file is set aside."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        aside = path.with_name(f"{path.name}.corrupt-{now_ns()}")
+        path.replace(aside)
+        log.warning("settings file %s was unreadable (%s); moved to %s", path, exc, aside)
+        return Settings()
+    return settings_from_json(data)
+
+
+def save_settings(path: Path, settings: Settings) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(settings.to_json(), ensure_ascii=False, indent=2) + "\n"
+    atomic_write_text(path, text)

@@ -9,12 +9,22 @@ model.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
+
+FinishReason = Literal["stop", "length", "tool_calls", "cancelled"]
 
 
 class ChatMessage(TypedDict, total=False):
-    """One message in OpenAI-style chat form (what chat templates expect)."""
+    """One message in OpenAI-style chat form (what chat templates expect).
+
+    ``tool_calls`` items look like ``{"id": ..., "type": "function",
+    "function": {"name": ..., "arguments": {...}}}`` with ``arguments`` a
+    *dict* (chat templates serialise it with ``tojson``); a ``role="tool"``
+    message carries ``tool_call_id`` and ``name``.
+    """
 
     role: str
     content: str
@@ -65,5 +75,61 @@ class JsonModel(Protocol):
 
         Raises :class:`ModelOutputError` when the output is not valid JSON
         (e.g. cut off at ``max_tokens``).
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the streamed answer (one or more tokens, valid UTF-8)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """The model asked for a tool.  ``error`` is set when its JSON was unusable."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatFinished:
+    """Always the last event of a chat stream that was not closed early."""
+
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    trimmed_messages: int = 0
+    """Oldest messages dropped so the prompt fits the context."""
+    first_token_s: float | None = None
+    duration_s: float = 0.0
+
+
+ChatEvent = TextDelta | ToolCallRequest | ChatFinished
+
+
+class ChatModel(JsonModel, Protocol):
+    """A chat model that streams (the engine, or a scripted test double)."""
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> AsyncIterator[ChatEvent]:
+        """Stream the answer to ``messages``.
+
+        ``tools`` are OpenAI-style function specs.  Setting ``stop`` ends the
+        generation within one token and the stream ends with
+        ``ChatFinished(finish_reason="cancelled")``; closing the iterator or
+        cancelling the consuming task stops the worker just as fast.
         """
         ...

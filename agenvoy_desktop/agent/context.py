@@ -1,0 +1,96 @@
+"""What the model sees in a turn: system prompt + summary + the last-N window.
+
+Pure functions over stored messages, so golden tests can pin the exact
+messages sent (DESIGN.md §1.1: system prompt with the rolling summary, then
+the window, never splitting a pair or a tool-call group; the new user
+message is already the window's last one because it is persisted first).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.model_api import ChatMessage
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Agenvoy, a personal assistant running entirely on the user's own computer. "
+    "You remember earlier conversations: when the user refers to something that is not "
+    "in the messages below, call search_chat_history before answering. Answer in the "
+    "user's language, briefly and concretely. When a tool fails, read the hint that "
+    "comes with the error before trying again."
+)
+
+INTERRUPTED_NOTE = "[answer interrupted by the user]"
+
+
+def local_time_line(now_ns: int) -> str:
+    """``Current local time: 2026-11-29 23:05 (Sunday, UTC+01:00)``."""
+    moment = datetime.fromtimestamp(now_ns / 1e9).astimezone()
+    offset = moment.strftime("%z")
+    zone = f"UTC{offset[:3]}:{offset[3:]}" if offset else "local"
+    return f"Current local time: {moment:%Y-%m-%d %H:%M} ({moment:%A}, {zone})"
+
+
+def system_message(base_prompt: str, summary_text: str, now_ns: int) -> ChatMessage:
+    """The system prompt for one model call: base, time, then the rolling summary."""
+    parts = [base_prompt.strip(), local_time_line(now_ns)]
+    if summary_text.strip():
+        parts.append("Summary of the earlier conversation:\n" + summary_text.strip())
+    return {"role": "system", "content": "\n\n".join(parts)}
+
+
+def to_chat_message(message: Message) -> ChatMessage:
+    """One stored message in the form chat templates expect."""
+    extra = message.extra
+    if message.role == "tool":
+        content = message.content
+        hint = extra.get("error_hint")
+        if hint:
+            content = f"{content}\n\n{hint}"
+        out: ChatMessage = {"role": "tool", "content": content}
+        if extra.get("tool_call_id"):
+            out["tool_call_id"] = str(extra["tool_call_id"])
+        if extra.get("name"):
+            out["name"] = str(extra["name"])
+        return out
+    content = message.content
+    if extra.get("interrupted"):
+        content = f"{content}\n{INTERRUPTED_NOTE}" if content else INTERRUPTED_NOTE
+    chat: ChatMessage = {"role": message.role, "content": content}
+    calls = extra.get("tool_calls")
+    if message.role == "assistant" and isinstance(calls, list) and calls:
+        chat["tool_calls"] = [_tool_call(call) for call in calls]
+    return chat
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    """Normalise a stored call to ``{"id", "type", "function": {"name", "arguments": {}}}``."""
+    function = call.get("function", call) if isinstance(call, dict) else {}
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):  # OpenAI-style string arguments from an import
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = {"raw": arguments}
+    return {
+        "id": str(call.get("id", "")) if isinstance(call, dict) else "",
+        "type": "function",
+        "function": {"name": str(function.get("name", "")), "arguments": arguments},
+    }
+
+
+def build_messages(
+    *,
+    base_prompt: str,
+    summary_text: str,
+    window: Sequence[Message],
+    now_ns: int,
+) -> list[ChatMessage]:
+    """The full prompt of one model call (system + window)."""
+    messages = [system_message(base_prompt, summary_text, now_ns)]
+    messages.extend(to_chat_message(m) for m in window if m.role != "system")
+    return messages

@@ -1,0 +1,329 @@
+"""One assistant turn: persist, assemble, stream, call tools, learn from failures.
+
+Order of a turn (DESIGN.md §1, issue 4):
+
+1. the user message is written to every memory layer first, so a crash or a
+   cancel never loses what the user typed;
+2. each model round sees system prompt + rolling summary + the last-N window
+   (which now ends with that user message and any tool traffic of this turn);
+3. tool calls and their results are persisted as tool traffic (the timeline
+   shows them, search skips them by default);
+4. a failed tool call (error or empty result) looks up the error memory, and
+   the hint is stored with the tool result and shown to the model next round;
+5. the answer is persisted; a cancelled answer is kept, marked interrupted.
+
+Events go to ``on_event`` as they happen (the CLI prints them, the window
+turns them into signals).  Stopping — the ``stop`` event or cancelling the
+task — always leaves a consistent history: every user message is followed
+by an assistant message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.model_api import (
+    ChatFinished,
+    ChatMessage,
+    ChatModel,
+    TextDelta,
+    ToolCallRequest,
+)
+from agenvoy_desktop.core.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROUNDS = 5
+ROUNDS_EXHAUSTED = "(I stopped after {rounds} rounds of tool calls without reaching an answer.)"
+
+current_session: contextvars.ContextVar[str] = contextvars.ContextVar("current_session")
+"""The session whose turn is running (tools such as search_chat_history read it)."""
+
+
+class HintSource(Protocol):
+    """Looks up error-memory advice for a failed call (runs on the storage thread)."""
+
+    def hint_for_failure(self, tool: str, error_text: str) -> tuple[str, list[int]]:
+        """The hint text for the model ("" when nothing is known) and the record ids."""
+        ...
+
+
+# -- events --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class MessageSaved:
+    """A message reached history.json and the archive."""
+
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    call_id: str
+    outcome: ToolOutcome
+    hint: str
+    """Error-memory hint injected for the next round ("" when none)."""
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What a finished turn did (also the last event)."""
+
+    session_id: str
+    answer: str = ""
+    interrupted: bool = False
+    rounds: int = 0
+    tool_calls: int = 0
+    trimmed_messages: int = 0
+    model_s: float = 0.0
+    """Time spent inside the model's stream (the rest is the loop's overhead)."""
+    total_s: float = 0.0
+    saved: list[Message] = field(default_factory=list)
+
+
+TurnEvent = MessageSaved | AnswerDelta | ToolCallStarted | ToolCallFinished | TurnResult
+EventSink = Callable[[TurnEvent], None]
+
+
+@dataclass(slots=True)
+class AgentConfig:
+    window_messages: int = 16
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    max_answer_tokens: int | None = None
+    temperature: float | None = None
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+
+class Agent:
+    """Runs turns over one profile's memory with one chat model."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        store: MemoryStore,
+        model: ChatModel,
+        tools: ToolRegistry,
+        *,
+        summary_text: Callable[[str], str] = lambda _sid: "",
+        hints: HintSource | None = None,
+        config: AgentConfig | None = None,
+        after_turn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.storage = storage
+        self.store = store
+        self.model = model
+        self.tools = tools
+        self.summary_text = summary_text
+        self.hints = hints
+        self.config = config or AgentConfig()
+        self.after_turn = after_turn
+
+    # -- public ------------------------------------------------------------
+    async def context_messages(self, session_id: str) -> list[ChatMessage]:
+        """Exactly what the model would receive next (the inspector's Context tab)."""
+        window = await self.storage.run(self.store.window, session_id, self.config.window_messages)
+        summary = await self.storage.run(self.summary_text, session_id)
+        return build_messages(
+            base_prompt=self.config.system_prompt,
+            summary_text=summary,
+            window=window,
+            now_ns=self.store.clock(),
+        )
+
+    async def run_turn(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        on_event: EventSink | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> TurnResult:
+        """Run one turn; see the module docstring."""
+        turn = _Turn(self, session_id, on_event or (lambda _e: None), stop or asyncio.Event())
+        token = current_session.set(session_id)
+        try:
+            result = await turn.run(text)
+        finally:
+            current_session.reset(token)
+        if self.after_turn is not None:
+            try:
+                self.after_turn(session_id)
+            except Exception:  # a summary trigger must never fail a finished turn
+                log.warning("after-turn hook failed", exc_info=True)
+        return result
+
+
+class _Turn:
+    """State of one running turn (kept apart so Agent stays reentrant)."""
+
+    def __init__(self, agent: Agent, session_id: str, emit: EventSink, stop: asyncio.Event):
+        self.agent = agent
+        self.sid = session_id
+        self.emit = emit
+        self.stop = stop
+        self.result = TurnResult(session_id)
+        self.partial: list[str] = []
+        self.offered: list[str] = []
+        self.answered = False
+
+    async def run(self, text: str) -> TurnResult:
+        started = time.perf_counter()
+        store = self.agent.store
+        await self._save(store.new_message("user", text))
+        try:
+            await self._rounds()
+        except asyncio.CancelledError:
+            await asyncio.shield(self._finish_interrupted())
+            raise
+        finally:
+            self.result.total_s = time.perf_counter() - started
+        self.emit(self.result)
+        return self.result
+
+    async def _rounds(self) -> None:
+        config = self.agent.config
+        for round_no in range(config.max_rounds):
+            self.result.rounds = round_no + 1
+            last_round = round_no == config.max_rounds - 1
+            text, calls, finish = await self._model_round(tools=not last_round)
+            if self.stop.is_set() or (finish is not None and finish.finish_reason == "cancelled"):
+                await self._finish_interrupted()
+                return
+            if not calls or last_round:
+                if calls and not text.strip():
+                    text = ROUNDS_EXHAUSTED.format(rounds=config.max_rounds)
+                await self._save_answer(text, interrupted=False)
+                return
+            await self._run_calls(text, calls)
+            if self.stop.is_set():
+                await self._finish_interrupted()
+                return
+
+    async def _model_round(
+        self, *, tools: bool
+    ) -> tuple[str, list[ToolCallRequest], ChatFinished | None]:
+        agent = self.agent
+        messages = await agent.context_messages(self.sid)
+        specs = agent.tools.specs() if tools else []
+        self.offered = [s["function"]["name"] for s in specs]
+        calls: list[ToolCallRequest] = []
+        finish: ChatFinished | None = None
+        self.partial = []
+        began = time.perf_counter()
+        try:
+            async for event in agent.model.chat(
+                messages,
+                tools=specs or None,
+                max_tokens=agent.config.max_answer_tokens,
+                temperature=agent.config.temperature,
+                stop=self.stop,
+            ):
+                if isinstance(event, TextDelta):
+                    self.partial.append(event.text)
+                    self.emit(AnswerDelta(event.text))
+                elif isinstance(event, ToolCallRequest):
+                    calls.append(event)
+                elif isinstance(event, ChatFinished):
+                    finish = event
+        finally:
+            self.result.model_s += time.perf_counter() - began
+        if finish is not None:
+            self.result.trimmed_messages = max(
+                self.result.trimmed_messages, finish.trimmed_messages
+            )
+        return "".join(self.partial), calls, finish
+
+    async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
+        store = self.agent.store
+        stored_calls = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in calls
+        ]
+        await self._save(store.new_message("assistant", text, tool_calls=stored_calls))
+        self.partial = []
+        for call in calls:
+            if self.stop.is_set():
+                outcome = ToolOutcome(call.name, call.arguments, "not run: the user stopped")
+                await self._save_tool_result(call, outcome, "", [])
+                continue
+            self.emit(ToolCallStarted(call.id, call.name, call.arguments))
+            if call.error:
+                outcome = ToolOutcome(
+                    call.name, call.arguments, f"could not read the tool call: {call.error}", True
+                )
+            else:
+                outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
+            self.result.tool_calls += 1
+            hint, hint_ids = await self._hint(outcome)
+            await self._save_tool_result(call, outcome, hint, hint_ids)
+            self.emit(ToolCallFinished(call.id, outcome, hint))
+
+    async def _hint(self, outcome: ToolOutcome) -> tuple[str, list[int]]:
+        source = self.agent.hints
+        if source is None or not outcome.failed:
+            return "", []
+        error_text = outcome.content if outcome.is_error else f"empty result: {outcome.content}"
+        try:
+            return await self.agent.storage.run(source.hint_for_failure, outcome.name, error_text)
+        except Exception:  # advice is optional; the turn goes on without it
+            log.warning("error-memory lookup failed", exc_info=True)
+            return "", []
+
+    async def _save_tool_result(
+        self, call: ToolCallRequest, outcome: ToolOutcome, hint: str, hint_ids: list[int]
+    ) -> None:
+        extra: dict[str, Any] = {
+            "tool_call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+            "duration_s": round(outcome.duration_s, 4),
+        }
+        if outcome.is_error:
+            extra["is_error"] = True
+        if outcome.empty:
+            extra["empty"] = True
+        if hint:
+            extra["error_hint"] = hint
+            extra["error_hint_ids"] = hint_ids
+        await self._save(self.agent.store.new_message("tool", outcome.content, **extra))
+
+    async def _save_answer(self, text: str, *, interrupted: bool) -> None:
+        extra: dict[str, Any] = {"interrupted": True} if interrupted else {}
+        await self._save(self.agent.store.new_message("assistant", text, **extra))
+        self.result.answer = text
+        self.result.interrupted = interrupted
+        self.answered = True
+
+    async def _finish_interrupted(self) -> None:
+        if not self.answered:
+            await self._save_answer("".join(self.partial), interrupted=True)
+
+    async def _save(self, message: Message) -> None:
+        await self.agent.storage.run(self.agent.store.append, self.sid, [message])
+        self.result.saved.append(message)
+        self.emit(MessageSaved(message))

@@ -1,0 +1,119 @@
+"""Offline tools: search over memory, dates, and files limited to allowed folders."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import Tool, ToolOutcome, ToolRegistry
+from agenvoy_desktop.agent.turn import current_session
+from agenvoy_desktop.core.store import MemoryStore
+from tests.conftest import SECOND, T0, conversation
+
+
+def _call(tools: list[Tool], name: str, args: dict[str, Any], sid: str = "") -> ToolOutcome:
+    registry = ToolRegistry(tools)
+
+    async def main() -> ToolOutcome:
+        token = current_session.set(sid)
+        try:
+            return await registry.call(name, args)
+        finally:
+            current_session.reset(token)
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def allowed(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    (root / "sub").mkdir(parents=True)
+    (root / "todo.txt").write_text("buy milk\n", encoding="utf-8")
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
+    return root
+
+
+def test_read_and_list_inside_allowed_folder(allowed: Path) -> None:
+    tools = file_tools(lambda: [str(allowed)])
+    listing = _call(tools, "list_files", {"path": str(allowed)})
+    assert not listing.is_error
+    assert listing.content.splitlines()[0] == "sub/"
+    assert "todo.txt" in listing.content
+    read = _call(tools, "read_text_file", {"path": "todo.txt"})
+    assert read.content == "buy milk\n"
+    roots = _call(tools, "list_files", {})
+    assert str(allowed) in roots.content
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"path": "/etc/passwd"}, "permission denied"),
+        ({"path": "../outside.txt"}, "permission denied"),
+        ({"path": "missing.txt"}, "not found"),
+        ({"path": "blob.bin"}, "binary file"),
+        ({"path": "sub"}, "is a folder"),
+    ],
+)
+def test_file_errors_are_clear(allowed: Path, args: dict[str, str], expected: str) -> None:
+    outcome = _call(file_tools(lambda: [str(allowed)]), "read_text_file", args)
+    assert outcome.is_error
+    assert expected in outcome.content
+
+
+def test_no_allowed_folder_is_a_permission_error() -> None:
+    outcome = _call(file_tools(list), "list_files", {"path": "x"})
+    assert outcome.is_error
+    assert "has not allowed any folder" in outcome.content
+
+
+def test_symlink_out_of_the_folder_is_refused(allowed: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s", encoding="utf-8")
+    (allowed / "link.txt").symlink_to(secret)
+    outcome = _call(file_tools(lambda: [str(allowed)]), "read_text_file", {"path": "link.txt"})
+    assert "permission denied" in outcome.content
+
+
+def test_date_calc() -> None:
+    tools = time_tools(lambda: T0)
+    assert _call(tools, "date_calc", {"date": "2026-11-29", "days": 3}).content == (
+        "2026-12-02 (Wednesday)"
+    )
+    assert _call(tools, "date_calc", {"date": "2026-01-01", "until": "2026-03-01"}).content == (
+        "59 days from 2026-01-01 to 2026-03-01"
+    )
+    bad = _call(tools, "date_calc", {"date": "soon", "days": 1})
+    assert bad.is_error
+    assert "must be a date like" in bad.content
+    neither = _call(tools, "date_calc", {"date": "2026-01-01"})
+    assert "either 'days'" in neither.content
+    assert "2023-11-14" in _call(tools, "current_time", {}).content
+
+
+def test_search_tool_excludes_window_and_reports_empty(store: MemoryStore) -> None:
+    sid = store.create_session("s")
+    old = conversation(["the wifi password is tulip42", "noted"], start=T0)
+    recent = conversation(["what is new", "nothing"], start=T0 + 100 * SECOND)
+    store.append(sid, [*old, *recent])
+    storage = Storage()
+    try:
+        tools = [search_tool(storage, store, lambda: 2)]
+        found = _call(tools, "search_chat_history", {"query": "wifi password"}, sid)
+        assert not found.empty
+        assert "* [" in found.content
+        assert "tulip42" in found.content
+        hidden = _call(tools, "search_chat_history", {"query": "nothing new"}, sid)
+        assert "what is new" not in hidden.content
+        none = _call(tools, "search_chat_history", {"query": "zeppelin", "mode": "keyword"}, sid)
+        assert none.empty
+        bad = _call(tools, "search_chat_history", {"query": "x", "since": "yesterday"}, sid)
+        assert bad.is_error
+        assert "since must be an ISO date" in bad.content
+    finally:
+        storage.close()

@@ -310,7 +310,14 @@ class _Turn:
         if hint:
             extra["error_hint"] = hint
             extra["error_hint_ids"] = hint_ids
-        await self._save(self.agent.store.new_message("tool", outcome.content, **extra))
+        message = self.agent.store.new_message("tool", outcome.content, **extra)
+        await self._save(message)
+        if hint:
+            detail = {"tool": call.name, "record_ids": hint_ids, "message_id": message.id}
+            store = self.agent.store
+            await self.agent.storage.run(
+                store.archive.add_event, self.sid, message.time_ns, "error_hint", detail
+            )
 
     async def _save_answer(self, text: str, *, interrupted: bool) -> None:
         extra: dict[str, Any] = {"interrupted": True} if interrupted else {}

@@ -192,6 +192,10 @@ def test_tool_failure_injects_hint_and_second_call_follows(
     assert tool_msg.extra["error_hint"] == hints.text
     assert tool_msg.extra["is_error"] is True
     assert tool_msg.extra["error_hint_ids"] == [7]
+    events = store.archive.events(sid)
+    assert [(kind, d["tool"], d["record_ids"]) for _t, kind, d in events] == [
+        ("error_hint", "broken", [7])
+    ]
     second_round = model.seen[1].messages
     assert second_round[-1]["role"] == "tool"
     assert second_round[-1]["content"].endswith(hints.text)

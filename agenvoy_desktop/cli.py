@@ -67,13 +67,7 @@ def _embedder(paths: AppPaths) -> TextEmbedder:
     from agenvoy_desktop.llm.embedder import Embedder
     from agenvoy_desktop.llm.model_prep import prepare_embedding_model
 
-    def report(fraction: float, what: str) -> None:
-        if sys.stderr.isatty():
-            print(f"\rpreparing embedding model: {what} {fraction:4.0%}", end="", file=sys.stderr)
-
-    model = prepare_embedding_model(paths.models_dir, progress=report)
-    if sys.stderr.isatty():
-        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    model = prepare_embedding_model(paths.models_dir, progress=_fraction_report("embedding model"))
     return Embedder(model)
 
 
@@ -258,13 +252,27 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.llm.starter import prepare_starter_model
+
     paths = app_paths(args.data_dir).ensure()
     embedder = _embedder(paths)
     close = getattr(embedder, "close", None)
     if close is not None:
         close()
+    prepare_starter_model(paths.models_dir, progress=_fraction_report("starter chat model"))
     print(f"models ready in {paths.models_dir}")
     return 0
+
+
+def _fraction_report(label: str) -> Callable[[float, str], None]:
+    """Progress on a terminal: one rewritten line (silent when stderr is not a tty)."""
+
+    def report(fraction: float, what: str) -> None:
+        if sys.stderr.isatty():
+            end = "\n" if fraction >= 1 else ""
+            print(f"\rpreparing {label}: {what} {fraction:4.0%}", end=end, file=sys.stderr)
+
+    return report
 
 
 # -- parser -----------------------------------------------------------------------
@@ -322,6 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--repair", action="store_true")
     doc.add_argument("--json", action="store_true")
     add("setup", cmd_setup, "prepare the local models (done automatically on first use)")
+    from agenvoy_desktop.cli_models import register as register_models
+
+    register_models(add)
     return parser
 
 

@@ -1,0 +1,194 @@
+"""Pieces every inspector tab shares: stale-proof background jobs, a status line, formatting.
+
+The tabs never touch disk or a model on the UI thread.  Each piece of work is a
+coroutine handed to the window's :class:`AsyncRunner`, which runs it on the
+qasync loop and calls back on the UI thread.  :class:`Jobs` adds the one rule
+every tab needs on top: when the session changes, answers still in flight
+for the old one are dropped rather than painted over the new one.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Awaitable, Callable, Generator
+from datetime import datetime
+from typing import Any, TypeVar
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QWidget
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.llm.catalogue import ModelCatalogue
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation, readable_error
+from agenvoy_desktop.ui.theme import colors
+
+T = TypeVar("T")
+Work = Callable[[Operation], Awaitable[T]]
+
+
+class _Deferred(Awaitable[T]):
+    """Creates the work's coroutine only when the runner awaits it.
+
+    ``AsyncRunner.run`` calls the work function at once; a job cancelled
+    before its task started would leave a never-awaited coroutine behind
+    (a RuntimeWarning).  This object has nothing to leak until awaited.
+    """
+
+    def __init__(self, work: Work[T], op: Operation) -> None:
+        self._work = work
+        self._op = op
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._work(self._op).__await__()
+
+
+class Jobs:
+    """Runs a tab's work through the runner; drops answers that went stale.
+
+    Each call to :meth:`start` under a *key* cancels the previous job of that
+    key, and a job whose answer arrives after :meth:`invalidate` (a session
+    switch) is ignored.  Failures reach *on_error* as one readable sentence.
+    """
+
+    def __init__(self, runner: AsyncRunner) -> None:
+        self.runner = runner
+        self._ops: dict[str, Operation] = {}
+        self._tokens: dict[str, int] = {}
+        self._epoch = 0
+
+    def start(
+        self,
+        key: str,
+        work: Work[T],
+        on_done: Callable[[T], None],
+        on_error: Callable[[str], None],
+        *,
+        what: str,
+        progress: str | None = None,
+    ) -> Operation:
+        self.cancel(key)
+        token = self._tokens.get(key, 0) + 1
+        self._tokens[key] = token
+        epoch = self._epoch
+
+        def current() -> bool:
+            return self._tokens.get(key) == token and self._epoch == epoch
+
+        def done(value: T) -> None:
+            if current():
+                self._ops.pop(key, None)
+                on_done(value)
+
+        def failed(exc: BaseException) -> None:
+            if current():
+                self._ops.pop(key, None)
+                on_error(readable_error(exc))
+
+        op = self.runner.run(
+            lambda op: _Deferred(work, op),
+            what=what,
+            on_success=done,
+            on_failure=failed,
+            progress=progress,
+        )
+        if current() and not op.done:
+            self._ops[key] = op
+        return op
+
+    def busy(self, key: str) -> bool:
+        op = self._ops.get(key)
+        return op is not None and not op.done
+
+    def cancel(self, key: str) -> None:
+        op = self._ops.pop(key, None)
+        self._tokens[key] = self._tokens.get(key, 0) + 1
+        if op is not None:
+            op.cancel()
+
+    def invalidate(self, *, detach: tuple[str, ...] = ()) -> None:
+        """Forget every job in flight (their answers belong to another session).
+
+        Jobs under a *detach* key keep running (a summary pass of the session
+        the user left should finish); only their answers are ignored.
+        """
+        self._epoch += 1
+        for key in list(self._ops):
+            if key in detach:
+                self._ops.pop(key)
+            else:
+                self.cancel(key)
+
+
+class StatusLine(QLabel):
+    """One line under a tab for what just happened or went wrong, in words."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hide()
+
+    def info(self, text: str) -> None:
+        self._show(text, error=False)
+
+    def error(self, text: str) -> None:
+        self._show(text, error=True)
+
+    def clear_message(self) -> None:
+        self.clear()
+        self.hide()
+
+    def _show(self, text: str, *, error: bool) -> None:
+        self.setProperty("error", error)
+        c = colors(self.palette())
+        colour, weight = (c.error_fg, "600") if error else (c.muted, "normal")
+        self.setStyleSheet(f"color: {colour}; font-weight: {weight};")
+        self.setText(text)
+        self.show()
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.property("error")) and not self.isHidden()
+
+
+def catalogue_of(services: AppServices) -> ModelCatalogue:
+    """``services.catalogue``, or one over the profile's models folder (same file)."""
+    catalogue = getattr(services, "catalogue", None)
+    if isinstance(catalogue, ModelCatalogue):
+        return catalogue
+    return ModelCatalogue(services.paths.models_dir)
+
+
+def local_time(ns: int | None, *, seconds: bool = False) -> str:
+    """UTC ns as local wall time; "—" for unknown or zero."""
+    if not ns:
+        return "—"
+    fmt = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime(fmt)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
+def human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GiB"
+
+
+def esc(text: str) -> str:
+    """HTML-escape user text for rich-text labels and browsers."""
+    return html.escape(text, quote=True)
+
+
+def heading(text: str) -> QLabel:
+    label = QLabel(text)
+    font = label.font()
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * 1.08)
+    label.setFont(font)
+    return label

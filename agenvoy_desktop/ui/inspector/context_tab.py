@@ -1,0 +1,275 @@
+"""The Context tab: exactly what the model receives on the session's next turn.
+
+The messages come from ``agent.context_messages`` — the same call a turn
+makes — so the system prompt (with the rolling summary and the current
+time) and the last-N window shown here are the real thing.  Tokens are
+counted with the chat model's own tokenizer and set against its context.
+Without a chat model the messages are still built (same functions, same
+settings) and shown; only the token count is missing, and the tab says why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.core.summary import prompt_text
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.inspector.common import Jobs, StatusLine, esc, plural
+from agenvoy_desktop.ui.theme import colors
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Role markers a chat template adds around each message (ChatML: ~4 tokens)."""
+ROLE_COLOURS = {  # (light theme, dark theme)
+    "system": ("#6a1b9a", "#ce93d8"),
+    "user": ("#1565c0", "#90caf9"),
+    "assistant": ("#2e7d32", "#a5d6a7"),
+    "tool": ("#e65100", "#ffcc80"),
+}
+
+
+@dataclass(slots=True)
+class ContextView:
+    """One reading of the next turn's prompt, with its token accounting."""
+
+    messages: list[ChatMessage]
+    window_messages: int
+    model_name: str | None = None
+    context_size: int | None = None
+    answer_reserve: int = 0
+    tokens: list[int] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    """Names of the tools offered with the prompt (their schemas go in too)."""
+    tool_tokens: int = 0
+    exact_total: int | None = None
+    """The model's own count of the templated prompt, when it can give one."""
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.exact_total is not None:
+            return self.exact_total
+        if not self.tokens:
+            return None
+        overhead = MESSAGE_OVERHEAD_TOKENS * len(self.tokens)
+        return sum(self.tokens) + overhead + self.tool_tokens
+
+
+def message_text(message: ChatMessage) -> str:
+    """A message as the tokenizer sees most of it: content plus any tool calls."""
+    text = message.get("content", "") or ""
+    calls = message.get("tool_calls")
+    if calls:
+        text += "\n" + json.dumps(calls, ensure_ascii=False)
+    return text
+
+
+async def read_context(services: AppServices, session_id: str) -> ContextView:
+    """Build the next turn's messages and count their tokens (no model call)."""
+    window = services.settings.memory.window_messages
+    if services.agent is not None:
+        messages = await services.agent.context_messages(session_id)
+        window = services.agent.config.window_messages
+    else:
+        store = services.store
+        recent = await services.storage.run(store.window, session_id, window)
+        summary = await services.storage.run(prompt_text, store, session_id)
+        messages = build_messages(
+            base_prompt=DEFAULT_SYSTEM_PROMPT,
+            summary_text=summary,
+            window=recent,
+            now_ns=services.clock(),
+        )
+    view = ContextView(messages, window, answer_reserve=services.settings.models.max_answer_tokens)
+    specs = services.tools.specs()
+    view.tools = [str(spec["function"]["name"]) for spec in specs]
+    model: Any = services.chat_model
+    if model is None:
+        return view
+    view.model_name = str(model.name)
+    view.context_size = int(model.context_size)
+    view.tokens = [int(await model.count_tokens(message_text(m))) for m in messages]
+    if specs:
+        view.tool_tokens = int(await model.count_tokens(json.dumps(specs, ensure_ascii=False)))
+    exact = getattr(model, "count_prompt_tokens", None)
+    if exact is not None:
+        view.exact_total = int(await exact(messages, tools=specs or None))
+    return view
+
+
+def render_html(view: ContextView, *, dark: bool = False) -> str:
+    """The messages as one readable page: a coloured role line, then the text."""
+    blocks: list[str] = []
+    for number, message in enumerate(view.messages):
+        role = message.get("role", "?")
+        colour = ROLE_COLOURS.get(role, ("#455a64", "#b0bec5"))[int(dark)]
+        label = "System prompt" if number == 0 and role == "system" else role.capitalize()
+        if role == "tool" and message.get("name"):
+            label += f" · {message.get('name')}"
+        count = f" · {plural(view.tokens[number], 'token')}" if view.tokens else ""
+        body = esc(message.get("content", "") or "")
+        calls = message.get("tool_calls") or []
+        for call in calls:
+            function = call.get("function", {})
+            args = json.dumps(function.get("arguments", {}), ensure_ascii=False)
+            body += f"\n<b>→ calls {esc(str(function.get('name')))}</b>({esc(args)})"
+        blocks.append(
+            f"<p style='margin: 10px 0 2px 0;'><span style='color:{colour}; font-weight:600;'>"
+            f"{esc(label)}</span><span style='color: gray;'>{count}</span></p>"
+            f"<pre style='white-space: pre-wrap; margin: 0 0 0 0; font-family: sans-serif;'>"
+            f"{body or '<i>(empty)</i>'}</pre>"
+        )
+    if view.tools:
+        count = f" · {plural(view.tool_tokens, 'token')}" if view.tool_tokens else ""
+        blocks.append(
+            f"<p style='margin: 14px 0 2px 0; color: gray;'><b>Tools offered</b>{count}</p>"
+            f"<p style='margin: 0; color: gray;'>{esc(', '.join(view.tools))}</p>"
+        )
+    return "".join(blocks)
+
+
+class ContextTab(QWidget):
+    """See the module docstring."""
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.jobs = Jobs(runner)
+        self.session_id: str | None = None
+        self.view: ContextView | None = None
+        self.summary_label = QLabel()
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextFormat(Qt.TextFormat.RichText)
+        self.meter = QProgressBar()
+        self.meter.setTextVisible(False)
+        self.meter.setFixedHeight(8)
+        self.meter_label = QLabel()
+        self.copy_button = QPushButton("Copy as JSON")
+        self.copy_button.setToolTip("Copy the messages exactly as the model receives them")
+        self.copy_button.clicked.connect(self.copy_json)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        top = QHBoxLayout()
+        top.addWidget(self.summary_label, 1)
+        top.addWidget(self.copy_button)
+        top.addWidget(self.refresh_button)
+        self.status = StatusLine()
+        self.browser = QTextBrowser()
+        self.browser.setOpenLinks(False)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.meter_label)
+        layout.addWidget(self.meter)
+        layout.addWidget(self.status)
+        layout.addWidget(self.browser, 1)
+        self._show_nothing("Choose a session to see what the model will receive.")
+
+    def set_session(self, session_id: str | None) -> None:
+        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
+        if session_id == self.session_id:
+            return
+        self.jobs.invalidate()
+        self.session_id = session_id
+        self.view = None
+        self._show_nothing(
+            "Choose a session to see what the model will receive."
+            if session_id is None
+            else "Loading…"
+        )
+
+    def refresh(self) -> None:
+        sid = self.session_id
+        if sid is None:
+            return
+        services = self.services
+
+        async def load(_op: Operation) -> ContextView:
+            return await read_context(services, sid)
+
+        self.jobs.start("load", load, self._show, self._failed, what="build the context")
+
+    def copy_json(self) -> None:
+        if self.view is not None:
+            text = json.dumps(self.view.messages, ensure_ascii=False, indent=2)
+            QGuiApplication.clipboard().setText(text)
+            self.status.info(f"Copied {plural(len(self.view.messages), 'message')} as JSON.")
+
+    # -- showing ---------------------------------------------------------------------------
+    def _show_nothing(self, text: str) -> None:
+        self.summary_label.setText(text)
+        self.meter.hide()
+        self.meter_label.hide()
+        self.browser.clear()
+        self.copy_button.setEnabled(False)
+
+    def _failed(self, message: str) -> None:
+        self.status.error(f"The context could not be built: {message}")
+
+    def _show(self, view: ContextView) -> None:
+        self.view = view
+        self.status.clear_message()
+        self.copy_button.setEnabled(True)
+        window = sum(1 for m in view.messages[1:])
+        has_summary = "Summary of the earlier conversation" in (
+            view.messages[0].get("content", "") if view.messages else ""
+        )
+        parts = [
+            f"<b>System prompt</b> ({'with' if has_summary else 'no'} rolling summary)",
+            f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})",
+            plural(len(view.tools), "tool") + " offered",
+        ]
+        total = view.total_tokens
+        if total is None or view.context_size is None:
+            self.meter.hide()
+            self.meter_label.hide()
+            problem = self.services.chat_problem
+            why = f" {esc(problem.message)} {esc(problem.fix)}" if problem else ""
+            parts.append(
+                "<span style='color:#c62828;'>No chat model is loaded, so tokens cannot be "
+                f"counted.</span>{why}"
+            )
+        else:
+            self._show_meter(view, total)
+            parts.append(f"model <b>{esc(view.model_name or '?')}</b>")
+        self.summary_label.setText(" · ".join(parts))
+        self.browser.setHtml(render_html(view, dark=colors(self.palette()).dark))
+
+    def _show_meter(self, view: ContextView, total: int) -> None:
+        size = view.context_size or 1
+        approx = "" if view.exact_total is not None else "≈ "
+        self.meter.setRange(0, size)
+        self.meter.setValue(min(total, size))
+        free = size - total - view.answer_reserve
+        room = (
+            f"{free:,} free after {view.answer_reserve:,} reserved for the answer"
+            if free >= 0
+            else f"{-free:,} over: the oldest window pairs will be trimmed"
+        )
+        self.meter_label.setText(
+            f"<b>{approx}{total:,}</b> of {size:,} tokens ({100 * total / size:.0f} %) · {room}"
+        )
+        c = colors(self.palette())
+        colour = c.error_fg if free < 0 else "#d69e2e" if total > 0.75 * size else c.accent
+        self.meter.setStyleSheet(
+            f"QProgressBar {{ border: none; border-radius: 4px; background: {c.chip}; }}"
+            f" QProgressBar::chunk {{ border-radius: 4px; background: {colour}; }}"
+        )
+        self.meter.show()
+        self.meter_label.show()

@@ -1,0 +1,107 @@
+"""The memory inspector: one tab per thing the assistant remembers or runs on.
+
+Summary, Context, Recall, Error memory and Models.  Tabs load lazily: a
+session switch or :meth:`InspectorPanel.refresh` reloads the tab on screen
+and marks the others stale, so the hidden ones cost nothing until the user
+looks at them (the Context tab counts tokens with the chat model, which
+would otherwise queue behind a streaming answer).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QTabWidget, QWidget
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.inspector.context_tab import ContextTab
+from agenvoy_desktop.ui.inspector.errors_tab import ErrorsTab
+from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
+from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
+from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
+
+
+class InspectorTab(Protocol):
+    def set_session(self, session_id: str | None) -> None: ...
+
+    def refresh(self) -> None: ...
+
+
+SESSION_FREE = ("errors", "models")
+"""Tabs whose content does not change with the session."""
+
+
+class InspectorPanel(QTabWidget):
+    """The tabs, the current session, and which tabs need a reload."""
+
+    message_activated = Signal(str)
+    """A message id the chat should scroll to (a recall hit, a summary pass)."""
+    settings_changed = Signal()
+    """The Models tab saved a new model choice."""
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.session_id: str | None = None
+        self.summary_tab = SummaryTab(services, runner)
+        self.context_tab = ContextTab(services, runner)
+        self.recall_tab = RecallTab(services, runner)
+        self.errors_tab = ErrorsTab(services, runner)
+        self.models_tab = ModelsTab(services, runner)
+        self._tabs: dict[str, InspectorTab] = {
+            "summary": self.summary_tab,
+            "context": self.context_tab,
+            "recall": self.recall_tab,
+            "errors": self.errors_tab,
+            "models": self.models_tab,
+        }
+        self.addTab(self.summary_tab, "Summary")
+        self.addTab(self.context_tab, "Context")
+        self.addTab(self.recall_tab, "Recall")
+        self.addTab(self.errors_tab, "Error memory")
+        self.addTab(self.models_tab, "Models")
+        self.setTabToolTip(0, "The rolling summary of older messages")
+        self.setTabToolTip(1, "Exactly what the model receives next turn")
+        self.setTabToolTip(2, "Search the memory as the assistant does")
+        self.setTabToolTip(3, "What the assistant learned from failed tool calls")
+        self.setTabToolTip(4, "The models in use and available")
+        self.setDocumentMode(True)
+        self.summary_tab.message_activated.connect(self.message_activated)
+        self.recall_tab.message_activated.connect(self.message_activated)
+        self.models_tab.settings_changed.connect(self.settings_changed)
+        self._stale: set[str] = set(self._tabs)
+        self.currentChanged.connect(lambda _index: self._refresh_current())
+
+    def set_session(self, session_id: str | None) -> None:
+        """Show *session_id*'s memory (None: no session selected)."""
+        if session_id == self.session_id:
+            return
+        self.session_id = session_id
+        for name, tab in self._tabs.items():
+            tab.set_session(session_id)
+            if name not in SESSION_FREE:
+                self._stale.add(name)
+        self._refresh_current()
+
+    def refresh(self) -> None:
+        """Something changed (a turn, a summary pass, an import): reload what is shown."""
+        self._stale = set(self._tabs)
+        self._refresh_current()
+
+    def show_tab(self, name: str) -> None:
+        """Bring a tab to the front by its name (summary, context, recall, errors, models)."""
+        self.setCurrentWidget(self._tabs[name])  # type: ignore[arg-type]
+
+    def tab_names(self) -> list[str]:
+        return list(self._tabs)
+
+    def _refresh_current(self) -> None:
+        current: object = self.currentWidget()
+        for name, tab in self._tabs.items():
+            if tab is current and name in self._stale:
+                self._stale.discard(name)
+                tab.refresh()

@@ -1,0 +1,743 @@
+"""The Summary tab: the rolling summary as a person reads it, and how it got there.
+
+Shows the three sections of ``summary.json`` (key decisions — binding — past
+discussions with dates, the current discussion), the cursor and the last
+pass from ``summary.meta.json``, every pass/failure/edit of
+``summary.history.jsonl``, and the raw JSON on demand.  "Summarize now" runs
+the summarizer with progress.  A key decision can be added, edited or
+deleted; the change is saved like a pass (``save_user_edit``: validated,
+written atomically, logged as an ``edit`` record) and can be undone once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any, cast
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summary import (
+    SUMMARY_FILE,
+    KeyDecision,
+    PassRecord,
+    Summary,
+    SummaryFileError,
+    SummaryMeta,
+    load_meta,
+    load_summary,
+    read_records,
+)
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.inspector.common import (
+    Jobs,
+    StatusLine,
+    esc,
+    heading,
+    local_time,
+    plural,
+)
+from agenvoy_desktop.ui.theme import colors
+
+HISTORY_ROWS = 200
+HISTORY_COLUMNS = ("When", "Kind", "Messages", "Cursor", "Model", "Duration", "Tokens", "Note")
+KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed"}
+
+
+# -- reading (storage thread) -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SummarySnapshot:
+    """Everything the tab shows for one session, read in one storage call."""
+
+    session_id: str
+    summary: Summary | None = None
+    meta: SummaryMeta | None = None
+    records: list[PassRecord] = field(default_factory=list)
+    raw: str = ""
+    problems: list[str] = field(default_factory=list)
+    pending: int | None = None
+
+
+def read_snapshot(
+    store: MemoryStore, session_id: str, pending: Callable[[str], int] | None = None
+) -> SummarySnapshot:
+    """Read summary, meta, pass history and raw file; file problems become sentences."""
+    folder = store.folder(store.require(session_id))
+    problems: list[str] = []
+    summary: Summary | None = None
+    meta: SummaryMeta | None = None
+    try:
+        summary = load_summary(folder)
+    except SummaryFileError as exc:
+        problems.append(str(exc))
+    try:
+        meta = load_meta(folder)
+    except SummaryFileError as exc:
+        problems.append(str(exc))
+    try:
+        raw = (folder / SUMMARY_FILE).read_text("utf-8")
+    except FileNotFoundError:
+        raw = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raw = ""
+        problems.append(f"{folder / SUMMARY_FILE}: cannot read ({exc})")
+    waiting = None
+    if pending is not None:
+        try:
+            waiting = pending(session_id)
+        except (OSError, SummaryFileError, ValueError) as exc:
+            problems.append(f"pending messages unknown: {exc}")
+    return SummarySnapshot(
+        session_id, summary, meta, read_records(folder, HISTORY_ROWS), raw, problems, waiting
+    )
+
+
+# -- edits (pure) ------------------------------------------------------------------------
+def with_decision(summary: Summary, index: int, text: str) -> Summary:
+    """*summary* with decision *index* reworded (its date kept)."""
+    items = list(summary.key_decisions)
+    items[index] = replace(items[index], decision=text.strip())
+    return replace(summary, key_decisions=tuple(items))
+
+
+def without_decision(summary: Summary, index: int) -> Summary:
+    items = list(summary.key_decisions)
+    del items[index]
+    return replace(summary, key_decisions=tuple(items))
+
+
+def plus_decision(summary: Summary, text: str, today: date | None = None) -> Summary:
+    when = (today or date.today()).isoformat()
+    return replace(summary, key_decisions=(*summary.key_decisions, KeyDecision(text.strip(), when)))
+
+
+def cursor_text(cursor: dict[str, Any] | None) -> str:
+    """A cursor as the archive position of its message (#seq), or "start"."""
+    if not cursor or int(cursor.get("seq", -1)) < 0:
+        return "start"
+    return f"#{cursor.get('seq')}"
+
+
+def range_text(record: PassRecord) -> str:
+    """The chunk a pass folded: "#6–#9 (4)"."""
+    if not record.chunk_first or not record.chunk_last:
+        return str(record.messages) if record.messages else "—"
+    first, last = record.chunk_first.get("seq"), record.chunk_last.get("seq")
+    return f"#{first}–#{last} ({record.messages})"
+
+
+def range_tooltip(record: PassRecord) -> str:
+    if not record.chunk_first or not record.chunk_last:
+        return ""
+    start = local_time(record.chunk_first.get("time_ns"), seconds=True)
+    end = local_time(record.chunk_last.get("time_ns"), seconds=True)
+    return f"Messages written {start} → {end}"
+
+
+class SummaryTab(QWidget):
+    """See the module docstring."""
+
+    message_activated = Signal(str)
+    _progress = Signal(int, int)
+    _pass_seen = Signal(str)
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.jobs = Jobs(runner)
+        self.session_id: str | None = None
+        self.snapshot: SummarySnapshot | None = None
+        self._undo: Summary | None = None
+        self._syncing = False
+        self._adding_row = -1
+        self._build()
+        self._progress.connect(self._show_progress)
+        self._pass_seen.connect(self._on_pass_elsewhere)
+        self._subscribe()
+        self._show_empty("Choose a session to see its summary.")
+
+    # -- construction --------------------------------------------------------------------
+    def _build(self) -> None:
+        self.info_label = QLabel()
+        self.info_label.setWordWrap(True)
+        self.info_label.setTextFormat(Qt.TextFormat.RichText)
+        self.summarize_button = QPushButton("Summarize now")
+        self.summarize_button.clicked.connect(self.summarize_now)
+        self.cancel_button = QPushButton("Stop")
+        self.cancel_button.clicked.connect(self.cancel_summary)
+        self.cancel_button.hide()
+        self.raw_button = QPushButton("Show raw JSON")
+        self.raw_button.setCheckable(True)
+        self.raw_button.toggled.connect(self._toggle_raw)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        top = QHBoxLayout()
+        top.addWidget(self.info_label, 1)
+        top.addWidget(self.raw_button)
+        top.addWidget(self.summarize_button)
+        top.addWidget(self.cancel_button)
+
+        self.status = StatusLine()
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.clicked.connect(self.undo_edit)
+        self.undo_button.hide()
+        status_row = QHBoxLayout()
+        status_row.addWidget(self.status, 1)
+        status_row.addWidget(self.undo_button)
+
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self._readable_view())
+        self.raw_view = QPlainTextEdit()
+        self.raw_view.setReadOnly(True)
+        self.raw_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.stack.addWidget(self.raw_view)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.stack)
+        splitter.addWidget(self._history_view())
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([520, 170])
+        splitter.setChildrenCollapsible(False)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.progress)
+        layout.addLayout(status_row)
+        layout.addWidget(splitter, 1)
+
+    def _readable_view(self) -> QWidget:
+        self.empty_label = QLabel()
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setStyleSheet(f"color: {colors(self.palette()).muted}; padding: 16px;")
+        buttons = self._decision_controls()
+        self.discussions = QTableWidget(0, 3)
+        self.discussions.setHorizontalHeaderLabels(["Topic", "Last discussed", "What was said"])
+        _stretch_last(self.discussions)
+        self.discussions.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.discussions.setWordWrap(True)
+
+        self.current_label = QLabel()
+        self.current_label.setWordWrap(True)
+        self.current_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.current_label.setStyleSheet(
+            f"padding: 8px; border-radius: 6px; background: {colors(self.palette()).chip};"
+        )
+
+        self.sections = QWidget()
+        column = QVBoxLayout(self.sections)
+        column.setContentsMargins(0, 0, 4, 0)
+        column.addLayout(buttons)
+        column.addWidget(self.decisions)
+        column.addSpacing(6)
+        column.addWidget(heading("Past discussions"))
+        column.addWidget(self.discussions)
+        column.addSpacing(6)
+        column.addWidget(heading("Current discussion"))
+        column.addWidget(self.current_label)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.sections)
+
+        page = QWidget()
+        outer = QVBoxLayout(page)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.empty_label)
+        outer.addWidget(scroll, 1)
+        self._scroll = scroll
+        return page
+
+    def _decision_controls(self) -> QHBoxLayout:
+        self.decisions = QTableWidget(0, 2)
+        self.decisions.setHorizontalHeaderLabels(["Decision", "Decided"])
+        _stretch_first(self.decisions)
+        self.decisions.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked
+            | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.decisions.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.decisions.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.decisions.itemChanged.connect(self._decision_edited)
+        self.decisions.itemDelegate().closeEditor.connect(self._editor_closed)
+        self.decisions.itemSelectionChanged.connect(self._update_buttons)
+        self.add_button = QPushButton("Add…")
+        self.add_button.setToolTip("Add a decision the assistant must follow")
+        self.add_button.clicked.connect(self._start_add)
+        self.edit_button = QPushButton("Edit")
+        self.edit_button.clicked.connect(self._start_edit)
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.clicked.connect(self._delete_selected)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self._decisions_heading(), 1)
+        for button in (self.add_button, self.edit_button, self.delete_button):
+            buttons.addWidget(button)
+        return buttons
+
+    def _decisions_heading(self) -> QWidget:
+        label = heading("Key decisions")
+        label.setText("Key decisions <span style='font-weight:normal'>— binding</span>")
+        label.setToolTip("The assistant follows these unless you change them.")
+        return label
+
+    def _history_view(self) -> QWidget:
+        self.history = QTableWidget(0, len(HISTORY_COLUMNS))
+        self.history.setHorizontalHeaderLabels(list(HISTORY_COLUMNS))
+        self.history.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.history.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.history.verticalHeader().hide()
+        self.history.setAlternatingRowColors(True)
+        _stretch_last(self.history, fit_rows=False)
+        self.history.setToolTip("Double-click a pass to show its first message in the chat.")
+        self.history.cellDoubleClicked.connect(self._history_activated)
+        box = QWidget()
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 4, 0, 0)
+        column.addWidget(heading("Pass history"))
+        column.addWidget(self.history, 1)
+        return box
+
+    # -- services ------------------------------------------------------------------------
+    @property
+    def summarizer(self) -> Any:
+        """``services.summarizer`` (None without a chat model)."""
+        return getattr(self.services, "summarizer", None)
+
+    def _subscribe(self) -> None:
+        summarizer = self.summarizer
+        if summarizer is None or not hasattr(summarizer, "on_pass"):
+            return
+        signal = self._pass_seen
+
+        def listener(session_id: str, _record: PassRecord) -> None:
+            signal.emit(session_id)
+
+        unsubscribe = cast(Callable[[], None], summarizer.on_pass(listener))
+        self.destroyed.connect(lambda *_: unsubscribe())
+
+    def _on_pass_elsewhere(self, session_id: str) -> None:
+        if session_id == self.session_id and not self.jobs.busy("summarize"):
+            self.refresh()
+
+    # -- public --------------------------------------------------------------------------
+    def set_session(self, session_id: str | None) -> None:
+        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
+        if session_id == self.session_id:
+            return
+        self.jobs.invalidate(detach=("summarize",))
+        self.session_id = session_id
+        self.snapshot = None
+        self._undo = None
+        self.undo_button.hide()
+        self.status.clear_message()
+        self._summary_finished()
+        self._show_empty(
+            "Choose a session to see its summary." if session_id is None else "Loading…"
+        )
+
+    def refresh(self) -> None:
+        sid = self.session_id
+        if sid is None:
+            return
+        store = self.services.store
+        summarizer = self.summarizer
+        pending = getattr(summarizer, "pending_count_sync", None)
+
+        async def load(_op: Operation) -> SummarySnapshot:
+            return await self.services.storage.run(read_snapshot, store, sid, pending)
+
+        self.jobs.start(
+            "load", load, self._show_snapshot, self.status.error, what="read the summary"
+        )
+
+    # -- showing -------------------------------------------------------------------------
+    def _show_empty(self, text: str) -> None:
+        self.empty_label.setText(text)
+        self.empty_label.show()
+        self._scroll.hide()
+        self.info_label.setText("")
+        self.raw_view.setPlainText("")
+        self.history.setRowCount(0)
+        self._update_buttons()
+
+    def _show_snapshot(self, snapshot: SummarySnapshot) -> None:
+        self.snapshot = snapshot
+        self.info_label.setText(self._info_html(snapshot))
+        for problem in snapshot.problems:
+            self.status.error(problem)
+        self.raw_view.setPlainText(snapshot.raw or "(no summary.json yet)")
+        summary = snapshot.summary
+        if summary is None or summary.is_empty:
+            self._show_empty(
+                "No summary yet. Messages older than the context window are folded into the "
+                "summary after a turn, when the session is idle, or when you press "
+                "“Summarize now”."
+            )
+            self.info_label.setText(self._info_html(snapshot))
+            self.raw_view.setPlainText(snapshot.raw or "(no summary.json yet)")
+        else:
+            self.empty_label.hide()
+            self._scroll.show()
+        self._fill_decisions(summary or Summary())
+        self._fill_discussions(summary or Summary())
+        current = (summary.current_discussion.strip() if summary else "") or "—"
+        self.current_label.setText(current)
+        self._fill_history(snapshot.records)
+        self._update_buttons()
+
+    def _info_html(self, snapshot: SummarySnapshot) -> str:
+        meta = snapshot.meta
+        parts: list[str] = []
+        if meta is None or meta.cursor_seq < 0:
+            parts.append("<b>Cursor:</b> nothing summarized yet")
+        else:
+            parts.append(
+                f"<b>Cursor:</b> {esc(local_time(meta.cursor_time_ns, seconds=True))} "
+                f"({plural(meta.summarized_messages, 'message')} folded in)"
+            )
+        last = next((r for r in reversed(snapshot.records) if r.kind == "pass"), None)
+        if last is not None:
+            parts.append(
+                f"<b>Last pass:</b> {esc(local_time(last.time_ns))} · {esc(last.model or '?')} · "
+                f"{last.duration_s:.1f} s"
+            )
+        if snapshot.pending:
+            parts.append(f"<b>Waiting:</b> {plural(snapshot.pending, 'older message')}")
+        return " &nbsp;·&nbsp; ".join(parts)
+
+    def _fill_decisions(self, summary: Summary) -> None:
+        self._syncing = True
+        try:
+            self.decisions.setRowCount(len(summary.key_decisions))
+            for row, decision in enumerate(summary.key_decisions):
+                text = QTableWidgetItem(decision.decision)
+                text.setToolTip(decision.decision)
+                when = QTableWidgetItem(decision.decided_at or "—")
+                when.setFlags(when.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                self.decisions.setItem(row, 0, text)
+                self.decisions.setItem(row, 1, when)
+            self.decisions.resizeRowsToContents()
+            _fit_height(self.decisions, placeholder_rows=1)
+        finally:
+            self._syncing = False
+
+    def _fill_discussions(self, summary: Summary) -> None:
+        self.discussions.setRowCount(len(summary.past_discussions))
+        for row, item in enumerate(summary.past_discussions):
+            for col, value in enumerate((item.topic, item.last_discussed, item.description)):
+                cell = QTableWidgetItem(value)
+                cell.setToolTip(value)
+                self.discussions.setItem(row, col, cell)
+        self.discussions.resizeRowsToContents()
+        _fit_height(self.discussions, placeholder_rows=1)
+
+    def _fill_history(self, records: list[PassRecord]) -> None:
+        newest = list(reversed(records))
+        self.history.setRowCount(len(newest))
+        for row, record in enumerate(newest):
+            for col, (value, tip) in enumerate(_history_cells(record)):
+                cell = QTableWidgetItem(value)
+                if tip:
+                    cell.setToolTip(tip)
+                if col == 0:
+                    cell.setData(Qt.ItemDataRole.UserRole, record)
+                if record.kind == "failed" and col in (1, 7):
+                    cell.setForeground(QColor(colors(self.palette()).error_fg))
+                self.history.setItem(row, col, cell)
+
+    def _update_buttons(self) -> None:
+        has_session = self.session_id is not None and self.snapshot is not None
+        selected = bool(self.decisions.selectedItems())
+        running = self.jobs.busy("summarize")
+        self.add_button.setEnabled(has_session and not running)
+        self.edit_button.setEnabled(has_session and selected and not running)
+        self.delete_button.setEnabled(has_session and selected and not running)
+        can_summarize = self.summarizer is not None and self.session_id is not None
+        self.summarize_button.setEnabled(can_summarize and not running)
+        self.summarize_button.setToolTip(
+            "Fold every message older than the context window into the summary now"
+            if self.summarizer is not None
+            else "Summaries need a chat model (Settings → Models)."
+        )
+
+    def _toggle_raw(self, raw: bool) -> None:
+        self.stack.setCurrentIndex(1 if raw else 0)
+        self.raw_button.setText("Show sections" if raw else "Show raw JSON")
+
+    def _history_activated(self, row: int, _col: int) -> None:
+        cell = self.history.item(row, 0)
+        record = cell.data(Qt.ItemDataRole.UserRole) if cell else None
+        if isinstance(record, PassRecord) and record.chunk_first:
+            message_id = record.chunk_first.get("message_id")
+            if message_id:
+                self.message_activated.emit(str(message_id))
+
+    # -- key decision edits ------------------------------------------------------------
+    def current_summary(self) -> Summary:
+        snap = self.snapshot
+        return snap.summary if snap is not None and snap.summary is not None else Summary()
+
+    def edit_decision(self, index: int, text: str) -> None:
+        summary = self.current_summary()
+        if summary.key_decisions[index].decision == text.strip():
+            return
+        self._save(with_decision(summary, index, text), "Key decision changed.")
+
+    def delete_decision(self, index: int) -> None:
+        summary = self.current_summary()
+        gone = summary.key_decisions[index].decision
+        self._save(without_decision(summary, index), f"Deleted key decision “{gone}”.")
+
+    def add_decision(self, text: str) -> None:
+        self._save(plus_decision(self.current_summary(), text), "Key decision added.")
+
+    def undo_edit(self) -> None:
+        if self._undo is not None:
+            previous, self._undo = self._undo, None
+            self._save(previous, "Your last change was undone.", undoable=False)
+
+    def _decision_edited(self, item: QTableWidgetItem) -> None:
+        if self._syncing or item.column() != 0:
+            return
+        row = item.row()
+        if self._adding_row == row:
+            self._adding_row = -1
+            if item.text().strip():
+                self.add_decision(item.text())
+            else:
+                self.refresh()
+            return
+        if row < len(self.current_summary().key_decisions):
+            self.edit_decision(row, item.text())
+
+    def _editor_closed(self) -> None:
+        """Esc on a new, empty row: drop the row instead of leaving a blank decision."""
+        row = self._adding_row
+        item = self.decisions.item(row, 0) if row >= 0 else None
+        if item is not None and not item.text().strip():
+            self._adding_row = -1
+            self._fill_decisions(self.current_summary())
+
+    def _start_add(self) -> None:
+        self._syncing = True
+        row = self.decisions.rowCount()
+        self.decisions.insertRow(row)
+        self.decisions.setItem(row, 0, QTableWidgetItem(""))
+        when = QTableWidgetItem(date.today().isoformat())
+        when.setFlags(when.flags() & ~Qt.ItemFlag.ItemIsEditable)
+        self.decisions.setItem(row, 1, when)
+        _fit_height(self.decisions, placeholder_rows=1)
+        self._syncing = False
+        self._adding_row = row
+        self.decisions.setCurrentCell(row, 0)
+        self._edit_row(row)
+
+    def _edit_row(self, row: int) -> None:
+        item = self.decisions.item(row, 0)
+        if item is not None:
+            self.decisions.editItem(item)
+
+    def _start_edit(self) -> None:
+        row = self.decisions.currentRow()
+        if row >= 0:
+            self._edit_row(row)
+
+    def _delete_selected(self) -> None:
+        row = self.decisions.currentRow()
+        if 0 <= row < len(self.current_summary().key_decisions):
+            self.delete_decision(row)
+
+    def _save(self, summary: Summary, done_text: str, *, undoable: bool = True) -> None:
+        sid = self.session_id
+        if sid is None:
+            return
+        before = self.current_summary()
+        summarizer = self.summarizer
+        services = self.services
+
+        async def save(_op: Operation) -> PassRecord:
+            if summarizer is not None and hasattr(summarizer, "save_edit"):
+                return cast(PassRecord, await summarizer.save_edit(sid, summary))
+            from agenvoy_desktop.core.summarizer import save_user_edit
+
+            return await services.storage.run(
+                save_user_edit, services.store, sid, summary, services.clock
+            )
+
+        def saved(_record: PassRecord) -> None:
+            self._undo = before if undoable else None
+            self.undo_button.setVisible(self._undo is not None)
+            self.status.info(done_text)
+            self.refresh()
+
+        def failed(message: str) -> None:
+            self.status.error(f"Not saved: {message}")
+            self.refresh()
+
+        self.jobs.start("save", save, saved, failed, what="save the summary")
+
+    # -- summarize now -------------------------------------------------------------------
+    def summarize_now(self) -> None:
+        """Fold every unsummarised older message in now, showing progress."""
+        sid = self.session_id
+        summarizer = self.summarizer
+        if sid is None or summarizer is None or self.jobs.busy("summarize"):
+            return
+        report = self._progress.emit
+
+        async def work(op: Operation) -> Any:
+            def progress(done: int, total: int) -> None:
+                report(done, total)
+
+            # The summarizer's own lock queues this behind a pass a trigger started.
+            return await summarizer.run(
+                sid, force=True, wait=True, progress=progress, cancelled=op.is_cancelled
+            )
+
+        self.progress.setRange(0, 0)
+        self.progress.setFormat("Summarizing…")
+        self.progress.show()
+        self.cancel_button.show()
+        self.status.info("Summarizing older messages…")
+        op = self.jobs.start(
+            "summarize", work, self._summary_done, self._summary_failed, what="summarize"
+        )
+        op.finished.connect(self._summary_finished)
+        self._update_buttons()
+
+    def cancel_summary(self) -> None:
+        """Stop at the next chunk boundary; what was folded in stays."""
+        self.jobs.cancel("summarize")
+        self.status.info("Stopped. The messages folded in so far are kept.")
+        self.refresh()
+
+    def _show_progress(self, done: int, total: int) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(min(done, total))
+            self.progress.setFormat(f"{done:,} of {total:,} messages folded in")
+
+    def _summary_finished(self) -> None:
+        self.progress.hide()
+        self.cancel_button.hide()
+        self._update_buttons()
+
+    def _summary_done(self, result: Any) -> None:
+        if getattr(result, "stopped", "") == "failed":
+            self.status.error(describe_run(result))
+        else:
+            self.status.info(describe_run(result))
+        self.refresh()
+
+    def _summary_failed(self, message: str) -> None:
+        self.status.error(f"The summary could not run: {message}")
+        self.refresh()
+
+
+def _history_cells(record: PassRecord) -> list[tuple[str, str]]:
+    """(text, tooltip) of each pass-history column."""
+    moved = record.kind == "pass"
+    cursor = cursor_text(record.cursor_after)
+    if moved:
+        cursor = f"{cursor_text(record.cursor_before)} → {cursor}"
+    tokens = (
+        f"{record.prompt_tokens:,} → {record.completion_tokens:,}" if record.prompt_tokens else "—"
+    )
+    note = record.error or ("You changed the key decisions" if record.kind == "edit" else "")
+    return [
+        (local_time(record.time_ns, seconds=True), ""),
+        (KIND_LABELS.get(record.kind, record.kind), ""),
+        (range_text(record), range_tooltip(record)),
+        (cursor, "Archive position of the newest message folded in"),
+        (record.model or "—", ""),
+        (f"{record.duration_s:.1f} s" if record.kind != "edit" else "—", ""),
+        (tokens, "Prompt tokens → answer tokens" if record.prompt_tokens else ""),
+        (note, record.error or ""),
+    ]
+
+
+def describe_run(result: Any) -> str:
+    """A SummaryRunResult in one sentence."""
+    stopped = getattr(result, "stopped", None)
+    folded = int(getattr(result, "folded", 0))
+    passes = int(getattr(result, "passes", 0))
+    remaining = int(getattr(result, "remaining", 0))
+    error = getattr(result, "error", None) or "unknown error"
+    texts = {
+        "done": f"Folded {plural(folded, 'message')} into the summary "
+        f"in {plural(passes, 'pass', 'passes')}.",
+        "up_to_date": "Nothing to summarize: every message older than the context window "
+        "is already in the summary.",
+        "mtime_gate": "Nothing new since the last summary.",
+        "busy": "A summary pass is already running for this session; "
+        "it will pick up these messages.",
+        "cancelled": f"Stopped. {plural(folded, 'message')} folded in, "
+        f"{plural(remaining, 'message')} still waiting.",
+        "failed": f"The summary pass failed: {error}. {plural(folded, 'message')} were folded "
+        "in before it; the next run resumes there.",
+    }
+    return texts.get(str(stopped), f"Summary run ended: {stopped}")
+
+
+def _refit_on_resize(table: QTableWidget) -> None:
+    """Word-wrapped rows change height with the width: refit when a column resizes."""
+
+    def refit(*_args: int) -> None:
+        table.resizeRowsToContents()
+        _fit_height(table, placeholder_rows=1)
+
+    table.horizontalHeader().sectionResized.connect(refit)
+
+
+def _stretch_first(table: QTableWidget) -> None:
+    _refit_on_resize(table)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+    table.verticalHeader().hide()
+    table.setWordWrap(True)
+
+
+def _stretch_last(table: QTableWidget, *, fit_rows: bool = True) -> None:
+    if fit_rows:
+        _refit_on_resize(table)
+    header = table.horizontalHeader()
+    for col in range(table.columnCount() - 1):
+        header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+    table.verticalHeader().hide()
+
+
+def _fit_height(table: QTableWidget, placeholder_rows: int = 0) -> None:
+    """Size a table to its rows so the sections read like a page, not nested scrollers."""
+    rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+    if table.rowCount() == 0:
+        rows = placeholder_rows * table.verticalHeader().defaultSectionSize()
+    height = rows + table.horizontalHeader().height() + 2 * table.frameWidth() + 2
+    table.setFixedHeight(height)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -1,0 +1,486 @@
+"""The settings dialog: memory knobs, models, the data folder and the allowed folders.
+
+The form is read into a plain :class:`SettingsForm`; :func:`validate_form`
+checks it without Qt and answers with sentences a person can act on.  OK
+writes the values into ``services.settings`` and calls
+``services.save_settings()`` (which applies what can change at once); values
+that only a fresh model load can use are named in a note, not silently kept.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.settings import Settings
+from agenvoy_desktop.ui.inspector.common import catalogue_of
+from agenvoy_desktop.ui.theme import colors
+
+MIB = 1024 * 1024
+WINDOW_RANGE = (2, 256)
+HISTORY_MIB_RANGE = (0.25, 1024.0)
+IDLE_RANGE = (30, 86_400)
+CONTEXT_RANGE = (512, 262_144)
+ANSWER_RANGE = (16, 32_768)
+PROMPT_ROOM = 256
+"""Tokens the prompt needs at least besides the answer limit."""
+STARTER_LABEL = "Starter model (Qwen2.5-Coder 0.5B)"
+EMBEDDING_LABEL = "Prepared all-MiniLM-L6-v2"
+RESTART_NOTE = (
+    "The chat model, embedding model, threads, context size and GPU layers are used the "
+    "next time a model is loaded: restart the app to use them now."
+)
+
+
+@dataclass(slots=True)
+class SettingsForm:
+    """What the dialog's widgets say, before it is accepted."""
+
+    window_messages: int
+    max_history_bytes: int
+    summary_idle_seconds: int
+    chat_model: str
+    embedding_model: str
+    threads: int
+    context_size: int
+    temperature: float
+    max_answer_tokens: int
+    gpu_layers: int
+    allowed_folders: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SettingsForm:
+        models, memory = settings.models, settings.memory
+        return cls(
+            window_messages=memory.window_messages,
+            max_history_bytes=memory.max_history_bytes,
+            summary_idle_seconds=memory.summary_idle_seconds,
+            chat_model=models.chat_model,
+            embedding_model=models.embedding_model,
+            threads=models.threads,
+            context_size=models.context_size,
+            temperature=models.temperature,
+            max_answer_tokens=models.max_answer_tokens,
+            gpu_layers=models.gpu_layers,
+            allowed_folders=list(settings.allowed_folders),
+        )
+
+    def apply_to(self, settings: Settings) -> None:
+        models, memory = settings.models, settings.memory
+        memory.window_messages = self.window_messages
+        memory.max_history_bytes = self.max_history_bytes
+        memory.summary_idle_seconds = self.summary_idle_seconds
+        models.chat_model = self.chat_model
+        models.embedding_model = self.embedding_model
+        models.threads = self.threads
+        models.context_size = self.context_size
+        models.temperature = self.temperature
+        models.max_answer_tokens = self.max_answer_tokens
+        models.gpu_layers = self.gpu_layers
+        settings.allowed_folders = list(self.allowed_folders)
+
+
+def _in_range(errors: list[str], label: str, value: float, bounds: tuple[float, float]) -> None:
+    low, high = bounds
+    if not low <= value <= high:
+        errors.append(f"{label} must be between {low:g} and {high:g} (it is {value:g}).")
+
+
+def _model_problem(label: str, value: str, known: set[str]) -> str | None:
+    """A model is empty (the default), a catalogue name, or an existing GGUF file."""
+    if not value or value in known:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        return f"{label}: “{value}” is neither a model in the catalogue nor a file path."
+    if not path.is_file():
+        return f"{label}: the file {path} does not exist."
+    if path.suffix.lower() != ".gguf":
+        return f"{label}: {path.name} is not a .gguf file."
+    return None
+
+
+def _folder_problem(folder: str) -> str | None:
+    path = Path(folder).expanduser()
+    if not path.is_absolute():
+        return f"Allowed folder “{folder}” is not a full path."
+    if not path.exists():
+        return f"Allowed folder {path} does not exist any more — remove it from the list."
+    if not path.is_dir():
+        return f"Allowed folder {path} is a file, not a folder."
+    return None
+
+
+def validate_form(
+    form: SettingsForm, known_models: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
+    """Every problem with *form*, one sentence each (empty = it can be saved)."""
+    errors: list[str] = []
+    _in_range(errors, "The window size", form.window_messages, WINDOW_RANGE)
+    _in_range(errors, "The history limit (MiB)", form.max_history_bytes / MIB, HISTORY_MIB_RANGE)
+    _in_range(errors, "The summary timer (seconds)", form.summary_idle_seconds, IDLE_RANGE)
+    _in_range(errors, "The context size", form.context_size, CONTEXT_RANGE)
+    _in_range(errors, "The answer limit", form.max_answer_tokens, ANSWER_RANGE)
+    _in_range(errors, "Threads", form.threads, (1, 256))
+    _in_range(errors, "The temperature", form.temperature, (0.0, 2.0))
+    if form.max_answer_tokens > form.context_size - PROMPT_ROOM:
+        errors.append(
+            f"The answer limit ({form.max_answer_tokens:,} tokens) leaves no room for the prompt "
+            f"in a context of {form.context_size:,} tokens: make it at most "
+            f"{max(0, form.context_size - PROMPT_ROOM):,} or raise the context size."
+        )
+    known = set(known_models)
+    for label, value in (
+        ("Chat model", form.chat_model),
+        ("Embedding model", form.embedding_model),
+    ):
+        if problem := _model_problem(label, value, known):
+            errors.append(problem)
+    errors += [p for f in form.allowed_folders if (p := _folder_problem(f)) is not None]
+    return errors
+
+
+def catalogue_models(services: AppServices) -> list[tuple[str, str, bool]]:
+    """(name, role, built in) of the catalogue's models (a small JSON file, cached headers)."""
+    try:
+        entries = catalogue_of(services).entries()
+    except OSError:
+        return []
+    return [(e.name, e.role, e.builtin) for e in entries]
+
+
+class ModelPicker(QWidget):
+    """An editable model choice: default, catalogue names, or a GGUF file path."""
+
+    changed = Signal()
+
+    def __init__(self, default_label: str, names: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.combo = QComboBox()
+        self.combo.setEditable(True)
+        self.combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.combo.addItem(default_label, "")
+        for name in names:
+            self.combo.addItem(name, name)
+        self.combo.setMinimumContentsLength(28)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.combo, 1)
+        row.addWidget(browse)
+
+    def value(self) -> str:
+        text = self.combo.currentText().strip()
+        index = self.combo.findText(text)
+        if index >= 0:
+            return str(self.combo.itemData(index) or "")
+        return text
+
+    def set_value(self, value: str) -> None:
+        index = self.combo.findData(value)
+        if index >= 0:
+            self.combo.setCurrentIndex(index)
+        else:
+            self.combo.setEditText(value)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model", "", "GGUF models (*.gguf)"
+        )
+        if path:
+            self.set_value(path)
+
+
+class SettingsDialog(QDialog):
+    """Edit ``services.settings``; OK validates, saves and applies."""
+
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(620)
+        models = catalogue_models(services)
+        self._known = {name for name, _, _ in models}
+        offered = [(name, role) for name, role, builtin in models if not builtin]
+        chat_names = [n for n, role in offered if role in ("chat", "any")]
+        embed_names = [n for n, role in offered if role in ("embedding", "any")]
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._memory_page(), "Memory")
+        self.tabs.addTab(self._models_page(chat_names, embed_names), "Models")
+        self.tabs.addTab(self._files_page(), "Folders")
+        self.errors = QLabel()
+        self.errors.setWordWrap(True)
+        self.errors.setStyleSheet("color: #c62828; font-weight: 600;")
+        self.errors.hide()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.errors)
+        layout.addWidget(self.buttons)
+        self.load(SettingsForm.from_settings(services.settings))
+
+    # -- pages ---------------------------------------------------------------------
+    def _memory_page(self) -> QWidget:
+        self.window_spin = QSpinBox()
+        self.window_spin.setRange(*WINDOW_RANGE)
+        self.window_spin.setSuffix(" messages")
+        self.history_spin = QDoubleSpinBox()
+        self.history_spin.setRange(*HISTORY_MIB_RANGE)
+        self.history_spin.setDecimals(2)
+        self.history_spin.setSingleStep(0.5)
+        self.history_spin.setSuffix(" MiB")
+        self.idle_spin = QSpinBox()
+        self.idle_spin.setRange(*IDLE_RANGE)
+        self.idle_spin.setSingleStep(30)
+        self.idle_spin.setSuffix(" s")
+        form = QFormLayout()
+        _add_row(
+            form,
+            "Context window (N):",
+            self.window_spin,
+            "The last N messages go to the model word for word; older ones live in the "
+            "rolling summary and in search.",
+        )
+        _add_row(
+            form,
+            "History file limit:",
+            self.history_spin,
+            "history.json is trimmed to 80 % when it grows past this. The archive keeps "
+            "every message.",
+        )
+        _add_row(
+            form,
+            "Summarize after idle:",
+            self.idle_spin,
+            "A summary pass runs when a session has been quiet this long.",
+        )
+        return _page(form)
+
+    def _models_page(self, chat_names: list[str], embed_names: list[str]) -> QWidget:
+        self.chat_picker = ModelPicker(STARTER_LABEL, chat_names)
+        self.embed_picker = ModelPicker(EMBEDDING_LABEL, embed_names)
+        self.threads_spin = QSpinBox()
+        self.threads_spin.setRange(1, max(256, os.cpu_count() or 1))
+        self.context_spin = QSpinBox()
+        self.context_spin.setRange(*CONTEXT_RANGE)
+        self.context_spin.setSingleStep(512)
+        self.context_spin.setSuffix(" tokens")
+        self.answer_spin = QSpinBox()
+        self.answer_spin.setRange(*ANSWER_RANGE)
+        self.answer_spin.setSingleStep(128)
+        self.answer_spin.setSuffix(" tokens")
+        self.temperature_spin = QDoubleSpinBox()
+        self.temperature_spin.setRange(0.0, 2.0)
+        self.temperature_spin.setSingleStep(0.05)
+        self.gpu_spin = QSpinBox()
+        self.gpu_spin.setRange(-1, 999)
+        self.gpu_spin.setSpecialValueText("All layers")
+        form = QFormLayout()
+        form.addRow("Chat model:", self.chat_picker)
+        form.addRow("Embedding model:", self.embed_picker)
+        _add_row(
+            form, "Threads:", self.threads_spin, f"This computer has {os.cpu_count() or 1} cores."
+        )
+        _add_row(
+            form, "Context size:", self.context_spin, "Tokens the model holds: prompt and answer."
+        )
+        _add_row(form, "Answer limit:", self.answer_spin, "The longest answer the model may write.")
+        _add_row(
+            form,
+            "Temperature:",
+            self.temperature_spin,
+            "Lower answers are more focused, higher ones more varied.",
+        )
+        _add_row(form, "GPU layers:", self.gpu_spin, "0 runs on the CPU only.")
+        form.addRow(_note(RESTART_NOTE))
+        return _page(form)
+
+    def _files_page(self) -> QWidget:
+        paths = self.services.paths
+        form = QFormLayout()
+        form.addRow("Memory and settings:", _folder_row(paths.config_dir, self.open_folder))
+        form.addRow("Model files:", _folder_row(paths.data_dir, self.open_folder))
+        self.folder_list = QListWidget()
+        self.folder_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.folder_list.setMinimumHeight(120)
+        add = QPushButton("Add folder…")
+        add.clicked.connect(self._choose_folder)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(self.remove_selected_folders)
+        self.remove_button.setEnabled(False)
+        self.folder_list.itemSelectionChanged.connect(
+            lambda: self.remove_button.setEnabled(bool(self.folder_list.selectedItems()))
+        )
+        buttons = QVBoxLayout()
+        buttons.addWidget(add)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        box = QHBoxLayout()
+        box.addWidget(self.folder_list, 1)
+        box.addLayout(buttons)
+        layout = QVBoxLayout()
+        layout.addLayout(form)
+        layout.addSpacing(8)
+        layout.addWidget(QLabel("<b>Folders the file tools may read</b>"))
+        layout.addWidget(
+            _note("The assistant can list and read text files inside these folders, nothing else.")
+        )
+        layout.addLayout(box, 1)
+        page = QWidget()
+        page.setLayout(layout)
+        return page
+
+    # -- values ----------------------------------------------------------------------
+    def load(self, form: SettingsForm) -> None:
+        self.window_spin.setValue(form.window_messages)
+        self.history_spin.setValue(form.max_history_bytes / MIB)
+        self.idle_spin.setValue(form.summary_idle_seconds)
+        self.chat_picker.set_value(form.chat_model)
+        self.embed_picker.set_value(form.embedding_model)
+        self.threads_spin.setValue(form.threads)
+        self.context_spin.setValue(form.context_size)
+        self.answer_spin.setValue(form.max_answer_tokens)
+        self.temperature_spin.setValue(form.temperature)
+        self.gpu_spin.setValue(form.gpu_layers)
+        self.folder_list.clear()
+        self.folder_list.addItems(form.allowed_folders)
+
+    def form(self) -> SettingsForm:
+        return SettingsForm(
+            window_messages=self.window_spin.value(),
+            max_history_bytes=round(self.history_spin.value() * MIB),
+            summary_idle_seconds=self.idle_spin.value(),
+            chat_model=self.chat_picker.value(),
+            embedding_model=self.embed_picker.value(),
+            threads=self.threads_spin.value(),
+            context_size=self.context_spin.value(),
+            temperature=round(self.temperature_spin.value(), 2),
+            max_answer_tokens=self.answer_spin.value(),
+            gpu_layers=self.gpu_spin.value(),
+            allowed_folders=self.allowed_folders(),
+        )
+
+    def allowed_folders(self) -> list[str]:
+        return [self.folder_list.item(i).text() for i in range(self.folder_list.count())]
+
+    def add_folder(self, folder: str) -> bool:
+        """Add *folder* (resolved) unless it is listed already; True when added."""
+        path = str(Path(folder).expanduser().resolve())
+        if path in self.allowed_folders():
+            return False
+        self.folder_list.addItem(path)
+        return True
+
+    def remove_selected_folders(self) -> None:
+        for item in self.folder_list.selectedItems():
+            self.folder_list.takeItem(self.folder_list.row(item))
+
+    def _choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Allow the assistant to read a folder")
+        if folder:
+            self.add_folder(folder)
+
+    def open_folder(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    # -- accept ------------------------------------------------------------------------
+    def show_errors(self, errors: list[str]) -> None:
+        if not errors:
+            self.errors.hide()
+            return
+        self.errors.setText("\n".join(f"• {e}" for e in errors))
+        self.errors.show()
+
+    def accept(self) -> None:
+        """Validate; on success save and close, otherwise say what is wrong."""
+        form = self.form()
+        errors = validate_form(form, self._known)
+        if not errors:
+            previous = SettingsForm.from_settings(self.services.settings)
+            form.apply_to(self.services.settings)
+            try:
+                self.services.save_settings()
+            except OSError as exc:
+                previous.apply_to(self.services.settings)
+                where = self.services.paths.settings_file
+                errors = [f"The settings could not be saved to {where}: {exc.strerror or exc}"]
+        self.show_errors(errors)
+        if not errors:
+            super().accept()
+
+
+def _page(form: QFormLayout) -> QWidget:
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+    page = QWidget()
+    outer = QVBoxLayout(page)
+    outer.addLayout(form)
+    outer.addStretch(1)
+    return page
+
+
+def _note(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setStyleSheet(f"color: {colors(label.palette()).muted};")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def _add_row(form: QFormLayout, label: str, widget: QWidget, help_text: str) -> None:
+    """A setting with its explanation below it, wrapping to the dialog's width."""
+    widget.setMinimumWidth(160)
+    row = QHBoxLayout()
+    row.addWidget(widget)
+    row.addStretch(1)
+    box = QWidget()
+    column = QVBoxLayout(box)
+    column.setContentsMargins(0, 0, 0, 6)
+    column.setSpacing(2)
+    column.addLayout(row)
+    column.addWidget(_note(help_text))
+    form.addRow(label, box)
+
+
+def _folder_row(folder: Path, open_folder: Any) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    label = QLabel(str(folder))
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setToolTip(str(folder))
+    button = QPushButton("Open")
+    button.setToolTip(f"Open {folder} in the file manager")
+    button.clicked.connect(lambda: open_folder(folder))
+    row.addWidget(label, 1)
+    row.addWidget(button)
+    return box

@@ -333,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agenvoy_desktop.cli_models import register as register_models
 
     register_models(add)
+    from agenvoy_desktop.cli_errors import register as register_errors
+
+    register_errors(add)
     return parser
 
 

@@ -25,6 +25,10 @@ BENCHMARKS = (
     "semantic_latency",
     "import_throughput",
     "locomo_recall",
+    "error_lookup",
+    "chat_throughput",
+    "summary_latency",
+    "turn_overhead",
 )
 
 

@@ -1,0 +1,318 @@
+"""``agenvoy-desktop errors list|show|add|edit|delete|search|purge [--json]``.
+
+The same store the inspector shows (``memory/errors.sqlite3``).  Everything
+but ``search`` runs without a model, so it is instant; ``search`` uses the
+embedding model when it can be prepared and otherwise says so on stderr and
+searches by keywords.  The CLI opens the store without purging, so
+``list --include-expired`` can show what the next purge would remove.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.error_memory import (
+    ORDER_KEYS,
+    ErrorMemory,
+    ErrorRecordNotFound,
+    error_db_path,
+)
+from agenvoy_desktop.core.error_types import ERROR_TYPES, OUTCOMES, ErrorHint, ErrorRecord
+from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns
+from agenvoy_desktop.paths import HOME_ENV, app_paths
+
+Command = Callable[[argparse.Namespace], int]
+AddCommand = Callable[[str, Command, str], argparse.ArgumentParser]
+
+
+def register(add_command: AddCommand) -> None:
+    """Add the ``errors`` command (with its actions) through cli.build_parser's ``add``."""
+    parser = add_command("errors", _dispatch, "inspect and edit the cross-session error memory")
+    sub = parser.add_subparsers(dest="errors_action", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help=f"profile folder (default: platform dirs, or ${HOME_ENV})",
+    )
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, parents=[common], help=text, description=text)
+        cmd.set_defaults(errors_func=func)
+        return cmd
+
+    lst = action("list", cmd_list, "list records (newest first)")
+    lst.add_argument("--tool")
+    lst.add_argument("--outcome", choices=OUTCOMES)
+    lst.add_argument("--include-expired", action="store_true")
+    lst.add_argument("--sort", choices=ORDER_KEYS, default="created", help="default: created")
+    lst.add_argument("--ascending", action="store_true", help="oldest / fewest first")
+    lst.add_argument("--limit", type=int)
+    action("show", cmd_show, "show one record").add_argument("id", type=int)
+    add = action("add", cmd_add, "add a record (same tool + symptom: updates it)")
+    _record_options(add, required=True)
+    add.add_argument("--session", help="session the record was learned in")
+    edit = action("edit", cmd_edit, "change a record's fields (keywords are replaced)")
+    edit.add_argument("id", type=int)
+    _record_options(edit, required=False)
+    edit.add_argument("--renew", action="store_true", help="extend its life by the TTL")
+    action("delete", cmd_delete, "delete a record").add_argument("id", type=int)
+    srch = action("search", cmd_search, "search records (renews what it returns)")
+    srch.add_argument("query")
+    srch.add_argument("--tool")
+    srch.add_argument("--limit", type=int, default=10)
+    srch.add_argument("--keyword-only", action="store_true", help="skip the embedding model")
+    action("purge", cmd_purge, "delete expired records now")
+
+
+def _record_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
+    cmd.add_argument("--tool", required=required)
+    cmd.add_argument("--symptom", required=required)
+    cmd.add_argument("--cause")
+    cmd.add_argument("--action")
+    cmd.add_argument("--outcome", choices=OUTCOMES, required=required)
+    cmd.add_argument("--keyword", action="append", help="repeatable")
+    cmd.add_argument("--error-type", choices=ERROR_TYPES, help="default: from the symptom")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.cli import CliError
+
+    try:
+        result: int = args.errors_func(args)
+    except (ValueError, ErrorRecordNotFound) as exc:  # bad input: one clear line
+        raise CliError(str(exc)) from exc
+    return result
+
+
+@contextlib.contextmanager
+def _memory(
+    args: argparse.Namespace, embedder: TextEmbedder | None = None
+) -> Iterator[ErrorMemory]:
+    path = error_db_path(app_paths(getattr(args, "data_dir", None)))
+    with ErrorMemory(path, embedder, purge_on_open=False) as memory:
+        yield memory
+
+
+# -- output -----------------------------------------------------------------------------------
+def record_json(record: ErrorRecord, now: int) -> dict[str, Any]:
+    """A record with stable keys and ISO 8601 times."""
+    return {
+        "id": record.id,
+        "tool": record.tool,
+        "error_type": record.error_type,
+        "keywords": list(record.keywords),
+        "symptom": record.symptom,
+        "cause": record.cause,
+        "action": record.action,
+        "outcome": record.outcome,
+        "source": record.source,
+        "session_id": record.session_id,
+        "created": format_iso(record.created_ns),
+        "updated": format_iso(record.updated_ns),
+        "expires": format_iso(record.expires_ns),
+        "expired": record.is_expired(now),
+        "hits": record.hits,
+        "last_hit": format_iso(record.last_hit_ns) if record.last_hit_ns else None,
+        "has_vector": record.has_vector,
+    }
+
+
+def _say(text: str, *, err: bool = False) -> None:
+    """One line to stdout (or stderr): the CLI's output, not a debugging print."""
+    (sys.stderr if err else sys.stdout).write(text + "\n")
+
+
+def _emit_json(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _table(records: list[ErrorRecord], now: int, scores: list[float] | None = None) -> None:
+    head = f"{'ID':>5}  {'TOOL':<16} {'OUTCOME':<9} {'TYPE':<14} {'HITS':>4}  {'EXPIRES':<10}  "
+    _say(("SCORE   " if scores else "") + head + "SYMPTOM")
+    for n, rec in enumerate(records):
+        expires = "expired" if rec.is_expired(now) else format_local(rec.expires_ns)[:10]
+        line = (
+            f"{rec.id:>5}  {_clip(rec.tool, 16):<16} {rec.outcome:<9} {rec.error_type:<14}"
+            f" {rec.hits:>4}  {expires:<10}  {_clip(rec.symptom, 70)}"
+        )
+        _say((f"{scores[n]:6.3f}  " if scores else "") + line)
+
+
+def _show(record: ErrorRecord, now: int) -> None:
+    data = record_json(record, now)
+    data["keywords"] = ", ".join(record.keywords)
+    for key, value in data.items():
+        _say(f"{key:>11}: {'' if value is None else value}")
+
+
+# -- actions ---------------------------------------------------------------------------------
+def cmd_list(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        records = memory.list(
+            args.tool,
+            args.outcome,
+            include_expired=args.include_expired,
+            order_by=args.sort if args.ascending else f"-{args.sort}",
+            limit=args.limit,
+        )
+    now = now_ns()
+    if args.json:
+        _emit_json([record_json(r, now) for r in records])
+    elif not records:
+        _say("no error records")
+    else:
+        _table(records, now)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        record = memory.get(args.id)
+    if record is None:
+        raise ErrorRecordNotFound(f"no error record #{args.id}")
+    if args.json:
+        _emit_json(record_json(record, now_ns()))
+    else:
+        _show(record, now_ns())
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        existing = memory.find(args.tool, args.symptom)
+        record = memory.add(
+            args.tool,
+            args.symptom,
+            cause=args.cause or "",
+            action=args.action or "",
+            outcome=args.outcome,
+            keywords=args.keyword or (),
+            session_id=args.session,
+            source="user",
+            error_type=args.error_type,
+        )
+    merged = existing is not None and existing.id == record.id
+    if args.json:
+        _emit_json({**record_json(record, now_ns()), "merged": merged})
+    elif merged:
+        _say(f"updated error record #{record.id} (same tool and symptom)")
+    else:
+        _say(f"added error record #{record.id}")
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.cli import CliError
+
+    fields = {
+        name: getattr(args, name)
+        for name in ("tool", "symptom", "cause", "action", "outcome", "error_type")
+        if getattr(args, name) is not None
+    }
+    if args.keyword is not None:
+        fields["keywords"] = args.keyword
+    if not fields and not args.renew:
+        raise CliError(
+            "nothing to change: give --tool, --symptom, --cause, --action, --outcome,"
+            " --keyword, --error-type or --renew"
+        )
+    with _memory(args) as memory:
+        record = memory.update(args.id, **fields) if fields else memory.renew(args.id)
+        if fields and args.renew:
+            record = memory.renew(args.id)
+    if args.json:
+        _emit_json(record_json(record, now_ns()))
+    else:
+        _say(f"updated error record #{record.id}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        memory.delete(args.id)
+    if args.json:
+        _emit_json({"deleted": args.id})
+    else:
+        _say(f"deleted error record #{args.id}")
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        purged = memory.purge_expired()
+    if args.json:
+        _emit_json({"purged": purged})
+    else:
+        _say(f"purged {purged} expired error record{'s' if purged != 1 else ''}")
+    return 0
+
+
+def _search_embedder(args: argparse.Namespace) -> TextEmbedder | None:
+    """The embedding model, or None (with a note on stderr) when it cannot be had."""
+    if args.keyword_only:
+        return None
+    from agenvoy_desktop import cli
+
+    try:
+        return cli._embedder(app_paths(getattr(args, "data_dir", None)))
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:  # missing, broken, offline
+        _say(
+            f"note: embedding model unavailable ({' '.join(str(exc).split()) or exc!r});"
+            " keyword search only",
+            err=True,
+        )
+        return None
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.cli import CliError
+
+    if not args.query.strip():
+        raise CliError("empty query")
+    if args.limit < 1:
+        raise CliError("--limit must be at least 1")
+    embedder = _search_embedder(args)
+    try:
+        with _memory(args, embedder) as memory:
+            memory.backfill_vectors()  # records added here without a model
+            hints = memory.search(args.query, tool=args.tool, limit=args.limit)
+    finally:
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            close()
+    _print_hits(hints, json_out=args.json)
+    return 0
+
+
+def _print_hits(hints: list[ErrorHint], *, json_out: bool) -> None:
+    now = now_ns()
+    if json_out:
+        _emit_json(
+            [
+                {
+                    **record_json(h.record, now),
+                    "score": round(h.score, 6),
+                    "instruction": h.instruction,
+                }
+                for h in hints
+            ]
+        )
+    elif not hints:
+        _say("no matching error records")
+    else:
+        _table([h.record for h in hints], now, [h.score for h in hints])

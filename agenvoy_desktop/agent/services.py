@@ -4,27 +4,38 @@ The CLI's ``chat`` command and the window both build one :class:`AppServices`
 from a profile's paths and settings.  Everything that touches disk runs on
 the storage thread (:class:`Storage`), each model on its own worker thread;
 the caller's event loop only awaits.  Tests pass doubles (a scripted chat
-model, a hashing embedder, a fixed clock) through the same constructor.
+model, a hashing embedder, a fixed clock) through :meth:`AppServices.open`;
+the real app uses :meth:`AppServices.start`, which prepares the models first.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
+from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig
 from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
 from agenvoy_desktop.core.model_api import ChatModel
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
+from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.core.timeutil import Clock, now_ns
+from agenvoy_desktop.llm.catalogue import ModelCatalogue
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import Settings, load_settings, save_settings
 
 log = logging.getLogger(__name__)
+
+Progress = Callable[[float, str], None]
+"""``progress(fraction, what)`` while models are prepared."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +46,18 @@ class ChatModelProblem:
     fix: str
 
 
+NO_CHAT_MODEL = ChatModelProblem(
+    "No chat model is configured.", "Choose a model in Settings → Models."
+)
+
+
 class AppServices:
     """Storage, memory, models, tools and the agent of one profile.
 
-    Build with :meth:`open` (blocking; call it off the UI thread or before
-    the window exists) and release with :meth:`close`.
+    Attributes the window and the CLI use: ``paths``, ``settings``,
+    ``storage``, ``store``, ``errors`` (storage thread only), ``catalogue``,
+    ``embedder``, ``chat_model`` (None → ``chat_problem`` says why),
+    ``agent``, ``summarizer``, ``summary_scheduler``, ``tools``.
     """
 
     def __init__(
@@ -48,25 +66,31 @@ class AppServices:
         settings: Settings,
         storage: Storage,
         store: MemoryStore,
-        chat_model: ChatModel | None,
+        errors: ErrorMemory,
         *,
+        embedder: TextEmbedder | None = None,
+        chat_model: ChatModel | None = None,
         clock: Clock = now_ns,
         chat_problem: ChatModelProblem | None = None,
-        extras: dict[str, Any] | None = None,
     ) -> None:
         self.paths = paths
         self.settings = settings
         self.storage = storage
         self.store = store
-        self.chat_model = chat_model
-        self.chat_problem = chat_problem
+        self.errors = errors
+        self.embedder = embedder
         self.clock = clock
-        self.extras = extras or {}
+        self.catalogue = ModelCatalogue(paths.models_dir)
         self.tools = self._build_tools()
+        self.chat_model: ChatModel | None = None
+        self.chat_problem = chat_problem
         self.agent: Agent | None = None
-        if chat_model is not None:
-            self.agent = Agent(storage, store, chat_model, self.tools, config=self._agent_config())
+        self.summarizer: Summarizer | None = None
+        self.summary_scheduler: SummaryScheduler | None = None
+        self._closed = False
+        self.set_chat_model(chat_model, chat_problem)
 
+    # -- construction --------------------------------------------------------------
     @classmethod
     def open(
         cls,
@@ -76,11 +100,13 @@ class AppServices:
         embedder: TextEmbedder | None = None,
         chat_model: ChatModel | None = None,
         clock: Clock = now_ns,
+        chat_problem: ChatModelProblem | None = None,
     ) -> AppServices:
-        """Open the profile's stores on a fresh storage thread."""
+        """Open the profile's stores on a fresh storage thread (blocking)."""
         paths = paths.ensure()
         settings = settings or load_settings(paths.settings_file)
         storage = Storage()
+        store: MemoryStore | None = None
         try:
             store = storage.run_sync(
                 MemoryStore,
@@ -89,17 +115,61 @@ class AppServices:
                 max_history_bytes=settings.memory.max_history_bytes,
                 clock=clock,
             )
+            errors = storage.run_sync(ErrorMemory, error_db_path(paths), embedder, clock=clock)
+            storage.run_sync(errors.preload)
         except BaseException:
+            if store is not None:
+                storage.run_sync(store.close)
             storage.close()
             raise
-        problem = None
-        if chat_model is None:
-            problem = ChatModelProblem(
-                "No chat model is configured.", "Choose a model in Settings → Models."
-            )
-        return cls(paths, settings, storage, store, chat_model, clock=clock, chat_problem=problem)
+        if chat_model is None and chat_problem is None:
+            chat_problem = NO_CHAT_MODEL
+        return cls(
+            paths,
+            settings,
+            storage,
+            store,
+            errors,
+            embedder=embedder,
+            chat_model=chat_model,
+            clock=clock,
+            chat_problem=chat_problem,
+        )
 
-    # -- wiring ------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        paths: AppPaths,
+        *,
+        progress: Progress | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> AppServices:
+        """The real app: prepare the models (first start), then :meth:`open`.
+
+        A missing embedding model leaves semantic recall off (keyword search
+        still works); a missing chat model leaves the window usable with a
+        banner that says how to fix it.  Neither stops the app.
+        """
+        paths = paths.ensure()
+        settings = load_settings(paths.settings_file)
+        embedder = _open_embedder(paths, settings, progress)
+        chat_model, problem = _open_chat_model(paths, settings, progress, cancelled)
+        try:
+            return cls.open(
+                paths,
+                settings=settings,
+                embedder=embedder,
+                chat_model=chat_model,
+                chat_problem=problem,
+            )
+        except BaseException:
+            for part in (embedder, chat_model):
+                close = getattr(part, "close", None)
+                if close is not None:
+                    close()
+            raise
+
+    # -- wiring ----------------------------------------------------------------------
     def _agent_config(self) -> AgentConfig:
         models = self.settings.models
         return AgentConfig(
@@ -113,24 +183,142 @@ class AppServices:
         registry.register(
             search_tool(self.storage, self.store, lambda: self.settings.memory.window_messages)
         )
-        for tool in time_tools(self.clock):
-            registry.register(tool)
-        for tool in file_tools(lambda: self.settings.allowed_folders):
+        for tool in [
+            *time_tools(self.clock),
+            *file_tools(lambda: self.settings.allowed_folders),
+            *error_tools(self.storage, self.errors, self.store),
+        ]:
             registry.register(tool)
         return registry
+
+    def set_chat_model(
+        self, model: ChatModel | None, problem: ChatModelProblem | None = None
+    ) -> None:
+        """Use ``model`` from the next turn on (None: no chat; ``problem`` says why).
+
+        The caller closes the previous model (it may still be streaming).
+        """
+        self.chat_model = model
+        self.chat_problem = None if model is not None else (problem or NO_CHAT_MODEL)
+        if model is None:
+            self.agent = None
+            self.summarizer = None
+            self.summary_scheduler = None
+            return
+        memory = self.settings.memory
+        self.summarizer = Summarizer(
+            self.store,
+            model,
+            window_messages=memory.window_messages,
+            clock=self.clock,
+            storage=self.storage,
+        )
+        self.summary_scheduler = SummaryScheduler(
+            self.summarizer, idle_seconds=memory.summary_idle_seconds, clock=self.clock
+        )
+        self.agent = Agent(
+            self.storage,
+            self.store,
+            model,
+            self.tools,
+            summary_text=functools.partial(prompt_text, self.store),
+            hints=ErrorMemoryHints(self.errors),
+            config=self._agent_config(),
+            after_turn=self.summary_scheduler.after_turn,
+        )
+
+    async def reload_chat_model(self) -> None:
+        """Re-resolve the chat model from the settings (after a change in the UI)."""
+        old = self.chat_model
+        model, problem = _open_chat_model(self.paths, self.settings, None, None)
+        await self.stop_background()
+        self.set_chat_model(model, problem)
+        close = getattr(old, "close", None)
+        if close is not None:
+            close()
+
+    async def unload_chat_model(self) -> None:
+        """Free the chat model's memory; it loads again on the next use."""
+        unload = getattr(self.chat_model, "unload", None)
+        if unload is not None:
+            await unload()
+
+    def start_background(self) -> None:
+        """Start timers (summary idle timer); needs a running event loop."""
+        if self.summary_scheduler is not None:
+            self.summary_scheduler.start()
+
+    async def stop_background(self) -> None:
+        if self.summary_scheduler is not None:
+            await self.summary_scheduler.stop()
 
     def save_settings(self) -> None:
         """Persist the settings and apply what can change while running."""
         save_settings(self.paths.settings_file, self.settings)
+        memory = self.settings.memory
+        self.store.max_history_bytes = memory.max_history_bytes
         if self.agent is not None:
             self.agent.config = self._agent_config()
+        if self.summarizer is not None:
+            self.summarizer.window_messages = memory.window_messages
+        if self.summary_scheduler is not None:
+            self.summary_scheduler.idle_ns = int(memory.summary_idle_seconds * 1e9)
 
     def close(self) -> None:
         """Flush and release everything (safe to call twice)."""
+        if self._closed:
+            return
+        self._closed = True
         try:
+            self.storage.run_sync(self.errors.close)
             self.storage.run_sync(self.store.close)
         finally:
             self.storage.close()
-            close = getattr(self.chat_model, "close", None)
-            if close is not None:
-                close()
+            for part in (self.chat_model, self.embedder):
+                close = getattr(part, "close", None)
+                if close is not None:
+                    close()
+
+
+def _open_embedder(
+    paths: AppPaths, settings: Settings, progress: Progress | None
+) -> TextEmbedder | None:
+    from agenvoy_desktop.llm.embedder import Embedder
+    from agenvoy_desktop.llm.model_prep import ModelUnavailableError, prepare_embedding_model
+
+    try:
+        if settings.models.embedding_model:
+            path = ModelCatalogue(paths.models_dir).resolve(
+                settings.models.embedding_model, "embedding"
+            )
+        else:
+            path = prepare_embedding_model(paths.models_dir, progress=progress)
+        return Embedder(path, n_threads=settings.models.threads)
+    except (ModelUnavailableError, OSError, ValueError) as exc:
+        log.warning("semantic recall is off: %s", exc)
+        return None
+
+
+def _open_chat_model(
+    paths: AppPaths,
+    settings: Settings,
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[ChatModel | None, ChatModelProblem | None]:
+    from agenvoy_desktop.llm.engine import ChatEngine
+    from agenvoy_desktop.llm.model_prep import ModelUnavailableError
+    from agenvoy_desktop.llm.starter import prepare_starter_model
+
+    try:
+        if settings.models.chat_model:
+            path = ModelCatalogue(paths.models_dir).resolve(settings.models.chat_model, "chat")
+        else:
+            path = prepare_starter_model(paths.models_dir, progress=progress, cancelled=cancelled)
+    except (ModelUnavailableError, OSError, ValueError) as exc:
+        fix = (
+            "Choose another model in Settings → Models."
+            if settings.models.chat_model
+            else "Run `make run` once (it installs the starter model) or add a GGUF model."
+        )
+        return None, ChatModelProblem(f"The chat model is not available: {exc}", fix)
+    return ChatEngine.from_settings(Path(path), settings.models), None

@@ -336,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agenvoy_desktop.cli_errors import register as register_errors
 
     register_errors(add)
+    from agenvoy_desktop.cli_chat import register as register_chat
+
+    register_chat(add)
     return parser
 
 

@@ -52,15 +52,26 @@ class Tool:
     available: Callable[[], bool] = field(default=lambda: True)
 
     def spec(self) -> dict[str, Any]:
-        """OpenAI-style function spec, as chat templates expect."""
+        """OpenAI-style function spec, as chat templates expect.
+
+        ``additionalProperties`` is checked here but not shown to the model:
+        small models copy it into their arguments, and it costs prompt tokens.
+        """
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": dict(self.parameters),
+                "parameters": _for_model(self.parameters),
             },
         }
+
+
+def _for_model(schema: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in schema.items() if k != "additionalProperties"}
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {k: _for_model(v) for k, v in out["properties"].items()}
+    return out
 
 
 @dataclass(frozen=True, slots=True)

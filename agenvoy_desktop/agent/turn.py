@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -174,6 +175,10 @@ class Agent:
         return result
 
 
+def _call_key(call: ToolCallRequest) -> str:
+    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
+
+
 class _Turn:
     """State of one running turn (kept apart so Agent stays reentrant)."""
 
@@ -185,6 +190,7 @@ class _Turn:
         self.result = TurnResult(session_id)
         self.partial: list[str] = []
         self.offered: list[str] = []
+        self.failed_calls: dict[str, str] = {}
         self.answered = False
 
     async def run(self, text: str) -> TurnResult:
@@ -272,12 +278,23 @@ class _Turn:
                 await self._save_tool_result(call, outcome, "", [])
                 continue
             self.emit(ToolCallStarted(call.id, call.name, call.arguments))
+            key = _call_key(call)
             if call.error:
                 outcome = ToolOutcome(
                     call.name, call.arguments, f"could not read the tool call: {call.error}", True
                 )
+            elif key in self.failed_calls:
+                outcome = ToolOutcome(
+                    call.name,
+                    call.arguments,
+                    f"this exact call already failed in this turn ({self.failed_calls[key]}). "
+                    "Do not repeat it: change the arguments, use another tool, or answer.",
+                    is_error=True,
+                )
             else:
                 outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
+            if outcome.failed and key not in self.failed_calls:
+                self.failed_calls[key] = outcome.content[:200]
             self.result.tool_calls += 1
             hint, hint_ids = await self._hint(outcome)
             await self._save_tool_result(call, outcome, hint, hint_ids)

@@ -348,3 +348,26 @@ def test_build_messages_restores_tool_calls_from_import() -> None:
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}
     ]
     assert out[3] == {"role": "tool", "content": "r", "tool_call_id": "c", "name": "f"}
+
+
+def test_a_repeated_failing_call_is_not_run_again(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    sid = store.create_session("t")
+    hints = FixedHints()
+    agent, _ = make_agent([[Call("broken")], [Call("broken")], ["gave up"]], hints=hints)
+    result, events = _run(agent, sid, "x")
+    outcomes = [e.outcome for e in events if isinstance(e, ToolCallFinished)]
+    assert "FileNotFoundError" in outcomes[0].content
+    assert outcomes[1].content.startswith("this exact call already failed in this turn")
+    assert result.answer == "gave up"
+    assert len(hints.asked) == 2
+
+
+def test_specs_hide_additional_properties() -> None:
+    spec = _tools().available()[0].spec()
+    assert spec["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }

@@ -1,0 +1,129 @@
+"""``agenvoy-desktop chat`` and ``summarize``: the agent and the summary, headless.
+
+``chat`` runs one full turn (tools included): the answer streams to stdout,
+tool calls, results and error-memory hints go to stderr, so
+``agenvoy-desktop chat "…" > answer.txt`` keeps only the answer.  Ctrl+C
+stops the answer; what was said so far is kept, marked interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_desktop.paths import app_paths
+
+if TYPE_CHECKING:
+    from agenvoy_desktop.agent.services import AppServices
+    from agenvoy_desktop.agent.turn import TurnEvent
+
+AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+
+
+def register(add: AddCommand) -> None:
+    chat = add("chat", cmd_chat, "run one assistant turn; the answer streams to stdout")
+    chat.add_argument("message")
+    chat.add_argument("--session", help="session id (created if new; default: a new session)")
+    summ = add("summarize", cmd_summarize, "fold a session's older messages into its summary")
+    summ.add_argument("session_id")
+    summ.add_argument("--json", action="store_true")
+
+
+@contextmanager
+def _services(args: argparse.Namespace) -> Iterator[AppServices]:
+    from agenvoy_desktop.agent.services import AppServices
+    from agenvoy_desktop.cli import CliError, _fraction_report
+
+    services = AppServices.start(app_paths(args.data_dir), progress=_fraction_report("models"))
+    try:
+        if services.chat_model is None:
+            problem = services.chat_problem
+            raise CliError(f"{problem.message} {problem.fix}" if problem else "no chat model")
+        yield services
+    finally:
+        services.close()
+
+
+def _print_event(event: TurnEvent) -> None:
+    from agenvoy_desktop.agent.turn import AnswerDelta, ToolCallFinished, ToolCallStarted
+
+    if isinstance(event, AnswerDelta):
+        sys.stdout.write(event.text)
+        sys.stdout.flush()
+    elif isinstance(event, ToolCallStarted):
+        args = json.dumps(event.arguments, ensure_ascii=False)
+        print(f"\n→ {event.name}({args})", file=sys.stderr, flush=True)
+    elif isinstance(event, ToolCallFinished):
+        outcome = event.outcome
+        status = "error" if outcome.is_error else "empty" if outcome.empty else "ok"
+        first = outcome.content.strip().splitlines()[0] if outcome.content.strip() else ""
+        print(f"← {outcome.name} [{status}] {first[:200]}", file=sys.stderr, flush=True)
+        if event.hint:
+            print(f"  hint from error memory:\n{_indent(event.hint)}", file=sys.stderr)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.splitlines())
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    with _services(args) as services:
+        return asyncio.run(_chat(services, args.session, args.message))
+
+
+async def _chat(services: AppServices, session: str | None, message: str) -> int:
+    from agenvoy_desktop.cli import CliError
+
+    store, agent = services.store, services.agent
+    if agent is None:
+        raise CliError("no chat model")
+    if not message.strip():
+        raise CliError("empty message")
+    sid = session
+    if sid is None or not await services.storage.run(store.exists, sid):
+        sid = await services.storage.run(store.create_session, None, sid)
+        print(f"session {sid}", file=sys.stderr)
+    result = await agent.run_turn(sid, message, on_event=_print_event)
+    sys.stdout.write("\n")
+    if result.interrupted:
+        print("(answer interrupted)", file=sys.stderr)
+    if services.summary_scheduler is not None:
+        await services.summary_scheduler.idle()  # a summary the turn triggered
+    return 0
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.cli import CliError, _emit_json
+
+    with _services(args) as services:
+        if not services.storage.run_sync(services.store.exists, args.session_id):
+            raise CliError(f"no session {args.session_id!r}")
+        scheduler = services.summary_scheduler
+        assert scheduler is not None  # set whenever there is a chat model
+        result = asyncio.run(scheduler.summarize_now(args.session_id, progress=_progress()))
+    data: dict[str, Any] = dataclasses.asdict(result)
+    if args.json:
+        _emit_json(data)
+    else:
+        print(
+            f"{result.stopped}: {result.passes} pass(es), {result.folded} message(s) folded,"
+            f" {result.remaining} still pending"
+        )
+    if result.stopped in ("failed", "busy"):
+        raise CliError(result.error or f"summary {result.stopped}")
+    return 0
+
+
+def _progress() -> Callable[[int, int], None]:
+    def report(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            end = "\n" if done >= total else ""
+            print(f"\rsummarising: {done}/{total} messages", end=end, file=sys.stderr)
+
+    return report

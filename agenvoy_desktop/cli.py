@@ -346,10 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)
+    verbose = getattr(args, "verbose", False)
     logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not verbose:  # llama.cpp's own warnings are about model files, not the user's work
+        logging.getLogger("agenvoy_desktop.llm.llama_cpp").setLevel(logging.ERROR)
     if args.command is None:
         parser.print_help()
         return 0

@@ -106,7 +106,7 @@ class _LogRouter:
         self._local.errors = None
 
 
-_log_router = _LogRouter()
+LOG_ROUTER = _LogRouter()
 _backend_lock = threading.Lock()
 _backend_ready = False
 
@@ -114,7 +114,7 @@ _backend_ready = False
 def route_llama_logs() -> None:
     """Route llama.cpp's log output (process-wide) into Python logging; idempotent."""
     global _backend_ready  # noqa: PLW0603 - one process-wide llama.cpp backend
-    _log_router.install()
+    LOG_ROUTER.install()
     with _backend_lock:
         if not _backend_ready:
             llama_cpp.llama_backend_init()
@@ -215,14 +215,14 @@ class _EmbeddingModel:
         route_llama_logs()
         if not path.is_file():
             raise EmbedderError(f"{path}: embedding model file not found")
-        _log_router.start_capture()
+        LOG_ROUTER.start_capture()
         try:
             self._load(n_threads, max_tokens)
         except BaseException:
             self.close()
             raise
         finally:
-            _log_router.stop_capture()
+            LOG_ROUTER.stop_capture()
         self._alloc_batch()
         self._tok_buf = np.zeros(256, dtype=np.int32)
 
@@ -269,7 +269,7 @@ class _EmbeddingModel:
         return buf.value.decode("utf-8", errors="replace") if n >= 0 else None
 
     def _failure(self, what: str) -> str:
-        errors = _log_router.captured()
+        errors = LOG_ROUTER.captured()
         detail = f": {'; '.join(errors[-3:])}" if errors else " (corrupt or unsupported GGUF?)"
         return f"{self.path}: {what}{detail}"
 

@@ -42,7 +42,7 @@ class ModelSettings:
 
     chat_model: str = ""
     embedding_model: str = ""
-    context_size: int = 4096
+    context_size: int = 8192
     threads: int = field(default_factory=default_threads)
     gpu_layers: int = -1
     temperature: float = 0.7

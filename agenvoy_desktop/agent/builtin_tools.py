@@ -9,6 +9,7 @@ those into tool errors, which is what the error memory learns from.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
@@ -44,7 +45,13 @@ def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[
             current_session=sid,
         )
         result = await storage.run(search_chat_history, store, query)
-        return ToolResult(format_search(result), empty=not result.hits, data=result)
+        note = ""
+        if not result.hits and _narrowed(query):
+            wide = dataclasses.replace(query, session_id=None, time_from_ns=None, time_to_ns=None)
+            result = await storage.run(search_chat_history, store, wide)
+            if result.hits:
+                note = WIDENED_NOTE
+        return ToolResult(note + format_search(result), empty=not result.hits, data=result)
 
     return Tool(
         name="search_chat_history",
@@ -66,6 +73,18 @@ def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[
             "additionalProperties": False,
         },
         handler=handler,
+    )
+
+
+WIDENED_NOTE = (
+    "nothing matched with those filters; these matches come from all sessions, any time:\n\n"
+)
+
+
+def _narrowed(query: SearchQuery) -> bool:
+    """Filters a small model often sets by reflex (scope, dates, keyword-only)."""
+    return bool(
+        query.session_id or query.time_from_ns or query.time_to_ns or query.mode != "hybrid"
     )
 
 
@@ -172,6 +191,7 @@ def file_tools(allowed_folders: Callable[[], Sequence[str]]) -> list[Tool]:
             },
             listing,
             timeout_s=10.0,
+            available=lambda: bool(allowed_folders()),
         ),
         Tool(
             "read_text_file",
@@ -187,6 +207,7 @@ def file_tools(allowed_folders: Callable[[], Sequence[str]]) -> list[Tool]:
             },
             reading,
             timeout_s=10.0,
+            available=lambda: bool(allowed_folders()),
         ),
     ]
 

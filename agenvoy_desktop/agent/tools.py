@@ -21,7 +21,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 20.0
-MAX_RESULT_CHARS = 6000
+MAX_RESULT_CHARS = 4000  # ~1000 tokens: small models have small contexts
 
 
 class ToolArgumentError(ValueError):

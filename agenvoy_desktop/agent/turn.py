@@ -190,7 +190,8 @@ class _Turn:
         self.result = TurnResult(session_id)
         self.partial: list[str] = []
         self.offered: list[str] = []
-        self.failed_calls: dict[str, str] = {}
+        self.seen_calls: dict[str, ToolOutcome] = {}
+        self.force_answer = False
         self.answered = False
 
     async def run(self, text: str) -> TurnResult:
@@ -211,7 +212,7 @@ class _Turn:
         config = self.agent.config
         for round_no in range(config.max_rounds):
             self.result.rounds = round_no + 1
-            last_round = round_no == config.max_rounds - 1
+            last_round = round_no == config.max_rounds - 1 or self.force_answer
             text, calls, finish = await self._model_round(tools=not last_round)
             if self.stop.is_set() or (finish is not None and finish.finish_reason == "cancelled"):
                 await self._finish_interrupted()
@@ -283,22 +284,32 @@ class _Turn:
                 outcome = ToolOutcome(
                     call.name, call.arguments, f"could not read the tool call: {call.error}", True
                 )
-            elif key in self.failed_calls:
-                outcome = ToolOutcome(
-                    call.name,
-                    call.arguments,
-                    f"this exact call already failed in this turn ({self.failed_calls[key]}). "
-                    "Do not repeat it: change the arguments, use another tool, or answer.",
-                    is_error=True,
-                )
+            elif key in self.seen_calls:
+                outcome = self._repeated(call, self.seen_calls[key])
             else:
                 outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
-            if outcome.failed and key not in self.failed_calls:
-                self.failed_calls[key] = outcome.content[:200]
+                self.seen_calls[key] = outcome
             self.result.tool_calls += 1
             hint, hint_ids = await self._hint(outcome)
             await self._save_tool_result(call, outcome, hint, hint_ids)
             self.emit(ToolCallFinished(call.id, outcome, hint))
+
+    def _repeated(self, call: ToolCallRequest, first: ToolOutcome) -> ToolOutcome:
+        """A call identical to an earlier one in this turn is not run again.
+
+        Small models loop on the same call; the second time they get a
+        pointer to the first result and the next round offers no tools, so
+        the model has to answer with what it has.
+        """
+        self.force_answer = True
+        if first.failed:
+            text = (
+                f"this exact call already failed in this turn ({first.content[:200]}). "
+                "Do not repeat it: answer the user with what you know."
+            )
+        else:
+            text = "this exact call was already made in this turn; its result is above. Answer now."
+        return ToolOutcome(call.name, call.arguments, text, is_error=first.failed)
 
     async def _hint(self, outcome: ToolOutcome) -> tuple[str, list[int]]:
         source = self.agent.hints

@@ -112,6 +112,15 @@ def test_search_tool_excludes_window_and_reports_empty(store: MemoryStore) -> No
         assert "what is new" not in hidden.content
         none = _call(tools, "search_chat_history", {"query": "zeppelin", "mode": "keyword"}, sid)
         assert none.empty
+        other = store.create_session("other")
+        wide = _call(
+            tools,
+            "search_chat_history",
+            {"query": "wifi", "mode": "keyword", "scope": "current"},
+            other,
+        )
+        assert wide.content.startswith("nothing matched with those filters")
+        assert "tulip42" in wide.content
         bad = _call(tools, "search_chat_history", {"query": "x", "since": "yesterday"}, sid)
         assert bad.is_error
         assert "since must be an ISO date" in bad.content

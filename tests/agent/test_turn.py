@@ -371,3 +371,16 @@ def test_specs_hide_additional_properties() -> None:
         "properties": {"text": {"type": "string"}},
         "required": ["text"],
     }
+
+
+def test_a_repeated_successful_call_forces_an_answer(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    sid = store.create_session("t")
+    same = Call("echo", {"text": "a"})
+    agent, model = make_agent([[same], [same], ["the answer"]])
+    result, events = _run(agent, sid, "x")
+    outcomes = [e.outcome for e in events if isinstance(e, ToolCallFinished)]
+    assert outcomes[1].content.startswith("this exact call was already made")
+    assert model.seen[2].tools is None
+    assert result.answer == "the answer"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
@@ -104,13 +105,21 @@ def format_search(result: SearchResult) -> str:
         return "no matching messages"
     blocks: list[str] = []
     for excerpt in result.excerpts:
-        lines = [f"-- session {excerpt.session_id}"]
+        lines = [f"From session {excerpt.session_id}:"]
         for item in excerpt.messages:
-            mark = "*" if item.message.id in excerpt.hit_ids else " "
-            when = format_local(item.message.time_ns)
-            lines.append(f"{mark} [{when}] {item.message.role}: {item.message.content}")
+            message = item.message
+            who = SPEAKERS.get(message.role, f"{message.role} said")
+            match = " (match)" if message.id in excerpt.hit_ids else ""
+            when = format_local(message.time_ns)[:16]
+            lines.append(
+                f"- {when}, {who}: {json.dumps(message.content, ensure_ascii=False)}{match}"
+            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+SPEAKERS = {"user": "the user said", "assistant": "you answered", "tool": "a tool returned"}
+"""Who spoke, phrased so a small model reads an excerpt as a fact, not a script."""
 
 
 # -- time -------------------------------------------------------------------------

@@ -35,12 +35,41 @@ def local_time_line(now_ns: int) -> str:
     return f"Current local time: {moment:%Y-%m-%d %H:%M} ({moment:%A}, {zone})"
 
 
-def system_message(base_prompt: str, summary_text: str, now_ns: int) -> ChatMessage:
-    """The system prompt for one model call: base, time, then the rolling summary."""
+def system_message(
+    base_prompt: str, summary_text: str, now_ns: int, extra: str = ""
+) -> ChatMessage:
+    """The system prompt for one model call: base, time, the rolling summary, extra."""
     parts = [base_prompt.strip(), local_time_line(now_ns)]
     if summary_text.strip():
         parts.append("Summary of the earlier conversation:\n" + summary_text.strip())
+    if extra.strip():
+        parts.append(extra.strip())
     return {"role": "system", "content": "\n\n".join(parts)}
+
+
+def tool_results_note(traffic: Sequence[Message]) -> str:
+    """This turn's tool calls and results as plain text for the answer round.
+
+    Small local models (the 0.5B starter among them) answer a tool result
+    in a ``tool`` message with the same call again, but read the same result
+    correctly from the system prompt; bigger models do well either way.  So
+    the round that must answer (no tools offered) gets the results here.
+    """
+    lines = ["Results of the tools called for the user's last message:"]
+    for message in traffic:
+        if message.role != "tool":
+            continue
+        args = json.dumps(message.extra.get("arguments", {}), ensure_ascii=False)
+        status = " (failed)" if message.extra.get("is_error") else ""
+        lines.append(f"### {message.extra.get('name', 'tool')}({args}){status}")
+        lines.append(message.content.strip() or "(no result)")
+        if message.extra.get("error_hint"):
+            lines.append(str(message.extra["error_hint"]))
+    lines.append(
+        "Answer the user's last message from these results, in plain words. "
+        "Do not call tools and do not write JSON."
+    )
+    return "\n".join(lines)
 
 
 def to_chat_message(message: Message) -> ChatMessage:
@@ -89,8 +118,9 @@ def build_messages(
     summary_text: str,
     window: Sequence[Message],
     now_ns: int,
+    extra_system: str = "",
 ) -> list[ChatMessage]:
     """The full prompt of one model call (system + window)."""
-    messages = [system_message(base_prompt, summary_text, now_ns)]
+    messages = [system_message(base_prompt, summary_text, now_ns, extra_system)]
     messages.extend(to_chat_message(m) for m in window if m.role != "system")
     return messages

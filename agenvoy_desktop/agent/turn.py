@@ -29,7 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.context import (
+    DEFAULT_SYSTEM_PROMPT,
+    build_messages,
+    tool_results_note,
+)
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
 from agenvoy_desktop.core.messages import Message
@@ -141,15 +145,28 @@ class Agent:
         self.after_turn = after_turn
 
     # -- public ------------------------------------------------------------
-    async def context_messages(self, session_id: str) -> list[ChatMessage]:
-        """Exactly what the model would receive next (the inspector's Context tab)."""
+    async def context_messages(
+        self, session_id: str, *, inline_results: Sequence[Message] = ()
+    ) -> list[ChatMessage]:
+        """Exactly what the model would receive next (the inspector's Context tab).
+
+        ``inline_results`` is this turn's tool traffic, moved from the message
+        list into the system prompt for the answer round (see
+        :func:`context.tool_results_note`).
+        """
         window = await self.storage.run(self.store.window, session_id, self.config.window_messages)
         summary = await self.storage.run(self.summary_text, session_id)
+        note = ""
+        if inline_results:
+            moved = {m.id for m in inline_results}
+            window = [m for m in window if m.id not in moved]
+            note = tool_results_note(inline_results)
         return build_messages(
             base_prompt=self.config.system_prompt,
             summary_text=summary,
             window=window,
             now_ns=self.store.clock(),
+            extra_system=note,
         )
 
     async def run_turn(
@@ -191,6 +208,7 @@ class _Turn:
         self.partial: list[str] = []
         self.offered: list[str] = []
         self.seen_calls: dict[str, ToolOutcome] = {}
+        self.tool_traffic: list[Message] = []
         self.force_answer = False
         self.answered = False
 
@@ -231,7 +249,8 @@ class _Turn:
         self, *, tools: bool
     ) -> tuple[str, list[ToolCallRequest], ChatFinished | None]:
         agent = self.agent
-        messages = await agent.context_messages(self.sid)
+        inline = self.tool_traffic if not tools else ()
+        messages = await agent.context_messages(self.sid, inline_results=inline)
         specs = agent.tools.specs() if tools else []
         self.offered = [s["function"]["name"] for s in specs]
         calls: list[ToolCallRequest] = []
@@ -361,4 +380,6 @@ class _Turn:
     async def _save(self, message: Message) -> None:
         await self.agent.storage.run(self.agent.store.append, self.sid, [message])
         self.result.saved.append(message)
+        if message.is_tool_traffic:
+            self.tool_traffic.append(message)
         self.emit(MessageSaved(message))

@@ -106,7 +106,7 @@ def test_search_tool_excludes_window_and_reports_empty(store: MemoryStore) -> No
         tools = [search_tool(storage, store, lambda: 2)]
         found = _call(tools, "search_chat_history", {"query": "wifi password"}, sid)
         assert not found.empty
-        assert "* [" in found.content
+        assert ', the user said: "the wifi password is tulip42" (match)' in found.content
         assert "tulip42" in found.content
         hidden = _call(tools, "search_chat_history", {"query": "nothing new"}, sid)
         assert "what is new" not in hidden.content

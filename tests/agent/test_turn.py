@@ -384,3 +384,7 @@ def test_a_repeated_successful_call_forces_an_answer(
     assert outcomes[1].content.startswith("this exact call was already made")
     assert model.seen[2].tools is None
     assert result.answer == "the answer"
+    answer_round = model.seen[2].messages
+    assert [m["role"] for m in answer_round] == ["system", "user"]
+    assert '### echo({"text": "a"})\necho a' in answer_round[0]["content"]
+    assert answer_round[0]["content"].endswith("Do not call tools and do not write JSON.")

@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -89,14 +90,27 @@ def _narrowed(query: SearchQuery) -> bool:
     )
 
 
+_LEADING_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2})?))?")
+DAY_NS = 86_400 * 10**9
+
+
 def _time_arg(args: dict[str, Any], key: str) -> int | None:
+    """Local ISO date/time; extra text after it (a copied weekday) is ignored.
+
+    A date-only ``until`` means the end of that day, as a person means it.
+    """
     value = args.get(key)
     if value in (None, ""):
         return None
+    match = _LEADING_TIME.match(str(value))
+    if match is None:
+        raise ToolArgumentError(f"{key} must be an ISO date like 2026-11-29, got {value!r}")
+    date_part, time_part = match.groups()
     try:
-        return parse_iso(str(value))
+        moment = parse_iso(f"{date_part}T{time_part}" if time_part else date_part)
     except ValueError as exc:
         raise ToolArgumentError(f"{key} must be an ISO date like 2026-11-29: {exc}") from exc
+    return moment + DAY_NS if key == "until" and not time_part else moment
 
 
 def format_search(result: SearchResult) -> str:

@@ -121,6 +121,8 @@ def test_search_tool_excludes_window_and_reports_empty(store: MemoryStore) -> No
         )
         assert wide.content.startswith("nothing matched with those filters")
         assert "tulip42" in wide.content
+        copied = {"query": "wifi", "since": "2023-11-14 00:00 (Tuesday, UTC+00:00)"}
+        assert "tulip42" in _call(tools, "search_chat_history", copied, sid).content
         bad = _call(tools, "search_chat_history", {"query": "x", "since": "yesterday"}, sid)
         assert bad.is_error
         assert "since must be an ISO date" in bad.content

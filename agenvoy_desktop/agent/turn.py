@@ -282,6 +282,7 @@ class _Turn:
 
     async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
         store = self.agent.store
+        calls = list({_call_key(c): c for c in calls}.values())  # a small model repeats itself
         stored_calls = [
             {
                 "id": c.id,

@@ -388,3 +388,15 @@ def test_a_repeated_successful_call_forces_an_answer(
     assert [m["role"] for m in answer_round] == ["system", "user"]
     assert '### echo({"text": "a"})\necho a' in answer_round[0]["content"]
     assert answer_round[0]["content"].endswith("Do not call tools and do not write JSON.")
+
+
+def test_identical_calls_in_one_message_run_once(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    sid = store.create_session("t")
+    same = Call("echo", {"text": "a"})
+    agent, _ = make_agent([[same, same, Call("echo", {"text": "b"}), same], ["ok"]])
+    result, events = _run(agent, sid, "x")
+    ran = [e.outcome.content for e in events if isinstance(e, ToolCallFinished)]
+    assert ran == ["echo a", "echo b"]
+    assert result.tool_calls == 2

@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-quick clean-venv
+.PHONY: run test lint bench bench-quick screenshots clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ required"'
@@ -25,8 +25,8 @@ run: $(STAMP)
 	$(BIN)/agenvoy-desktop $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check agenvoy_desktop tests benchmarks
-	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks
+	$(BIN)/ruff check agenvoy_desktop tests benchmarks scripts
+	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint
@@ -38,6 +38,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py --quick
+
+# Needs Xvfb and Qt's X11 libraries (Debian: xvfb libxcb-cursor0 libxcb-icccm4
+# libxcb-keysyms1 fonts-noto-cjk).
+screenshots: $(STAMP)
+	xvfb-run -a -s "-screen 0 1400x900x24" $(BIN)/python scripts/screenshots.py docs/screenshots
 
 clean-venv:
 	rm -rf $(VENV)

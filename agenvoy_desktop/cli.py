@@ -353,9 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not verbose:  # llama.cpp's own warnings are about model files, not the user's work
         logging.getLogger("agenvoy_desktop.llm.llama_cpp").setLevel(logging.ERROR)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    if args.command is None:  # no subcommand: the window
+        from agenvoy_desktop.ui.app import main as gui_main
+
+        gui_args = ["--data-dir", str(args.data_dir)] if args.data_dir else []
+        return gui_main(gui_args + (["-v"] if verbose else []))
     try:
         result: int = args.func(args)
         return result

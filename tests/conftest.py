@@ -103,3 +103,15 @@ def archive_counts(paths: AppPaths) -> dict[str, int]:
         }
     finally:
         db.close()
+
+
+@pytest.fixture(scope="session")
+def starter_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real starter chat model, assembled once per test run (skips if not installed)."""
+    from agenvoy_desktop.llm.model_prep import ModelUnavailableError
+    from agenvoy_desktop.llm.starter import prepare_starter_model
+
+    try:
+        return prepare_starter_model(tmp_path_factory.mktemp("starter"))
+    except ModelUnavailableError as exc:
+        pytest.skip(f"starter model packages not installed: {exc}")

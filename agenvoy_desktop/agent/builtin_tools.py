@@ -53,7 +53,7 @@ def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[
             result = await storage.run(search_chat_history, store, wide)
             if result.hits:
                 note = WIDENED_NOTE
-        return ToolResult(note + format_search(result), empty=not result.hits, data=result)
+        return ToolResult(format_search(result) + note, empty=not result.hits, data=result)
 
     return Tool(
         name="search_chat_history",
@@ -78,9 +78,7 @@ def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[
     )
 
 
-WIDENED_NOTE = (
-    "nothing matched with those filters; these matches come from all sessions, any time:\n\n"
-)
+WIDENED_NOTE = "\n(Found by searching all sessions at any time; the filters given matched nothing.)"
 
 
 def _narrowed(query: SearchQuery) -> bool:

@@ -24,7 +24,7 @@ from agenvoy_desktop.agent.turn import Agent, AgentConfig
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
 from agenvoy_desktop.core.model_api import ChatModel
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
 from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.core.timeutil import Clock, now_ns
@@ -314,6 +314,11 @@ def _open_chat_model(
             path = ModelCatalogue(paths.models_dir).resolve(settings.models.chat_model, "chat")
         else:
             path = prepare_starter_model(paths.models_dir, progress=progress, cancelled=cancelled)
+    except OperationCancelledError:
+        return None, ChatModelProblem(
+            "Preparing the starter chat model was cancelled.",
+            "Restart the app to prepare it, or choose a model in Settings → Models.",
+        )
     except (ModelUnavailableError, OSError, ValueError) as exc:
         fix = (
             "Choose another model in Settings → Models."

@@ -105,6 +105,19 @@ def read_history_array(path: Path, data: object) -> list[RawMessage]:
     return [raw_from_mapping(item, f"{path}: message {i + 1}") for i, item in enumerate(data)]
 
 
+def _exported_messages(text: str) -> list[Any] | None:
+    """The ``messages`` of our own JSON export (``{"format": "agenvoy-session", …}``)."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None  # JSON Lines (or broken JSON, which the JSONL reader reports)
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        return list(data["messages"])
+    return None
+
+
 def read_import_file(path: Path, fallback_ns: int) -> list[Message]:
     """Read JSON Lines or a history.json array, detected by the first character."""
     try:
@@ -129,6 +142,8 @@ def read_import_file(path: Path, fallback_ns: int) -> list[Message]:
                 f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})"
             ) from None
         raws = read_history_array(path, data)
+    elif (exported := _exported_messages(text)) is not None:
+        raws = read_history_array(path, exported)
     else:
         raws = parse_jsonl(path, text)
     if not raws:

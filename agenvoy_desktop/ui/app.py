@@ -1,0 +1,257 @@
+"""Start the window: Qt application, qasync loop, first-start model preparation.
+
+Start-up runs in one explicit, logged order (qutebrowser's ``_init_modules``):
+
+1. logging (a rotating file in the profile's ``logs`` folder);
+2. the Qt application, theme and fonts;
+3. the asyncio loop on top of Qt (``asyncio.Runner(loop_factory=QEventLoop)``);
+4. :meth:`AppServices.start` off the UI thread: model preparation
+   (converting the embedding model and assembling the starter chat model the
+   first time) behind a progress dialog that appears only if it takes a
+   while, then the stores, tools and agent.  A model that cannot be prepared
+   is reported and the app starts without it (no semantic recall / the
+   "no chat model" banner); only a profile that cannot be opened ends the
+   start, with a message box;
+5. the window.  Closing it finalises pending resets/removes, cancels running
+   work, stops the summary timer and closes the stores.
+
+Stray exceptions (a Qt slot, an asyncio callback) go to the log and to the
+window's error strip as one readable line, never a traceback dialog.
+Messages raised before the window exists are kept and shown once it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import logging.handlers
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import qasync
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.paths import AppPaths, app_paths
+from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.main_window import MainWindow
+from agenvoy_desktop.ui.theme import apply_theme
+
+log = logging.getLogger("agenvoy_desktop.ui.app")
+
+APP_NAME = "Agenvoy Desktop"
+LOG_FILE = "agenvoy-desktop.log"
+GIL_SWITCH_S = 0.001
+"""The longest a busy background Python thread keeps the UI thread waiting for the GIL.
+
+Python's default is 5 ms; storage work (loading 10,000 messages, indexing)
+then made the window stutter by tens of milliseconds.  1 ms costs a little
+throughput on the worker and keeps the UI thread's waits short.
+"""
+FULL_GC_EVERY = 1_000_000
+"""Young collections between automatic full ones: in effect, none while working.
+
+A full (generation 2) collection stops every thread for as long as it scans
+all live objects — measured 45-75 ms right after a 10,000-message import,
+whichever thread triggered it.  Young collections stay automatic (about a
+millisecond); full ones run when the app is idle (:class:`IdleCollector`).
+"""
+IDLE_GC_MS = 30_000
+GC_MAX_SKIPS = 10
+"""Busy for this many checks in a row (5 minutes): collect anyway, memory matters too."""
+
+
+def tune_interpreter() -> None:
+    """Interpreter settings for a responsive UI thread (see the constants above)."""
+    sys.setswitchinterval(GIL_SWITCH_S)
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_GC_EVERY)
+
+
+class IdleCollector(QObject):
+    """Full garbage collections only while no operation runs, then freeze the survivors.
+
+    Freezing moves what survived into the permanent generation, so the next
+    full collection scans only what was allocated since (objects are still
+    freed by reference counting when dropped; only cycles wait for this).
+    """
+
+    def __init__(self, runner: AsyncRunner, interval_ms: int = IDLE_GC_MS) -> None:
+        super().__init__(runner)
+        self.runner = runner
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.collect_if_idle)
+        self.timer.start(interval_ms)
+        self.skipped = 0
+
+    def collect_if_idle(self) -> bool:
+        if self.runner.operations() and self.skipped < GC_MAX_SKIPS:
+            self.skipped += 1
+            return False
+        self.skipped = 0
+        started = time.perf_counter()
+        found = gc.collect()
+        gc.freeze()
+        log.debug("idle gc: %d unreachable, %.1f ms", found, (time.perf_counter() - started) * 1e3)
+        return True
+
+
+# -- error reporting ------------------------------------------------------------------------
+class StrayErrors:
+    """Routes exceptions nobody caught to the log and the error strip."""
+
+    def __init__(self, runner: AsyncRunner) -> None:
+        self.runner = runner
+        self._previous = sys.excepthook
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        sys.excepthook = self._excepthook
+        loop.set_exception_handler(self._loop_handler)
+
+    def uninstall(self) -> None:
+        sys.excepthook = self._previous
+
+    def _excepthook(
+        self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        log.error("uncaught exception", exc_info=(kind, value, tb))
+        self.runner.report_error("", value)
+
+    def _loop_handler(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, BaseException):
+            self.runner.report_error("", exc)
+        else:
+            log.error("asyncio: %s", context.get("message"))
+
+
+# -- start-up ---------------------------------------------------------------------------------
+async def run_app(paths: AppPaths, fatal: list[str]) -> int:
+    """Prepare, open, show; return when the window has closed and everything is saved.
+
+    Messages that end the start are put in *fatal* (shown once the loop has
+    ended: no dialog is ``exec``'d inside a coroutine).
+    """
+    runner = AsyncRunner()
+    buffered: list[str] = []
+    runner.error_reported.connect(buffered.append)
+    errors = StrayErrors(runner)
+    errors.install(asyncio.get_running_loop())
+    log.info("preparing models in %s and opening the memory stores", paths.models_dir)
+    try:
+        services = await _start_services(runner, paths)
+    finally:
+        runner.error_reported.disconnect(buffered.append)
+    if services is None:  # could not open the profile (logged)
+        errors.uninstall()
+        fatal.extend(buffered)
+        return 1
+    services.start_background()
+    window = MainWindow(services, runner)
+    IdleCollector(runner)
+    gc.collect()
+    gc.freeze()  # start-up objects live as long as the app: never scan them again
+    if services.embedder is None:
+        buffered.insert(
+            0,
+            "Semantic recall is off: the embedding model is not available "
+            "(keyword search still works). See the log for details.",
+        )
+    for note in buffered:
+        window.errors.show_error(note)
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    window.show()
+    window.start()
+    log.info("window shown")
+    try:
+        await closed.wait()
+    finally:
+        await _shutdown(window, runner, services)
+        errors.uninstall()
+    return 0
+
+
+async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices | None:
+    """First start converts/assembles the models (progress dialog); then the stores open.
+
+    Cancel skips what is left of the preparation (the window then says what
+    is missing); ``None`` when the profile itself cannot be opened.
+    """
+    done: asyncio.Future[AppServices | None] = asyncio.get_running_loop().create_future()
+
+    def failed(exc: BaseException) -> None:
+        runner.report_error("open the profile", exc)
+        done.set_result(None)
+
+    op = runner.run(
+        lambda o: asyncio.to_thread(
+            AppServices.start, paths, progress=o.report, cancelled=o.is_cancelled
+        ),
+        what="open the profile",
+        on_success=done.set_result,
+        on_failure=failed,
+        progress="Preparing the local models (first start only)…",
+        interrupt=False,  # Cancel is a request: what is ready is still used
+    )
+    op.finished.connect(lambda: None if done.done() else done.set_result(None))
+    return await done
+
+
+async def _shutdown(window: MainWindow, runner: AsyncRunner, services: AppServices) -> None:
+    """Finalise pending resets/removes, stop running work, close the stores."""
+    log.info("shutting down")
+    await window.pending.flush()
+    window.chat.stop()
+    await runner.shutdown()
+    await services.stop_background()
+    await asyncio.to_thread(services.close)
+
+
+def _configure_logging(paths: AppPaths, verbose: bool) -> None:
+    folder = paths.config_dir / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        folder / LOG_FILE, maxBytes=1 << 20, backupCount=3, encoding="utf-8"
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    console = logging.StreamHandler()
+    console.setLevel(logging.INFO if verbose else logging.WARNING)
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    root.addHandler(console)
+
+
+def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="agenvoy-desktop", description="Open the window.")
+    parser.add_argument("--data-dir", type=Path, help="profile folder")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    return parser.parse_known_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Open the window; returns the process exit status."""
+    args, qt_args = _parse(sys.argv[1:] if argv is None else argv)
+    paths = app_paths(args.data_dir).ensure()
+    _configure_logging(paths, args.verbose)
+    tune_interpreter()
+    app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
+    assert isinstance(app, QApplication)
+    app.setApplicationName(APP_NAME)
+    app.setApplicationDisplayName(APP_NAME)
+    app.setQuitOnLastWindowClosed(False)  # the coroutine ends the loop after saving
+    apply_theme(app)
+    fatal: list[str] = []
+    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+        status = runner.run(run_app(paths, fatal))
+    if fatal:  # the window never opened: say why in the only way left
+        QMessageBox(QMessageBox.Icon.Critical, APP_NAME, "\n\n".join(fatal)).exec()
+    return status

@@ -1,0 +1,435 @@
+"""Run background work from Qt: one call site, progress, success and failure.
+
+The Anki pattern (``aqt/operations``) over asyncio: a widget hands
+:meth:`AsyncRunner.run` a coroutine (or a factory that receives the
+:class:`Operation`, for work that reports progress or checks for
+cancellation), plus what to do on success.  The work runs as an asyncio task
+on the qasync loop; anything blocking inside it must sit behind an executor
+(``services.storage.run``, a model's worker thread), so the UI thread only
+awaits.  Rules for callers:
+
+- never touch a widget inside the background function — only in
+  ``on_success`` / ``on_failure``, which run on the UI thread;
+- failures become one readable line in the window's :class:`ErrorStrip`
+  (details go to the log), never a traceback dialog;
+- cancelling is a request: the task is cancelled and ``op.is_cancelled()``
+  turns true for code on worker threads, which stops at its next check.
+
+Long work shows progress only when it is still running after
+:data:`PROGRESS_DELAY_MS` (Anki's "polite progress"); quick work shows none.
+In the window, progress appears in a :class:`ProgressStrip` in the status bar
+(built once, so showing it creates no window while a worker is busy); before
+the window exists (first-start model preparation) it is a small dialog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QProgressDialog,
+    QToolButton,
+    QWidget,
+)
+
+from agenvoy_desktop.core.store import OperationCancelledError
+from agenvoy_desktop.ui.theme import apply_sheet, strip_style
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+PROGRESS_DELAY_MS = 500
+"""Work that ends sooner never shows a progress dialog."""
+
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, RuntimeError)
+"""Environment and input problems: their message is meant for the user."""
+
+
+def readable_error(exc: BaseException) -> str:
+    """One line a person can act on (no traceback; those go to the log)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, EXPECTED_ERRORS) and text:
+        return text
+    detail = f": {text}" if text else ""
+    return f"internal error {type(exc).__name__}{detail} (details are in the log)"
+
+
+class Operation(QObject):
+    """One piece of background work: its progress, cancellation and end.
+
+    :meth:`report`, :meth:`report_counts` and :meth:`is_cancelled` may be
+    called from any thread; progress is coalesced so a worker that reports
+    10,000 times costs the UI a handful of repaints.
+    """
+
+    progressed = Signal(float, str)
+    """``(fraction, text)``; fraction is -1 when the total is unknown."""
+    finished = Signal()
+
+    def __init__(self, what: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.what = what
+        self.task: asyncio.Task[Any] | None = None
+        self.error: BaseException | None = None
+        self._loop = asyncio.get_running_loop()
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._latest: tuple[float, str] | None = None
+        self._done = False
+        self.interrupt = True
+        """Whether :meth:`cancel` also cancels the asyncio task (else only the flag is set)."""
+
+    # -- any thread ------------------------------------------------------------
+    def report(self, fraction: float, text: str = "") -> None:
+        """Progress from any thread (the ``(fraction, text)`` shape of model preparation)."""
+        with self._lock:
+            scheduled = self._latest is not None
+            self._latest = (float(fraction), text)
+        if not scheduled:
+            self._loop.call_soon_threadsafe(self._flush)
+
+    def report_counts(self, done: int, total: int) -> None:
+        """Progress from any thread (the ``(done, total)`` shape of the store)."""
+        self.report(done / total if total else -1.0, f"{done:,} of {total:,}")
+
+    def is_cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    # -- UI thread -------------------------------------------------------------
+    def cancel(self) -> None:
+        """Ask the work to stop; what it already finished is kept."""
+        self._cancel.set()
+        if self.interrupt and self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def _flush(self) -> None:
+        with self._lock:
+            latest, self._latest = self._latest, None
+        if latest is not None and not self._done:
+            self.progressed.emit(*latest)
+
+    def _finish(self) -> None:
+        self._done = True
+        self.finished.emit()
+
+
+class AsyncRunner(QObject):
+    """Starts :class:`Operation` s on the running asyncio loop and keeps them alive."""
+
+    error_reported = Signal(str)
+    """A readable failure message for the error strip."""
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._ops: set[Operation] = set()
+        self.progress_host: ProgressStrip | None = None
+        """Where progress appears once the window exists (else: a dialog)."""
+
+    def run(
+        self,
+        work: Awaitable[T] | Callable[[Operation], Awaitable[T]],
+        *,
+        what: str = "",
+        on_success: Callable[[T], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+        progress: str | None = None,
+        interrupt: bool = True,
+    ) -> Operation:
+        """Start *work*; see the module docstring.
+
+        *what* completes "Could not …" in failure messages.  *progress*, when
+        given, is the label of the dialog shown if the work takes a while.
+        ``interrupt=False`` makes Cancel only a request (``op.is_cancelled()``)
+        for work that must end by itself, e.g. a thread whose partial result
+        is still wanted.
+        """
+        op = Operation(what, self)
+        op.interrupt = interrupt
+        awaitable = work(op) if callable(work) and not inspect.isawaitable(work) else work
+        op.task = asyncio.ensure_future(self._guard(op, awaitable, on_success, on_failure))
+        op.task.add_done_callback(lambda _task: self._settle(op, awaitable))
+        self._ops.add(op)
+        if len(self._ops) == 1:
+            self.busy_changed.emit(True)
+        if progress is not None:
+            if self.progress_host is not None:
+                self.progress_host.track(op, progress)
+            else:
+                ProgressPopup(op, progress, None)
+        return op
+
+    def report_error(self, what: str, exc: BaseException) -> None:
+        """Log *exc* and show it as one readable line."""
+        expected = isinstance(exc, EXPECTED_ERRORS)
+        log.log(
+            logging.WARNING if expected else logging.ERROR,
+            "could not %s",
+            what or "finish an operation",
+            exc_info=exc,
+        )
+        prefix = f"Could not {what}: " if what else ""
+        self.error_reported.emit(prefix + readable_error(exc))
+
+    def operations(self) -> list[Operation]:
+        """Work still running."""
+        return [op for op in self._ops if not op.done]
+
+    async def shutdown(self) -> None:
+        """Cancel everything still running and wait until it has stopped."""
+        tasks = [op.task for op in self._ops if op.task is not None and not op.task.done()]
+        for op in list(self._ops):
+            op.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _guard(
+        self,
+        op: Operation,
+        work: Awaitable[T],
+        on_success: Callable[[T], None] | None,
+        on_failure: Callable[[BaseException], None] | None,
+    ) -> None:
+        try:
+            result = await work
+        except (asyncio.CancelledError, OperationCancelledError):
+            log.info("%s: cancelled", op.what or "operation")
+        except Exception as exc:  # noqa: BLE001 - every failure ends as a readable message
+            op.error = exc
+            self._fail(op, exc, on_failure)
+        else:
+            if on_success is not None:
+                try:
+                    on_success(result)
+                except Exception as exc:  # noqa: BLE001 - a broken view update must not go unseen
+                    self._fail(op, exc, None)
+
+    def _settle(self, op: Operation, work: Awaitable[Any]) -> None:
+        """Bookkeeping once the task is done — also when it was cancelled before it began."""
+        if inspect.iscoroutine(work) and inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+            work.close()  # never started: close it rather than warn "never awaited"
+        self._ops.discard(op)
+        op._finish()
+        if not self._ops:
+            self.busy_changed.emit(False)
+
+    def _fail(
+        self, op: Operation, exc: BaseException, on_failure: Callable[[BaseException], None] | None
+    ) -> None:
+        if on_failure is None:
+            self.report_error(op.what, exc)
+            return
+        try:
+            on_failure(exc)
+        except Exception as inner:  # noqa: BLE001 - the failure handler itself failed
+            self.report_error(op.what, inner)
+
+
+class ProgressPopup(QObject):
+    """A non-modal progress dialog that appears only for work that takes a while."""
+
+    def __init__(self, op: Operation, label: str, parent: QWidget | None) -> None:
+        super().__init__(op)
+        self._op = op
+        self._label = label
+        self._parent = parent
+        self._dialog: QProgressDialog | None = None
+        self._last: tuple[float, str] = (-1.0, "")
+        op.progressed.connect(self._on_progress)
+        op.finished.connect(self._close)
+        QTimer.singleShot(PROGRESS_DELAY_MS, self._show)
+
+    @property
+    def dialog(self) -> QProgressDialog | None:
+        return self._dialog
+
+    def _show(self) -> None:
+        if self._op.done or self._dialog is not None:
+            return
+        dialog = QProgressDialog(self._label, "Cancel", 0, 1000, self._parent)
+        dialog.setWindowTitle("Agenvoy Desktop")
+        dialog.setModal(False)
+        dialog.setMinimumDuration(0)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        dialog.canceled.connect(self._op.cancel)
+        self._dialog = dialog
+        self._apply()
+        dialog.show()
+
+    def _on_progress(self, fraction: float, text: str) -> None:
+        self._last = (fraction, text)
+        self._apply()
+
+    def _apply(self) -> None:
+        if self._dialog is None:
+            return
+        fraction, text = self._last
+        if fraction < 0:
+            self._dialog.setRange(0, 0)  # busy indicator
+        else:
+            self._dialog.setRange(0, 1000)
+            self._dialog.setValue(round(max(0.0, min(1.0, fraction)) * 1000))
+        self._dialog.setLabelText(f"{self._label}\n{text}" if text else self._label)
+
+    def _close(self) -> None:
+        if self._dialog is not None:
+            self._dialog.canceled.disconnect(self._op.cancel)
+            self._dialog.close()
+            self._dialog.deleteLater()
+            self._dialog = None
+
+
+class ProgressStrip(QWidget):
+    """Progress of long work in the status bar: label, bar, Cancel.
+
+    Shows the newest tracked operation that has run for
+    :data:`PROGRESS_DELAY_MS`, with a count of the others; hides itself when
+    nothing long is running.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = QLabel()
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setFixedWidth(160)
+        self.bar.setTextVisible(False)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.clicked.connect(self.cancel_current)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 4, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.cancel_button)
+        self._shown: list[tuple[Operation, str]] = []
+        self._progress: dict[Operation, tuple[float, str]] = {}
+        self.hide()
+
+    def track(self, op: Operation, label: str) -> None:
+        """Show *op* if it is still running after the delay."""
+        op.progressed.connect(lambda f, t: self._on_progress(op, f, t))
+        op.finished.connect(lambda: self._forget(op))
+        QTimer.singleShot(PROGRESS_DELAY_MS, self, lambda: self._appear(op, label))
+
+    def current(self) -> Operation | None:
+        return self._shown[-1][0] if self._shown else None
+
+    def cancel_current(self) -> None:
+        op = self.current()
+        if op is not None:
+            op.cancel()
+            self.label.setText(self._shown[-1][1] + " — stopping…")
+
+    def _appear(self, op: Operation, label: str) -> None:
+        if not op.done:
+            self._shown.append((op, label))
+            self._update()
+
+    def _on_progress(self, op: Operation, fraction: float, text: str) -> None:
+        self._progress[op] = (fraction, text)
+        if self.current() is op:
+            self._update()
+
+    def _forget(self, op: Operation) -> None:
+        self._progress.pop(op, None)
+        self._shown = [(o, label) for o, label in self._shown if o is not op]
+        self._update()
+
+    def _update(self) -> None:
+        if not self._shown:
+            self.hide()
+            return
+        op, label = self._shown[-1]
+        fraction, text = self._progress.get(op, (-1.0, ""))
+        more = len(self._shown) - 1
+        self.label.setText(
+            label + (f" {text}" if text else "") + (f"  (+{more} more)" if more else "")
+        )
+        if fraction < 0:
+            self.bar.setRange(0, 0)
+        else:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(round(max(0.0, min(1.0, fraction)) * 1000))
+        self.show()
+
+
+class ErrorStrip(QFrame):
+    """Readable failures above the window's content: non-modal, dismissable.
+
+    Newest message first; closing it shows the one before (with a count of
+    how many are waiting), so a burst of failures is not lost nor stacked
+    into a wall of text.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ErrorStrip")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self._messages: list[tuple[str, str]] = []
+        self._label = QLabel()
+        self._label.setWordWrap(True)
+        self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._count = QLabel()
+        close = QToolButton()
+        close.setText("✕")
+        close.setToolTip("Dismiss")
+        close.setAutoRaise(True)
+        close.clicked.connect(self.dismiss)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 6, 6)
+        layout.addWidget(self._label, 1)
+        layout.addWidget(self._count)
+        layout.addWidget(close)
+        self.hide()
+
+    def show_message(self, text: str, level: str = "error") -> None:
+        """Show *text* (level "error" or "info") on top of the queue."""
+        self._messages.append((level, text))
+        self._update()
+
+    def show_error(self, text: str) -> None:
+        self.show_message(text, "error")
+
+    def messages(self) -> list[str]:
+        return [text for _, text in self._messages]
+
+    def current(self) -> str:
+        return self._messages[-1][1] if self._messages else ""
+
+    def restyle(self) -> None:
+        self._update()
+
+    def dismiss(self) -> None:
+        if self._messages:
+            self._messages.pop()
+        self._update()
+
+    def _update(self) -> None:
+        if not self._messages:
+            self.hide()
+            return
+        level, text = self._messages[-1]
+        apply_sheet(self, lambda palette: strip_style(palette, level))
+        self._label.setText(("⚠ " if level == "error" else "ⓘ ") + text)
+        waiting = len(self._messages) - 1
+        self._count.setText(f"+{waiting} more" if waiting else "")
+        self.show()

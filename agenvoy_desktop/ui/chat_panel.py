@@ -1,0 +1,523 @@
+"""The conversation: messages, streaming answers, tool chips and the input box.
+
+A thin view over the agent.  A turn runs as one :class:`AsyncRunner`
+operation; the agent's events (``MessageSaved``, ``AnswerDelta``,
+``ToolCallStarted``/``Finished``) arrive on the UI thread through qasync and
+update widgets directly.  Deltas are coalesced: the streaming bubble is
+re-rendered at most every :data:`RENDER_INTERVAL_MS`, so a fast model cannot
+flood the event loop.
+
+History is shown from the archive (it holds everything, also what
+compaction trimmed from history.json), newest page first; older pages load
+on demand and when the timeline asks to reveal an old message.  Pages are
+rendered a few messages per loop iteration so a long session never freezes
+the window while it opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.agent.turn import (
+    AnswerDelta,
+    MessageSaved,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+)
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.chat_widgets import ChatBubble, ChatView, ModelBanner, ToolChip
+from agenvoy_desktop.ui.markdown_view import WrappingLabel
+from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
+
+log = logging.getLogger(__name__)
+
+PAGE_MESSAGES = 40
+RENDER_BATCH = 5
+RENDER_INTERVAL_MS = 40
+RENDER_SHARE = 4
+"""Re-render a streaming answer at most every RENDER_SHARE × its last render time."""
+STOP_GRACE_MS = 3000
+"""After Stop, a model that has not ended its stream by then is cancelled outright."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Consecutive archive messages of one session and whether older ones exist."""
+
+    messages: list[Message]
+    first_seq: int
+    has_earlier: bool
+
+
+def load_page(store: MemoryStore, session_id: str, before_seq: int | None, size: int) -> Page:
+    """The *size* messages before *before_seq* (the newest when None); storage thread."""
+    meta = store.archive.session(session_id)
+    if meta is None:  # only a folder so far: history.json is all there is
+        messages = list(store.history(session_id).messages)
+        return Page(messages[-size:], 0, len(messages) > size)
+    end = meta.next_seq if before_seq is None else before_seq
+    start = max(0, end - size)
+    rows = store.archive.messages(session_id, start, end)
+    earlier = store.archive.count(session_id) - store.archive.count_from(session_id, start)
+    return Page([r.message for r in rows], start, earlier > 0)
+
+
+def seq_of(store: MemoryStore, message_id: str) -> int | None:
+    """Archive position of a message (storage thread)."""
+    rowid = store.archive.rowids_for([message_id]).get(message_id)
+    if rowid is None:
+        return None
+    row = store.archive.by_rowids([rowid]).get(rowid)
+    return row.seq if row is not None else None
+
+
+class Composer(QPlainTextEdit):
+    """The input box: Enter sends, Shift+Enter starts a new line."""
+
+    submitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setPlaceholderText("Message Agenvoy…  (Enter to send, Shift+Enter for a new line)")
+        self.setTabChangesFocus(True)
+        self.document().contentsChanged.connect(self._fit)
+        self._fit()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            event.accept()
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+    def _fit(self) -> None:
+        line = self.fontMetrics().lineSpacing()
+        lines = max(2, min(8, int(self.document().size().height())))
+        self.setFixedHeight(lines * line + 16)
+
+
+class ChatPanel(QWidget):
+    """Messages of the current session and the controls of a turn."""
+
+    turn_started = Signal(str)
+    turn_finished = Signal(str)
+    messages_changed = Signal(str)
+    """A message of that session was saved (the timeline and the list refresh)."""
+    settings_requested = Signal()
+    starter_requested = Signal()
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.runner = runner
+        self.session_provider: Callable[[], Awaitable[str]] = self._default_session
+        """Gives the session a new message goes to (the window creates one if needed)."""
+        self._sid: str | None = None
+        self._generation = 0
+        self._first_seq = 0
+        self._turn: Operation | None = None
+        self._load_op: Operation | None = None
+        self._turn_sid: str | None = None
+        self._stop = asyncio.Event()
+        self._partial = ""
+        self._streaming: ChatBubble | None = None
+        self._pending_user: ChatBubble | None = None
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.setInterval(RENDER_INTERVAL_MS)
+        self._render_timer.timeout.connect(self._render_partial)
+        self._build()
+        self.refresh_model_state()
+
+    def _build(self) -> None:
+        self.banner = ModelBanner()
+        self.banner.settings_clicked.connect(self.settings_requested)
+        self.banner.starter_clicked.connect(self.starter_requested)
+        self.view = ChatView()
+        self.view.earlier_requested.connect(self.load_earlier)
+        self.composer = Composer()
+        self.composer.submitted.connect(self.send)
+        self.send_button = QPushButton("Send")
+        self.send_button.setDefault(True)
+        self.send_button.clicked.connect(self._send_or_stop)
+        self.send_button.setMinimumWidth(80)
+        self.status = QLabel()
+        self.status.setObjectName("ChatStatus")
+        row = QHBoxLayout()
+        row.addWidget(self.composer, 1)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.status)
+        layout.addLayout(row)
+        self.restyle()
+
+    def restyle(self) -> None:
+        """Colours from the application palette (again after a light/dark switch)."""
+        apply_sheet(
+            self,
+            lambda p: (
+                chat_style(p) + f" #ChatStatus {{ color: {colors(p).muted}; padding: 0 4px; }}"
+            ),
+        )
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            for label in self.findChildren(WrappingLabel):
+                label.forget_heights()
+
+    async def _default_session(self) -> str:
+        """Without a window: the shown session, or a new one."""
+        if self._sid is None:
+            self._sid = await self.services.storage.run(self.services.store.create_session, None)
+        return self._sid
+
+    # -- state ----------------------------------------------------------------------
+    @property
+    def session_id(self) -> str | None:
+        return self._sid
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        return self._turn is not None
+
+    def bubbles(self) -> list[ChatBubble]:
+        return self.view.items(ChatBubble)
+
+    def chips(self) -> list[ToolChip]:
+        return self.view.items(ToolChip)
+
+    def refresh_model_state(self) -> None:
+        """Show the banner while there is no chat model (and say how to fix it)."""
+        problem = self.services.chat_problem
+        if self.services.agent is None:
+            message = problem.message if problem else "No chat model is configured."
+            fix = problem.fix if problem else "Choose a model in Settings → Models."
+            self.banner.set_problem(message, fix)
+            self.banner.show()
+        else:
+            self.banner.hide()
+        model = self.services.chat_model
+        self.status.setText(f"Model: {getattr(model, 'name', '?')}" if model else "")
+
+    def focus_input(self) -> None:
+        self.composer.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    # -- sessions ---------------------------------------------------------------------
+    def set_session(self, session_id: str | None, *, empty: bool = False) -> Operation | None:
+        """Show *session_id* (None: an empty chat) — its newest page first.
+
+        ``empty`` says the session was just created: nothing to load (and a
+        load racing the first message would show it twice).
+        """
+        self._sid = session_id
+        self._generation += 1
+        self._streaming = self._pending_user = None
+        self.view.clear()
+        if session_id is None or empty:
+            return None
+        self._load_op = self.runner.run(
+            self._load_newest(session_id, self._generation), what="open the session"
+        )
+        return self._load_op
+
+    def show_cleared(self) -> None:
+        """Empty the view at once (a reset whose undo window is open)."""
+        self._generation += 1
+        self._streaming = self._pending_user = None
+        self.view.clear()
+
+    def reload(self) -> Operation | None:
+        return self.set_session(self._sid)
+
+    async def _load_newest(self, sid: str, generation: int) -> None:
+        """Show the newest page unless another session was chosen meanwhile.
+
+        *generation* is taken when the load is requested, not when the
+        coroutine first runs (by then a newer request may have bumped it).
+        """
+        store = self.services.store
+        page = await self.services.storage.run(load_page, store, sid, None, PAGE_MESSAGES)
+        if generation != self._generation:
+            return
+        self._first_seq = page.first_seq
+        await self._render(page.messages, generation, prepend=False)
+        self.view.set_has_earlier(page.has_earlier)
+        if self._turn is not None and self._turn_sid == sid and self._partial:
+            self._render_partial()
+        self.view.scroll_to_bottom()
+
+    def load_earlier(self) -> Operation | None:
+        if self._sid is None:
+            return None
+        return self.runner.run(
+            self._load_earlier(self._sid, self._generation), what="load earlier messages"
+        )
+
+    async def _load_earlier(self, sid: str, generation: int, until_seq: int | None = None) -> None:
+        store = self.services.store
+        while True:
+            size = PAGE_MESSAGES
+            if until_seq is not None:
+                size = max(size, self._first_seq - until_seq + 3)
+            page = await self.services.storage.run(load_page, store, sid, self._first_seq, size)
+            if generation != self._generation:
+                return
+            self._first_seq = page.first_seq
+            await self._render(page.messages, generation, prepend=True)
+            self.view.set_has_earlier(page.has_earlier)
+            if until_seq is None or self._first_seq <= until_seq or not page.has_earlier:
+                return
+
+    def reveal_message(self, message_id: str) -> Operation | None:
+        """Scroll to *message_id*, loading older pages until it is shown."""
+        if self._sid is None:
+            return None
+        return self.runner.run(
+            self._reveal(self._sid, self._generation, message_id), what="show that message"
+        )
+
+    async def _reveal(self, sid: str, generation: int, message_id: str) -> None:
+        loading = self._load_op.task if self._load_op is not None else None
+        if loading is not None and not loading.done():
+            await asyncio.wait([loading])  # the newest page first, then older ones
+        if self.view.widget_for(message_id) is None:
+            seq = await self.services.storage.run(seq_of, self.services.store, message_id)
+            if generation != self._generation:
+                return
+            if seq is not None and seq < self._first_seq:
+                await self._load_earlier(sid, generation, until_seq=seq)
+        self.view.reveal(message_id)
+
+    async def _render(self, messages: Sequence[Message], generation: int, *, prepend: bool) -> None:
+        """Add widgets a batch at a time, yielding to the loop in between."""
+        chips: dict[str, ToolChip] = {}
+        batch: list[QWidget] = []
+        placed = 0
+        for number, message in enumerate(messages, 1):
+            if self.view.widget_for(message.id) is None:  # a live turn may have shown it
+                batch += self._widgets_for(message, chips)
+            if number % RENDER_BATCH == 0 or number == len(messages):
+                if prepend:
+                    self.view.insert_top(placed, batch)
+                else:
+                    for widget in batch:
+                        self.view.append(widget)
+                placed += len(batch)
+                batch = []
+                await asyncio.sleep(0)
+                if generation != self._generation:
+                    return
+
+    def _widgets_for(self, message: Message, chips: dict[str, ToolChip]) -> list[QWidget]:
+        """The bubble and/or tool chips that show one stored message."""
+        if message.role == "tool":
+            chip = chips.get(str(message.extra.get("tool_call_id", "")))
+            fresh = chip is None
+            chip = chip or ToolChip(
+                str(message.extra.get("tool_call_id", "")),
+                str(message.extra.get("name", "tool")),
+                {},
+            )
+            chip.set_result_message(message)
+            self.view.register(message.id, chip)
+            return [chip] if fresh else []
+        out: list[QWidget] = []
+        if _shows_text(message):
+            bubble = ChatBubble(message.role, message.time_ns)
+            bubble.bind(message)
+            self.view.register(message.id, bubble)
+            out.append(bubble)
+        for chip in self._call_chips(message):
+            chips[chip.call_id] = chip
+            out.append(chip)
+        return out
+
+    def _call_chips(self, message: Message) -> list[ToolChip]:
+        calls = message.extra.get("tool_calls")
+        chips = (
+            [ToolChip.from_call(c) for c in calls if isinstance(c, dict)]
+            if isinstance(calls, list)
+            else []
+        )
+        if chips and not _shows_text(message):
+            self.view.register(message.id, chips[0])
+        return chips
+
+    # -- turns ---------------------------------------------------------------------------
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.stop()
+        else:
+            self.send()
+
+    def send(self, text: str | None = None) -> Operation | None:
+        """Start a turn with *text* (default: the input box)."""
+        text = (self.composer.toPlainText() if text is None else text).strip()
+        if not text or self.busy:
+            return None
+        if self.services.agent is None:
+            self.refresh_model_state()
+            self.runner.error_reported.emit("There is no chat model yet: " + self.banner.fix)
+            return None
+        self.composer.clear()
+        self._stop = asyncio.Event()
+        self._turn = self.runner.run(
+            self._run_turn(text), what="get an answer", on_failure=lambda e: self._failed(text, e)
+        )
+        self._set_busy(True)
+        return self._turn
+
+    def stop(self) -> None:
+        """Ask the model to stop (Esc); a model that does not listen is cancelled."""
+        if self._turn is None:
+            return
+        self._stop.set()
+        turn = self._turn
+        QTimer.singleShot(
+            STOP_GRACE_MS, self, lambda: turn.cancel() if turn is self._turn else None
+        )
+
+    async def _run_turn(self, text: str) -> None:
+        agent = self.services.agent
+        assert agent is not None
+        sid = await self.session_provider()
+        if sid != self._sid:  # the provider created a fresh session: nothing to load
+            self._sid = sid
+            self._generation += 1
+            self.view.clear()
+        self._turn_sid = sid
+        self._partial = ""
+        self._streaming = None
+        self._render_timer.setInterval(RENDER_INTERVAL_MS)
+        self._pending_user = self._append_live("user", text)
+        self.turn_started.emit(sid)
+        try:
+            await agent.run_turn(sid, text, on_event=self._on_event, stop=self._stop)
+        finally:
+            self._render_timer.stop()
+            self._render_partial()
+            self._turn = None
+            self._turn_sid = None
+            self._streaming = self._pending_user = None
+            self._set_busy(False)
+            self.turn_finished.emit(sid)
+
+    def _failed(self, text: str, exc: BaseException) -> None:
+        bubble = self._pending_user
+        if bubble is not None and bubble.message_id is None:
+            self.view.remove(bubble)  # never saved: give the text back to retry
+            if not self.composer.toPlainText().strip():
+                self.composer.setPlainText(text)
+        self.runner.report_error("get an answer", exc)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.send_button.setText("Stop" if busy else "Send")
+        self.send_button.setToolTip("Stop generating (Esc)" if busy else "Send (Enter)")
+
+    def _shown(self) -> bool:
+        return self._turn_sid is not None and self._turn_sid == self._sid
+
+    def _append_live(self, role: str, text: str) -> ChatBubble | None:
+        if not self._shown():
+            return None
+        bubble = ChatBubble(role, self.services.clock())
+        bubble.set_text(text)
+        self.view.append(bubble)
+        self.view.scroll_to_bottom()
+        return bubble
+
+    def _on_event(self, event: TurnEvent) -> None:
+        if isinstance(event, AnswerDelta):
+            self._partial += event.text
+            if not self._render_timer.isActive():
+                self._render_timer.start()
+        elif isinstance(event, MessageSaved):
+            self._on_saved(event.message)
+        elif isinstance(event, ToolCallStarted | ToolCallFinished) and self._shown():
+            chip = self.view.chip(event.call_id)
+            if chip is not None:
+                chip.apply_event(event)
+
+    def _render_partial(self) -> None:
+        if not self._partial or not self._shown():
+            return
+        if self._streaming is None:
+            self._streaming = self._append_live("assistant", "")
+        if self._streaming is not None:
+            started = time.perf_counter()
+            self._streaming.set_text(self._partial)
+            self.view.follow_bottom()
+            cost_ms = (time.perf_counter() - started) * 1000
+            self._render_timer.setInterval(max(RENDER_INTERVAL_MS, round(cost_ms * RENDER_SHARE)))
+
+    def _on_saved(self, message: Message) -> None:
+        if self._turn_sid is not None:
+            self.messages_changed.emit(self._turn_sid)
+        if not self._shown():
+            return
+        if message.role == "user" and self._pending_user is not None:
+            if self.view.widget_for(message.id) is not None:  # a page load showed it already
+                self.view.remove(self._pending_user)
+                self._pending_user = None
+                return
+            self._pending_user.bind(message)
+            self.view.register(message.id, self._pending_user)
+        elif message.role == "assistant":
+            self._saved_answer(message)
+        elif message.role == "tool":
+            chip = self.view.chip(str(message.extra.get("tool_call_id", "")))
+            if chip is not None:
+                chip.set_result_message(message)
+                self.view.register(message.id, chip)
+            else:
+                self._append_all(self._widgets_for(message, {}))
+
+    def _saved_answer(self, message: Message) -> None:
+        """The streamed bubble becomes the stored message; tool calls get their chips."""
+        self._render_timer.stop()
+        bubble, self._streaming, self._partial = self._streaming, None, ""
+        if bubble is not None and _shows_text(message):
+            bubble.bind(message)
+            self.view.register(message.id, bubble)
+            self._append_all(list(self._call_chips(message)))
+            return
+        if bubble is not None:
+            self.view.remove(bubble)
+        self._append_all(self._widgets_for(message, {}))
+
+    def _append_all(self, widgets: Sequence[QWidget]) -> None:
+        for widget in widgets:
+            self.view.append(widget)
+        self.view.follow_bottom()
+
+
+def _shows_text(message: Message) -> bool:
+    """A bubble is shown unless the message only calls tools."""
+    return bool(message.content.strip()) or not message.extra.get("tool_calls")

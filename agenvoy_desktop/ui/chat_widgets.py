@@ -1,0 +1,398 @@
+"""The pieces the chat panel is built from: bubbles, tool chips, the scrolling view.
+
+Kept apart from :mod:`chat_panel` (which owns turns and loading) so each
+stays small: these widgets only know how to show one message or one tool
+call, and how to keep the view pinned to the newest message while the user
+has not scrolled away.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.turn import ToolCallFinished, ToolCallStarted
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.ui.markdown_view import MarkdownView, WrappingLabel
+from agenvoy_desktop.ui.theme import mono_font, set_flag
+
+W = TypeVar("W", bound=QWidget)
+RESULT_CHARS = 4000
+ARGS_SUMMARY_CHARS = 60
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+FLASH_MS = 1600
+
+
+def flash(widget: QWidget) -> None:
+    """Outline *widget* for a moment (the target of a timeline or recall click)."""
+    set_flag(widget, "flash", "true")
+    QTimer.singleShot(FLASH_MS, widget, lambda: set_flag(widget, "flash", "false"))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ChatBubble(QFrame):
+    """One user or assistant message, rendered as Markdown."""
+
+    def __init__(self, role: str, time_ns: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ChatBubble")
+        self.setProperty("role", role)
+        self.role = role
+        self.message_id: str | None = None
+        self.interrupted = False
+        self.header = QLabel(f"{ROLE_NAMES.get(role, role)} · {format_local(time_ns)}")
+        self.header.setObjectName("BubbleHeader")
+        self.view = MarkdownView()
+        self.mark = WrappingLabel()
+        self.mark.setText("Answer interrupted — what was written so far is kept.")
+        self.mark.setObjectName("InterruptedMark")
+        self.mark.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 8, 12, 10)
+        layout.setSpacing(4)
+        layout.addWidget(self.header)
+        layout.addWidget(self.view)
+        layout.addWidget(self.mark)
+
+    def text(self) -> str:
+        return self.view.markdown()
+
+    def set_text(self, text: str) -> None:
+        self.view.set_markdown(text)
+
+    def bind(self, message: Message) -> None:
+        """Become the view of a stored message."""
+        self.message_id = message.id
+        self.header.setText(
+            f"{ROLE_NAMES.get(self.role, self.role)} · {format_local(message.time_ns)}"
+        )
+        self.set_text(message.content)
+        self.set_interrupted(bool(message.extra.get("interrupted")))
+
+    def set_interrupted(self, interrupted: bool) -> None:
+        self.interrupted = interrupted
+        self.mark.setVisible(interrupted)
+
+    def flash(self) -> None:
+        """Highlight briefly (the target of a timeline click)."""
+        flash(self)
+
+
+class ToolChip(QFrame):
+    """A tool call, compact: name, arguments and outcome; click for the details."""
+
+    def __init__(
+        self, call_id: str, name: str, arguments: Mapping[str, Any], parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("ToolChip")
+        self.call_id = call_id
+        self.name = name
+        self.arguments = dict(arguments)
+        self.message_id: str | None = None
+        self.result: str | None = None
+        self.is_error = False
+        self.empty = False
+        self.hint = ""
+        self.running = False
+        self.header = QToolButton()
+        self.header.setCheckable(True)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setArrowType(Qt.ArrowType.RightArrow)
+        self.header.setAutoRaise(True)
+        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.toggled.connect(self.set_expanded)
+        self.args_label = self._mono()
+        self.result_label = self._mono()
+        self.hint_label = WrappingLabel()
+        self.hint_label.setObjectName("ToolHint")
+        self.hint_label.setTextFormat(Qt.TextFormat.RichText)
+        self.hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details = QWidget()
+        box = QVBoxLayout(self.details)
+        box.setContentsMargins(22, 0, 8, 8)
+        for caption, label in (("Arguments", self.args_label), ("Result", self.result_label)):
+            section = QLabel(caption)
+            section.setObjectName("ToolSection")
+            box.addWidget(section)
+            box.addWidget(label)
+        box.addWidget(self.hint_label)
+        self.details.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.details)
+        self._refresh()
+
+    @classmethod
+    def from_call(cls, call: Mapping[str, Any]) -> ToolChip:
+        """A chip for one ``tool_calls`` entry of an assistant message."""
+        function = call.get("function", {})
+        arguments = function.get("arguments", {}) if isinstance(function, Mapping) else {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = {"raw": arguments}
+        name = function.get("name", "tool") if isinstance(function, Mapping) else "tool"
+        chip = cls(
+            str(call.get("id", "")), str(name), arguments if isinstance(arguments, dict) else {}
+        )
+        chip.running = True
+        chip._refresh()
+        return chip
+
+    @staticmethod
+    def _mono() -> QLabel:
+        label = WrappingLabel()
+        label.setFont(mono_font())
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        return label
+
+    @property
+    def expanded(self) -> bool:
+        return self.details.isVisibleTo(self)
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.header.setChecked(expanded)
+        self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self.details.setVisible(expanded)
+
+    def apply_event(self, event: ToolCallStarted | ToolCallFinished) -> None:
+        if isinstance(event, ToolCallStarted):
+            self.arguments = dict(event.arguments)
+            self.running = True
+        else:
+            outcome = event.outcome
+            self.running = False
+            self.result, self.is_error, self.empty = (
+                outcome.content,
+                outcome.is_error,
+                outcome.empty,
+            )
+            self.hint = event.hint
+        self._refresh()
+
+    def set_result_message(self, message: Message) -> None:
+        """Fill in from the stored tool result (its extra holds arguments and the hint)."""
+        extra = message.extra
+        self.message_id = message.id
+        self.running = False
+        self.result = message.content
+        self.is_error = bool(extra.get("is_error"))
+        self.empty = bool(extra.get("empty"))
+        self.hint = str(extra.get("error_hint") or "")
+        if not self.arguments and isinstance(extra.get("arguments"), dict):
+            self.arguments = dict(extra["arguments"])
+        self._refresh()
+
+    def status(self) -> str:
+        if self.running:
+            return "running…"
+        if self.result is None:
+            return "not run"
+        if self.is_error:
+            return "failed"
+        return "no result" if self.empty else "done"
+
+    def flash(self) -> None:
+        flash(self)
+
+    def _refresh(self) -> None:
+        args = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in self.arguments.items()
+        )
+        text = f"{self.name}({_clip(args, ARGS_SUMMARY_CHARS)})  ·  {self.status()}"
+        if self.hint:
+            text += "  ·  ⚠ error-memory hint"
+        self.header.setText(text)
+        self.args_label.setText(json.dumps(self.arguments, ensure_ascii=False, indent=2))
+        self.result_label.setText(_clip(self.result or "", RESULT_CHARS) or "(nothing yet)")
+        self.hint_label.setText(
+            "<i>Error-memory hint, sent to the model with this result:</i><br>"
+            + html.escape(self.hint).replace("\n", "<br>")
+            if self.hint
+            else ""
+        )
+        self.hint_label.setVisible(bool(self.hint))
+        set_flag(self, "failed", self.is_error)
+
+
+class ModelBanner(QFrame):
+    """ "No chat model" — in words, with the buttons that fix it."""
+
+    settings_clicked = Signal()
+    starter_clicked = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ModelBanner")
+        self.fix = ""
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.starter_button = QPushButton("Use the starter model")
+        self.starter_button.setToolTip("Qwen2.5-Coder 0.5B, installed with the app (about 0.5 GB)")
+        self.starter_button.clicked.connect(self.starter_clicked)
+        self.settings_button = QPushButton("Open Settings…")
+        self.settings_button.clicked.connect(self.settings_clicked)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 12, 8)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.starter_button)
+        layout.addWidget(self.settings_button)
+
+    def set_problem(self, message: str, fix: str) -> None:
+        self.fix = fix
+        self.label.setText(f"<b>{html.escape(message)}</b><br>{html.escape(fix)}")
+
+
+class ChatView(QScrollArea):
+    """A column of bubbles and chips that follows the newest unless scrolled away."""
+
+    earlier_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self._content = QWidget()
+        self._column = QVBoxLayout(self._content)
+        self._column.setContentsMargins(12, 8, 12, 8)
+        self._column.setSpacing(8)
+        self.earlier_button = QPushButton("Show earlier messages")
+        self.earlier_button.setFlat(True)
+        self.earlier_button.clicked.connect(self.earlier_requested)
+        self.earlier_button.hide()
+        self.empty_label = QLabel("No messages yet — type below and press Enter to start.")
+        self.empty_label.setObjectName("BubbleHeader")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setContentsMargins(0, 40, 0, 0)
+        self._column.addWidget(self.earlier_button)
+        self._column.addWidget(self.empty_label)
+        self._column.addStretch(1)
+        self._fixed = (self.earlier_button, self.empty_label)
+        self.setWidget(self._content)
+        self._by_id: dict[str, QWidget] = {}
+        self._stick = True
+        self._keep_from_bottom: int | None = None
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range)
+
+    # -- content --------------------------------------------------------------------
+    def _widgets(self) -> list[QWidget]:
+        out: list[QWidget] = []
+        for index in range(self._column.count()):
+            item = self._column.itemAt(index)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                out.append(widget)
+        return out
+
+    def items(self, kind: type[W]) -> list[W]:
+        return [w for w in self._widgets() if isinstance(w, kind)]
+
+    def append(self, widget: QWidget) -> None:
+        self._column.insertWidget(self._column.count() - 1, widget)
+        self.empty_label.hide()
+
+    def insert_top(self, position: int, widgets: list[QWidget]) -> None:
+        """Insert older items at *position* (0 = first) keeping the viewport where it was."""
+        bar = self.verticalScrollBar()
+        self._keep_from_bottom = bar.maximum() - bar.value()
+        for offset, widget in enumerate(widgets):
+            self._column.insertWidget(len(self._fixed) + position + offset, widget)
+        if widgets:
+            self.empty_label.hide()
+
+    def remove(self, widget: QWidget) -> None:
+        self._column.removeWidget(widget)
+        self._by_id = {k: w for k, w in self._by_id.items() if w is not widget}
+        widget.deleteLater()
+        self.empty_label.setVisible(not self._content_items())
+
+    def clear(self) -> None:
+        for widget in self._content_items():
+            self._column.removeWidget(widget)
+            widget.deleteLater()
+        self._by_id.clear()
+        self.earlier_button.hide()
+        self.empty_label.show()
+        self._stick = True
+
+    def _content_items(self) -> list[QWidget]:
+        return [w for w in self._widgets() if w not in self._fixed]
+
+    def set_has_earlier(self, has: bool) -> None:
+        self.earlier_button.setVisible(has)
+
+    def register(self, message_id: str, widget: QWidget) -> None:
+        self._by_id[message_id] = widget
+
+    def widget_for(self, message_id: str) -> QWidget | None:
+        return self._by_id.get(message_id)
+
+    def chip(self, call_id: str) -> ToolChip | None:
+        for chip in reversed(self.items(ToolChip)):
+            if chip.call_id == call_id:
+                return chip
+        return None
+
+    # -- scrolling ------------------------------------------------------------------
+    def scroll_to_bottom(self) -> None:
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def follow_bottom(self) -> None:
+        """Keep showing the newest text if the user was already at the bottom."""
+        if self._stick:
+            self.scroll_to_bottom()
+
+    def reveal(self, message_id: str) -> bool:
+        widget = self._by_id.get(message_id)
+        if widget is None:
+            return False
+        self.show_widget(widget)
+        if isinstance(widget, ChatBubble | ToolChip):
+            widget.flash()
+        return True
+
+    def show_widget(self, widget: QWidget) -> None:
+        """Scroll *widget* into view (after pending layouts) and stop following the bottom."""
+        self._stick = False
+        QTimer.singleShot(0, self, lambda: self.ensureWidgetVisible(widget, 0, 40))
+
+    def _on_scrolled(self, value: int) -> None:
+        if self._keep_from_bottom is None:
+            self._stick = value >= self.verticalScrollBar().maximum() - 30
+
+    def _on_range(self, _minimum: int, maximum: int) -> None:
+        bar = self.verticalScrollBar()
+        if self._keep_from_bottom is not None:
+            bar.setValue(maximum - self._keep_from_bottom)
+            self._keep_from_bottom = None
+        elif self._stick:
+            bar.setValue(maximum)

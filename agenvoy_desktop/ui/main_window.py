@@ -1,0 +1,645 @@
+"""The main window: sessions | chat | timeline and memory inspector.
+
+The window wires panels together and owns the session-level actions (new,
+rename, reset, remove, export, import); each panel loads its own data through
+the :class:`AsyncRunner`.  Reset and remove go through :class:`PendingOps`:
+the view changes at once and a toast offers Undo for the undo window.
+
+Window geometry, splitter sizes, the side tab and the last open session are
+kept in ``window.ini`` in the profile's config folder (a ``QSettings`` INI
+file, never the platform registry, so a test profile stays self-contained).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop import __version__
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.export import ExportFormat, suggested_filename, write_export
+from agenvoy_desktop.core.importers import read_import_file
+from agenvoy_desktop.core.store import MemoryStore, SessionInfo
+from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation, ProgressStrip
+from agenvoy_desktop.ui.chat_panel import ChatPanel
+from agenvoy_desktop.ui.inspector.panel import InspectorPanel
+from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp, PendingOps
+from agenvoy_desktop.ui.sessions_panel import SessionsPanel
+from agenvoy_desktop.ui.settings_dialog import SettingsDialog
+from agenvoy_desktop.ui.timeline_panel import TimelinePanel
+from agenvoy_desktop.ui.toast import Toast, ToastArea
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "window.ini"
+TITLE_CHARS = 48
+LIST_REFRESH_MS = 500
+PathChooser = Callable[[str, ExportFormat, Callable[[Path | None], None]], None]
+
+
+def auto_title(store: MemoryStore, session_id: str) -> str | None:
+    """Title an untitled session after its first user message (storage thread)."""
+    meta = store.archive.session(session_id)
+    if meta is None or meta.title:
+        return None
+    first = next(
+        (
+            r.message
+            for r in store.archive.messages(session_id, 0, 20)
+            if r.message.role == "user" and r.message.content.strip()
+        ),
+        None,
+    )
+    if first is None:
+        return None
+    flat = " ".join(first.content.split())
+    title = flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
+    store.archive.set_title(session_id, title)
+    return title
+
+
+class MainWindow(QMainWindow):
+    """See the module docstring."""
+
+    closed = Signal()
+
+    def __init__(
+        self,
+        services: AppServices,
+        runner: AsyncRunner,
+        *,
+        undo_ms: int = UNDO_WINDOW_MS,
+        state: QSettings | None = None,
+    ) -> None:
+        super().__init__()
+        self.services = services
+        self.runner = runner
+        self.state = state or QSettings(
+            str(services.paths.config_dir / STATE_FILE), QSettings.Format.IniFormat
+        )
+        self.pending = PendingOps(services, runner, delay_ms=undo_ms, parent=self)
+        self.choose_export_path: PathChooser = self._ask_export_path
+        """Asks where to export (tests replace it; the default opens a file dialog)."""
+        self._sid: str | None = None
+        self._toast_for: dict[PendingOp, Toast] = {}
+        self.setWindowTitle("Agenvoy Desktop")
+        self._build_panels()
+        self._build_actions()
+        self._connect()
+        self.progress = ProgressStrip()
+        self.statusBar().addPermanentWidget(self.progress)
+        runner.progress_host = self.progress
+        runner.error_reported.connect(self.errors.show_error)
+        self._restore_layout()
+
+    # -- construction -------------------------------------------------------------------
+    def _build_panels(self) -> None:
+        services, runner = self.services, self.runner
+        self.errors = ErrorStrip()
+        self.sessions = SessionsPanel(services, runner)
+        self.chat = ChatPanel(services, runner)
+        self.chat.session_provider = self._session_for_message
+        self.timeline = TimelinePanel(services, runner)
+        self.inspector = InspectorPanel(services, runner)
+        self.side = QTabWidget()
+        self.side.addTab(self.timeline, "Timeline")
+        self.side.addTab(self.inspector, "Memory")
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        for panel, stretch in ((self.sessions, 0), (self.chat, 1), (self.side, 0)):
+            self.splitter.addWidget(panel)
+            self.splitter.setStretchFactor(self.splitter.count() - 1, stretch)
+        self.splitter.setSizes([250, 640, 470])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 4, 6, 0)
+        layout.addWidget(self.errors)
+        layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+        self.toasts = ToastArea(central)
+
+    def _action(
+        self,
+        text: str,
+        slot: Callable[[], object],
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(lambda _=False: slot())
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        a = self._action
+        self.new_action = a("New", self.new_session, QKeySequence.StandardKey.New)
+        self.new_action.setToolTip("New session (Ctrl+N)")
+        self.search_action = a("Find Sessions", self.sessions.focus_search, "Ctrl+F")
+        self.focus_action = a("Focus Message Box", self.chat.focus_input, "Ctrl+K")
+        self.stop_action = a("Stop Generating", self.chat.stop, "Esc")
+        self.stop_action.setEnabled(False)
+        self.rename_action = a("Rename", self.sessions.rename_current, "F2")
+        self.reset_action = a("Reset", lambda: self.reset_session(self._sid))
+        self.reset_action.setToolTip(
+            "Clear this session's messages; its summary is kept (undo 10 s)"
+        )
+        self.remove_action = a("Remove", lambda: self.remove_session(self._sid))
+        self.remove_action.setToolTip("Delete this session and all its memory (undo 10 s)")
+        self.export_remove_action = a(
+            "Export First, Then Remove…", lambda: self.export_then_remove(self._sid)
+        )
+        self.export_md_action = a(
+            "Export as Markdown…", lambda: self.export_session(self._sid, "markdown")
+        )
+        self.export_json_action = a(
+            "Export as JSON…", lambda: self.export_session(self._sid, "json")
+        )
+        self.import_action = a("Import Conversation…", self.import_file, "Ctrl+I")
+        self.settings_action = a(
+            "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences
+        )
+        self.folder_action = a("Open Data Folder", self.open_data_folder)
+        self.quit_action = a("Quit", self.close, QKeySequence.StandardKey.Quit)
+        self._build_menus()
+        self._build_toolbar()
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addActions([self.new_action, self.import_action])
+        export = file_menu.addMenu("Export")
+        export.addActions([self.export_md_action, self.export_json_action])
+        file_menu.addSeparator()
+        file_menu.addActions([self.folder_action, self.settings_action])
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        edit = bar.addMenu("&Edit")
+        edit.addActions([self.search_action, self.focus_action, self.stop_action])
+        session = bar.addMenu("&Session")
+        session.addActions([self.rename_action, self.reset_action, self.remove_action])
+        session.addAction(self.export_remove_action)
+        view = bar.addMenu("&View")
+        for index, name in enumerate(("Timeline", "Memory")):
+            view.addAction(
+                self._action(
+                    f"Show {name}",
+                    functools.partial(self.side.setCurrentIndex, index),
+                    f"Ctrl+{index + 1}",
+                )
+            )
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self._action("About Agenvoy Desktop", self._about))
+
+    def _build_toolbar(self) -> None:
+        tools = self.addToolBar("Main")
+        tools.setObjectName("MainToolbar")
+        tools.setMovable(False)
+        tools.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        tools.addActions([self.new_action, self.reset_action, self.remove_action])
+        export = QToolButton()
+        export.setText("Export")
+        export.setToolTip("Export this session as Markdown or JSON")
+        export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        export.addActions([self.export_md_action, self.export_json_action])
+        self.export_button = export
+        tools.addWidget(export)
+        tools.addSeparator()
+        tools.addAction(self.settings_action)
+
+    def _connect(self) -> None:
+        self.sessions.session_selected.connect(self.select_session)
+        self.sessions.new_requested.connect(self.new_session)
+        self.sessions.rename_requested.connect(self.rename_session)
+        self.sessions.action_requested.connect(self._on_session_action)
+        self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
+        self.chat.turn_finished.connect(self._on_turn_finished)
+        self.chat.messages_changed.connect(self._on_messages_changed)
+        self.chat.settings_requested.connect(lambda: self.open_settings("Models"))
+        self.chat.starter_requested.connect(self.use_starter_model)
+        self.timeline.message_activated.connect(self.chat.reveal_message)
+        self.inspector.message_activated.connect(self.chat.reveal_message)
+        self.inspector.settings_changed.connect(self.chat.refresh_model_state)
+        self.pending.executed.connect(self._on_op_executed)
+        self.pending.failed.connect(self._on_op_failed)
+        self.pending.undone.connect(self._close_toast)
+        self.pending.executed.connect(self._close_toast)
+        self.pending.failed.connect(lambda op, _message: self._close_toast(op))
+        self._list_timer = QTimer(self)
+        self._list_timer.setSingleShot(True)
+        self._list_timer.setInterval(LIST_REFRESH_MS)
+        self._list_timer.timeout.connect(self.sessions.refresh)
+        summarizer = getattr(self.services, "summarizer", None)
+        if summarizer is not None and hasattr(summarizer, "on_pass"):
+            summarizer.on_pass(lambda sid, _record: self._on_summary_pass(sid))
+        self._update_actions()
+
+    # -- start and the current session -----------------------------------------------------
+    def start(self) -> Operation:
+        """Load the session list and reopen the last session."""
+        last = self.state.value("last_session")
+
+        def opened(infos: list[SessionInfo]) -> None:
+            self.sessions.set_sessions(infos)
+            ids = self.sessions.model.session_ids()
+            target = str(last) if last and str(last) in ids else (ids[0] if ids else None)
+            self.select_session(target)
+
+        return self.runner.run(
+            self.services.storage.run(self.services.store.sessions),
+            what="list the sessions",
+            on_success=opened,
+        )
+
+    @property
+    def session_id(self) -> str | None:
+        return self._sid
+
+    def select_session(self, session_id: str | None, *, empty: bool = False) -> None:
+        """Show *session_id* in every panel (``empty``: just created, nothing to load).
+
+        The chat comes first; the timeline loads once the chat page is on
+        screen, so a long session's timeline (storage-thread Python) does not
+        compete with the chat's rendering for the GIL.
+        """
+        self._sid = session_id
+        self.sessions.select(session_id)
+        loading = self.chat.set_session(session_id, empty=empty)
+        self.timeline.show_cleared()
+        self.inspector.set_session(session_id)
+
+        def then() -> None:
+            if self._sid == session_id:
+                self.timeline.set_session(session_id)
+
+        if loading is None:
+            then()
+        else:
+            loading.finished.connect(then)
+        if session_id is not None:
+            self.state.setValue("last_session", session_id)
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        has = self._sid is not None
+        for action in (
+            self.reset_action,
+            self.remove_action,
+            self.export_remove_action,
+            self.export_md_action,
+            self.export_json_action,
+            self.rename_action,
+        ):
+            action.setEnabled(has)
+        self.export_button.setEnabled(has)
+
+    def new_session(self) -> Operation:
+        """Create an empty session and show it (Ctrl+N)."""
+
+        store = self.services.store
+
+        def create() -> tuple[str, list[SessionInfo]]:  # storage thread
+            return store.create_session(None), store.sessions()
+
+        def done(created: tuple[str, list[SessionInfo]]) -> None:
+            sid, infos = created
+            self.sessions.set_sessions(infos)
+            self.select_session(sid, empty=True)
+            self.chat.focus_input()
+
+        return self.runner.run(
+            self.services.storage.run(create), what="create a session", on_success=done
+        )
+
+    async def _session_for_message(self) -> str:
+        """The session a new message goes to: the current one, else a new one."""
+        sid = self._sid
+        if sid is not None and self.pending.pending_for(sid) is not None:
+            await self.pending.flush(sid)  # typing into a reset session ends its undo window
+        if sid is None or sid in self.pending.hidden_sessions():
+            sid = await self.services.storage.run(self.services.store.create_session, None)
+            self.select_session(sid, empty=True)
+            self._list_timer.start()
+        return sid
+
+    def rename_session(self, session_id: str, title: str) -> Operation:
+        store = self.services.store
+        return self.runner.run(
+            self.services.storage.run(store.archive.set_title, session_id, title),
+            what="rename the session",
+            on_success=lambda _none: self._refresh_list(),
+        )
+
+    def _refresh_list(self) -> None:
+        self.sessions.refresh()
+
+    # -- reset and remove -----------------------------------------------------------------
+    def _on_session_action(self, action: str, session_id: str) -> None:
+        if action == "reset":
+            self.reset_session(session_id)
+        elif action == "remove":
+            self.remove_session(session_id)
+        elif action == "export-remove":
+            self.export_then_remove(session_id)
+        elif action in ("export-markdown", "export-json"):
+            self.export_session(session_id, "markdown" if action == "export-markdown" else "json")
+
+    def reset_session(self, session_id: str | None) -> PendingOp | None:
+        """Clear the session's messages now in the view; the store follows after the undo window."""
+        if session_id is None:
+            return None
+        if self.chat.busy and session_id == self.chat.session_id:
+            self.chat.stop()
+        title = self.sessions.title_of(session_id)
+        op = self.pending.schedule("reset", session_id, title)
+        if session_id == self._sid:
+            self.chat.show_cleared()
+            self.timeline.show_cleared()
+            self.inspector.set_session(None)
+        self._toast_for[op] = self.toasts.show_toast(
+            f"Reset “{title}”: messages cleared, summary kept.",
+            [("Undo", lambda: self.undo(op))],
+            duration_ms=self.pending.delay_ms,
+        )
+        return op
+
+    def remove_session(self, session_id: str | None) -> PendingOp | None:
+        """Hide the session now; the store deletes it after the undo window."""
+        if session_id is None:
+            return None
+        if self.chat.busy and session_id == self.chat.session_id:
+            self.chat.stop()
+        title = self.sessions.title_of(session_id)
+        op = self.pending.schedule("remove", session_id, title)
+        self._show_removed(op, f"Removed “{title}”.")
+        return op
+
+    def _show_removed(self, op: PendingOp, text: str) -> None:
+        self.sessions.set_hidden(self.pending.hidden_sessions())
+        if op.session_id == self._sid:
+            ids = self.sessions.model.session_ids()
+            self.select_session(ids[0] if ids else None)
+        self._close_toast(op)
+        self._toast_for[op] = self.toasts.show_toast(
+            text,
+            [("Undo", lambda: self.undo(op)), ("Export first", lambda: self._export_pending(op))],
+            duration_ms=self.pending.delay_ms,
+        )
+
+    def _close_toast(self, op: PendingOp) -> None:
+        """The toast of an operation that was undone or ran goes away with it."""
+        toast = self._toast_for.pop(op, None)
+        if toast is not None and not toast.is_closed:
+            toast.dismiss()
+
+    def undo(self, op: PendingOp) -> bool:
+        """Take back a pending reset/remove; the session is shown as it was."""
+        if not self.pending.undo(op):
+            return False
+        self.sessions.set_hidden(self.pending.hidden_sessions())
+        if op.kind == "remove" or op.session_id == self._sid:
+            self.select_session(op.session_id)
+        self.statusBar().showMessage(f"Undone: {op.kind} of “{op.title}”.", 4000)
+        return True
+
+    def _on_op_executed(self, op: PendingOp) -> None:
+        self.sessions.refresh()
+        if op.kind == "reset" and op.session_id == self._sid:
+            self.select_session(op.session_id)
+
+    def _on_op_failed(self, op: PendingOp, message: str) -> None:
+        self.errors.show_error(f"Could not {op.kind} “{op.title}”: {message}")
+        self.sessions.set_hidden(self.pending.hidden_sessions())
+        self.sessions.refresh()
+        if op.session_id == self._sid or op.kind == "remove":
+            self.select_session(op.session_id)
+
+    # -- export and import ------------------------------------------------------------------
+    def export_session(
+        self,
+        session_id: str | None,
+        fmt: ExportFormat,
+        then: Callable[[bool], object] | None = None,
+    ) -> None:
+        """Ask where, then write the export on the storage thread."""
+        if session_id is None:
+            return
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                if then is not None:
+                    then(False)
+                return
+            store = self.services.store
+
+            def done(written: Path) -> None:
+                self.statusBar().showMessage(f"Exported to {written}", 8000)
+                if then is not None:
+                    then(True)
+
+            def failed(exc: BaseException) -> None:
+                self.runner.report_error("export the session", exc)
+                if then is not None:
+                    then(False)
+
+            self.runner.run(
+                self.services.storage.run(
+                    write_export, store, session_id, path, fmt, self.services.clock()
+                ),
+                what="export the session",
+                on_success=done,
+                on_failure=failed,
+            )
+
+        self.choose_export_path(session_id, fmt, chosen)
+
+    def export_then_remove(self, session_id: str | None) -> None:
+        """Markdown export first; the remove starts only once the file is written."""
+        if session_id is not None:
+            self.export_session(
+                session_id, "markdown", lambda ok: self.remove_session(session_id) if ok else None
+            )
+
+    def _export_pending(self, op: PendingOp) -> None:
+        """ "Export first" in a remove toast: hold the removal, export, then resume it."""
+        self.pending.hold(op)
+
+        def after(ok: bool) -> None:
+            if op.state != "pending":
+                return
+            self.pending.resume(op)
+            note = "Exported; removal continues." if ok else "Not exported; removal continues."
+            self._show_removed(op, f"Removed “{op.title}”. {note}")
+
+        self.export_session(op.session_id, "markdown", after)
+
+    def _ask_export_path(
+        self, session_id: str, fmt: ExportFormat, then: Callable[[Path | None], None]
+    ) -> None:
+        name = suggested_filename(self.sessions.title_of(session_id), session_id, fmt)
+        dialog = QFileDialog(self, "Export session", str(Path.home() / name))
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilter("Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)")
+        dialog.fileSelected.connect(lambda path: then(Path(path)))
+        dialog.rejected.connect(lambda: then(None))
+        dialog.open()
+
+    def import_file(self, path: Path | None = None) -> Operation | None:
+        """Import JSON Lines or a history.json as a new session, with progress."""
+        if path is None:
+            dialog = QFileDialog(self, "Import conversation")
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dialog.setNameFilter("Conversations (*.json *.jsonl);;All files (*)")
+            dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
+            dialog.open()
+            return None
+
+        async def work(op: Operation) -> str:
+            messages = await asyncio.to_thread(read_import_file, path, self.services.clock())
+            op.report(0.0, f"{len(messages):,} messages read; indexing…")
+            return await self.services.storage.run(
+                self.services.store.import_messages,
+                messages,
+                title=path.stem,
+                progress=op.report_counts,
+                cancelled=op.is_cancelled,
+            )
+
+        def done(sid: str) -> None:
+            self.sessions.refresh()
+            self.select_session(sid)
+
+        return self.runner.run(
+            work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"
+        )
+
+    # -- models and settings -------------------------------------------------------------------
+    def open_settings(self, page: str | None = None) -> SettingsDialog:
+        """The settings dialog (non-blocking: opened, not exec'd)."""
+        dialog = SettingsDialog(self.services, self)
+        if page is not None:
+            for index in range(dialog.tabs.count()):
+                if dialog.tabs.tabText(index) == page:
+                    dialog.tabs.setCurrentIndex(index)
+        dialog.accepted.connect(self._settings_saved)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+        return dialog
+
+    def _settings_saved(self) -> None:
+        self.chat.refresh_model_state()
+        self.inspector.refresh()
+
+    def use_starter_model(self) -> Operation:
+        """Assemble the starter model (progress) and make it the chat model."""
+        from agenvoy_desktop.llm.starter import prepare_starter_model
+
+        async def work(op: Operation) -> bool:
+            await asyncio.to_thread(
+                prepare_starter_model,
+                self.services.paths.models_dir,
+                progress=op.report,
+                cancelled=op.is_cancelled,
+            )
+            self.services.settings.models.chat_model = ""
+            self.services.save_settings()
+            await self.services.reload_chat_model()
+            self.services.start_background()
+            return self.services.chat_model is not None
+
+        def done(loaded: bool) -> None:
+            self.chat.refresh_model_state()
+            self.inspector.refresh()
+            if not loaded and self.services.chat_problem is not None:
+                self.errors.show_error(self.services.chat_problem.message)
+
+        return self.runner.run(
+            work,
+            what="prepare the starter model",
+            on_success=done,
+            progress="Preparing the starter model (one time, about 0.5 GB)…",
+        )
+
+    def open_data_folder(self) -> None:
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.services.paths.config_dir)))
+
+    def _about(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle("About Agenvoy Desktop")
+        box.setText(
+            f"<b>Agenvoy Desktop {__version__}</b><br>An offline assistant that remembers."
+            f"<br>Data folder: {self.services.paths.config_dir}"
+        )
+        box.open()
+
+    # -- refreshes ------------------------------------------------------------------------------
+    def _on_messages_changed(self, session_id: str) -> None:
+        if session_id == self._sid:
+            self.timeline.refresh_soon()
+        self._list_timer.start()
+
+    def _on_turn_finished(self, session_id: str) -> None:
+        self.stop_action.setEnabled(False)
+        if session_id == self._sid:
+            self.inspector.refresh()
+        self.runner.run(
+            self.services.storage.run(auto_title, self.services.store, session_id),
+            what="name the session",
+            on_success=lambda title: self._refresh_list() if title else None,
+        )
+
+    def _on_summary_pass(self, session_id: str) -> None:
+        if session_id == self._sid:
+            self.timeline.refresh_soon()
+
+    # -- layout state ----------------------------------------------------------------------------
+    def _restore_layout(self) -> None:
+        geometry = self.state.value("geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1360, 860)
+        for key, widget in (("window_state", self), ("splitter", self.splitter)):
+            value = self.state.value(key)
+            if value is not None:
+                widget.restoreState(value)
+        tab = self.state.value("side_tab")
+        if tab is not None:
+            self.side.setCurrentIndex(int(tab))
+
+    def save_layout(self) -> None:
+        self.state.setValue("geometry", self.saveGeometry())
+        self.state.setValue("window_state", self.saveState())
+        self.state.setValue("splitter", self.splitter.saveState())
+        self.state.setValue("side_tab", self.side.currentIndex())
+        if self._sid is not None:
+            self.state.setValue("last_session", self._sid)
+        self.state.sync()
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A light/dark switch: widgets with style sheets are not told, so tell them."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.chat.restyle()
+            self.toasts.restyle()
+            self.errors.restyle()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_layout()
+        super().closeEvent(event)
+        self.closed.emit()

@@ -1,0 +1,159 @@
+"""Window tests: qasync on pytest-qt's QApplication, a scripted model, a tmp profile.
+
+How asyncio runs here: the window's code is asyncio on the qasync loop, and
+pytest-qt drives the Qt event loop (``qtbot.waitUntil`` / ``waitSignal``),
+which is what fires qasync's callbacks.  The ``qloop`` fixture creates
+``qasync.QEventLoop(qapp)`` and registers it as the running loop for this
+thread, exactly as ``loop.run_forever`` would, but without calling it: a
+``run_*`` call ends with ``QApplication.exit()``, which leaves Qt's "quit
+now" flag set and makes every later nested event loop (``waitSignal``)
+return at once.  Teardown cancels what is left, lets it unwind, and closes
+the loop.  Everything is deterministic: tests wait on conditions, never on
+wall-clock sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.model_api import ChatModel
+from agenvoy_desktop.paths import AppPaths, app_paths
+from agenvoy_desktop.ui.app import tune_interpreter
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.main_window import MainWindow
+from tests.conftest import FakeClock
+from tests.fakes import HashingEmbedder
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[2]
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
+    """The qasync loop, running as far as asyncio is concerned (module docstring)."""
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    asyncio.events._set_running_loop(loop)
+    switch, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    tune_interpreter()  # as the app does
+    try:
+        yield loop
+    finally:
+        sys.setswitchinterval(switch)
+        gc.set_threshold(*thresholds)
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        qtbot = QtBot(qapp)
+        qtbot.waitUntil(lambda: all(task.done() for task in pending), timeout=WAIT_MS)
+        asyncio.events._set_running_loop(None)
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+def run(qtbot: QtBot, coro: Coroutine[Any, Any, T], timeout: int = WAIT_MS) -> T:
+    """Run *coro* on the qasync loop while Qt events are processed; its result."""
+    task = asyncio.ensure_future(coro)
+    qtbot.waitUntil(task.done, timeout=timeout)
+    return task.result()
+
+
+def wait_op(qtbot: QtBot, op: Operation | None, timeout: int = WAIT_MS) -> None:
+    """Wait until a runner operation ended; fail if it failed."""
+    assert op is not None
+    qtbot.waitUntil(lambda: op.done, timeout=timeout)
+    assert op.error is None, op.error
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> AppPaths:
+    return app_paths(tmp_path / "profile").ensure()
+
+
+ServicesFactory = Callable[..., AppServices]
+
+
+@pytest.fixture
+def make_services(profile: AppPaths, qloop: asyncio.AbstractEventLoop) -> Iterator[ServicesFactory]:
+    """AppServices on the test profile (HashingEmbedder, a fake clock); closed at teardown."""
+    opened: list[AppServices] = []
+
+    def factory(chat_model: ChatModel | None = None, **kwargs: Any) -> AppServices:
+        kwargs.setdefault("embedder", HashingEmbedder())
+        kwargs.setdefault("clock", FakeClock())
+        paths = kwargs.pop("paths", profile)
+        services = AppServices.open(paths, chat_model=chat_model, **kwargs)
+        opened.append(services)
+        return services
+
+    yield factory
+    for services in opened:
+        services.close()
+
+
+WindowFactory = Callable[..., MainWindow]
+
+
+@pytest.fixture
+def make_window(qtbot: QtBot, make_services: ServicesFactory) -> Iterator[WindowFactory]:
+    """Shown, started main windows; their work is cancelled at teardown."""
+    made: list[tuple[AsyncRunner, MainWindow]] = []
+
+    def factory(services: AppServices, *, undo_ms: int = 10_000, start: bool = True) -> MainWindow:
+        runner = AsyncRunner()
+        window = MainWindow(services, runner, undo_ms=undo_ms)
+        made.append((runner, window))
+        window.show()
+        if start:
+            wait_op(qtbot, window.start())
+        return window
+
+    yield factory
+    for runner, window in made:  # stop the work first, then the widgets it reports to
+        run(qtbot, runner.shutdown())
+        window.close()
+        window.deleteLater()
+
+
+def seed(services: AppServices, title: str | None, messages: list[Message]) -> str:
+    """A session with *messages*, written before the test drives the window."""
+    store = services.store
+    sid = services.storage.run_sync(store.create_session, title)
+    services.storage.run_sync(store.append, sid, messages)
+    return sid
+
+
+def load_script(name: str) -> ModuleType:
+    """Import ``scripts/<name>.py`` (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def demo_profile(tmp_path: Path) -> AppPaths:
+    """The screenshot script's demo profile, built with the hashing embedder."""
+    builder = load_script("demo_profile")
+    paths: AppPaths = builder.build_demo_profile(tmp_path / "demo", embedder=HashingEmbedder())
+    return paths

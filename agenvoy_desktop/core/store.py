@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
 COMPACT_TO = 0.8
 EMBED_BATCH = 64
+FLUSH_EVERY_S = 60.0
+FLUSH_EVERY_N = 256
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 Progress = Callable[[int, int], None]
@@ -101,6 +104,9 @@ class MemoryStore:
         self.archive = Archive(paths.archive_db)
         self._histories: dict[str, HistoryFile] = {}
         self._vectors: dict[str, SessionVectors] = {}
+        self._unsaved: dict[str, int] = {}
+        self._last_flush: dict[str, float] = {}
+        self._dim_recorded = False
         self._check_embedding_model()
         if reconcile:
             from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
@@ -226,8 +232,37 @@ class MemoryStore:
         self.archive.add_messages(session_id, messages, self.clock())
         self.maybe_compact(session_id)
         if embed and self.embedder is not None:
-            self.index_pending(session_id)
+            self._index_new(session_id, messages)
         return list(messages)
+
+    def _index_new(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Embed just-appended messages: the per-turn path, no scan of the history.
+
+        Older messages still lacking a vector (an embedder that failed earlier)
+        are found by :meth:`index_pending` at import and by start-up
+        reconciliation.  The index file is saved at most every
+        ``FLUSH_EVERY_S`` or ``FLUSH_EVERY_N`` additions: the vectors are in
+        SQLite already, and an index that missed its last save heals from
+        there when it is opened.
+        """
+        assert self.embedder is not None
+        rowids = self.archive.rowids_for(m.id for m in messages)
+        items = [(rowids[m.id], m) for m in messages if m.id in rowids]
+        if not items:
+            return
+        if not self._dim_recorded:
+            self.archive.set_meta("vector_dim", str(self.embedder.dim))
+            self._dim_recorded = True
+        result = self.embedder.embed([m.content for _, m in items])
+        vectors = self.vectors(session_id)
+        vectors.add(self.model_name, [r for r, _ in items], np.asarray(result))
+        unsaved = self._unsaved.get(session_id, 0) + len(items)
+        now = time.monotonic()
+        if unsaved >= FLUSH_EVERY_N or now - self._last_flush.get(session_id, 0.0) > FLUSH_EVERY_S:
+            vectors.flush()
+            self._last_flush[session_id] = now
+            unsaved = 0
+        self._unsaved[session_id] = unsaved
 
     def import_messages(
         self,

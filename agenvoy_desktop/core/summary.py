@@ -322,7 +322,13 @@ open, at most {CURRENT_CHARS} characters.
 
 Merge, do not append: your answer replaces the current summary, so carry over \
 everything from it that still holds. Use only facts from the summary and the \
-messages. Keep every field short. Write in the language of the conversation."""
+messages. Keep every field short. Write in the language of the conversation.
+
+Whenever a message settles something ("we will use…", "let's go with…", \
+"decision:", "agreed", "I chose…"), add it to key_decisions, even if the current \
+summary has none. Example: from the line \
+"[2024-05-02 10:00] user: OK, we'll host it on Hetzner." the answer contains \
+"key_decisions": [{{"decision": "Host it on Hetzner", "decided_at": "2024-05-02"}}]."""
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -132,7 +132,7 @@ def test_small_context_makes_several_chunks_each_merging_the_previous(
     store: MemoryStore,
 ) -> None:
     seed(store, 56)  # 40 pending
-    model = ScriptedJsonModel(numbered_summary, context_size=850)
+    model = ScriptedJsonModel(numbered_summary, context_size=955)
     result = run(make(store, model, max_answer_tokens=100).run(SID))
     assert result.stopped == "done"
     assert result.folded == 40
@@ -144,14 +144,14 @@ def test_small_context_makes_several_chunks_each_merging_the_previous(
         assert json.dumps(numbered_summary(i)) in prompt  # the previous answer, merged into
     for call in model.calls:
         prompt_tokens = sum(len(m["content"]) // 4 for m in call.messages)
-        assert prompt_tokens + call.max_tokens <= 850
+        assert prompt_tokens + call.max_tokens <= model.context_size
     assert len(read_records(folder(store))) == result.passes
 
 
 def test_a_message_bigger_than_the_budget_is_cut_in_the_middle(store: MemoryStore) -> None:
     big = "BEGIN " + "word " * 4000 + " END"
     store.import_messages([msg("user", big, T0), *conversation(texts(17), start=T0 + 1)], SID)
-    model = ScriptedJsonModel(numbered_summary, context_size=1200)
+    model = ScriptedJsonModel(numbered_summary, context_size=1305)
     result = run(make(store, model, max_answer_tokens=100).run(SID))
     assert result.stopped == "done"
     first = model.prompts[0]
@@ -163,7 +163,7 @@ def test_a_message_bigger_than_the_budget_is_cut_in_the_middle(store: MemoryStor
 
 def test_token_counts_are_cached(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=1050, fail_on={1})
+    model = ScriptedJsonModel(numbered_summary, context_size=1155, fail_on={1})
     summarizer = make(store, model, max_answer_tokens=100)
     run(summarizer.run(SID))
     before = model.token_counts
@@ -176,7 +176,7 @@ def test_token_counts_are_cached(store: MemoryStore) -> None:
 # -- failures --------------------------------------------------------------------------------
 def test_failed_chunk_keeps_earlier_ones_and_retry_resumes(store: MemoryStore) -> None:
     seed(store, 40)  # 24 pending: three chunks (11, 7, 6) with this context
-    model = ScriptedJsonModel(numbered_summary, context_size=820, fail_on={1})
+    model = ScriptedJsonModel(numbered_summary, context_size=925, fail_on={1})
     summarizer = make(store, model, max_answer_tokens=100)
     first = run(summarizer.run(SID))
     chunks = [tags(p) for p in model.prompts]
@@ -194,7 +194,7 @@ def test_failed_chunk_keeps_earlier_ones_and_retry_resumes(store: MemoryStore) -
     assert kinds == [("pass", None), ("failed", "scripted failure")]
     assert "summary_failed" in [k for _, k, _ in store.archive.events(SID)]
 
-    retry_model = ScriptedJsonModel(lambda i, _m: numbered_summary(10 + i), context_size=820)
+    retry_model = ScriptedJsonModel(lambda i, _m: numbered_summary(10 + i), context_size=925)
     second = run(make(store, retry_model, max_answer_tokens=100).run(SID))
     retried = [tags(p) for p in retry_model.prompts]
     assert second.stopped == "done"
@@ -346,7 +346,7 @@ def test_store_work_runs_on_the_given_runner(store: MemoryStore) -> None:
 
             return await asyncio.get_running_loop().run_in_executor(pool, call)
 
-    model = ScriptedJsonModel(numbered_summary, context_size=820)
+    model = ScriptedJsonModel(numbered_summary, context_size=925)
     loop_thread: list[str] = []
     summarizer = make(store, model, storage=Runner(), max_answer_tokens=100)
     summarizer.on_pass(lambda _s, _r: loop_thread.append(threading.current_thread().name))
@@ -397,7 +397,7 @@ def test_remove_deletes_the_summary(store: MemoryStore) -> None:
 
 def test_stop_session_then_remove(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=850)
+    model = ScriptedJsonModel(numbered_summary, context_size=955)
     summarizer = make(store, model, max_answer_tokens=100)
 
     async def scenario() -> SummaryRunResult:
@@ -532,7 +532,7 @@ def test_lock_is_exclusive_within_the_process(tmp_path: Path) -> None:
 # -- cancellation ------------------------------------------------------------------------------
 def test_cancel_between_chunks_keeps_what_succeeded(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=1050)
+    model = ScriptedJsonModel(numbered_summary, context_size=1155)
     result = run(
         make(store, model, max_answer_tokens=100).run(SID, cancelled=lambda: bool(model.calls))
     )
@@ -546,7 +546,7 @@ def test_cancel_between_chunks_keeps_what_succeeded(store: MemoryStore) -> None:
 
 def test_cancelling_the_task_mid_call_keeps_earlier_chunks(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=1050)
+    model = ScriptedJsonModel(numbered_summary, context_size=1155)
     summarizer = make(store, model, max_answer_tokens=100)
     passes: list[PassRecord] = []
     summarizer.on_pass(lambda _s, rec: passes.append(rec))

@@ -327,9 +327,22 @@ def test_newer_archive_is_a_one_line_error(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_command_opens_the_window(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from agenvoy_desktop.ui import app
+
+    opened: list[list[str]] = []
+    monkeypatch.setattr(app, "main", lambda argv: opened.append(list(argv)) or 0)
     assert cli.main([]) == 0
-    assert "usage" in capsys.readouterr().out
+    assert cli.main(["--data-dir", str(tmp_path), "-v"]) == 0
+    assert opened == [[], ["--data-dir", str(tmp_path), "-v"]]
+
+
+def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    for command in ("chat", "summarize", "models", "errors", "import", "search", "doctor"):
+        assert command in out
 
 
 def test_data_dir_defaults_to_env_override(

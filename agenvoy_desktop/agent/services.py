@@ -10,6 +10,7 @@ the real app uses :meth:`AppServices.start`, which prepares the models first.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
@@ -45,6 +46,9 @@ class ChatModelProblem:
     message: str
     fix: str
 
+
+PURGE_CHECK_S = 3600.0
+"""How often the daily error-memory purge checks whether it is due."""
 
 NO_CHAT_MODEL = ChatModelProblem(
     "No chat model is configured.", "Choose a model in Settings → Models."
@@ -88,6 +92,7 @@ class AppServices:
         self.summarizer: Summarizer | None = None
         self.summary_scheduler: SummaryScheduler | None = None
         self._closed = False
+        self._purge_task: asyncio.Task[None] | None = None
         self.set_chat_model(chat_model, chat_problem)
 
     # -- construction --------------------------------------------------------------
@@ -244,13 +249,31 @@ class AppServices:
             await unload()
 
     def start_background(self) -> None:
-        """Start timers (summary idle timer); needs a running event loop."""
+        """Start timers (summary idle timer, error-memory purge); needs a running loop."""
         if self.summary_scheduler is not None:
             self.summary_scheduler.start()
+        if self._purge_task is None or self._purge_task.done():
+            self._purge_task = asyncio.get_running_loop().create_task(self._purge_daily())
+
+    async def _purge_daily(self) -> None:
+        """Expired error records go at start (ErrorMemory opens with a purge) and daily."""
+        while True:
+            await asyncio.sleep(PURGE_CHECK_S)
+            try:
+                purged = await self.storage.run(self.errors.purge_if_due)
+            except Exception:  # a failed purge is retried at the next check
+                log.warning("error-memory purge failed", exc_info=True)
+                continue
+            if purged:
+                log.info("purged %d expired error records", purged)
 
     async def stop_background(self) -> None:
         if self.summary_scheduler is not None:
             await self.summary_scheduler.stop()
+        if self._purge_task is not None:
+            self._purge_task.cancel()
+            await asyncio.gather(self._purge_task, return_exceptions=True)
+            self._purge_task = None
 
     def save_settings(self) -> None:
         """Persist the settings and apply what can change while running."""

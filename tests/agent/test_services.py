@@ -1,0 +1,106 @@
+"""AppServices: wiring, settings applied while running, background purge, close twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from agenvoy_desktop.agent import services as services_module
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.paths import AppPaths
+from tests.conftest import SECOND, T0
+from tests.fakes import HashingEmbedder
+from tests.scripted_chat import ScriptedChatModel
+
+DAY = 86_400 * SECOND
+
+
+class MovableClock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock()
+
+
+@pytest.fixture
+def services(paths: AppPaths, clock: MovableClock) -> Iterator[AppServices]:
+    opened = AppServices.open(
+        paths, embedder=HashingEmbedder(), chat_model=ScriptedChatModel([]), clock=clock
+    )
+    yield opened
+    opened.close()
+
+
+def test_tools_and_parts_are_wired(services: AppServices) -> None:
+    names = {spec["function"]["name"] for spec in services.tools.specs()}
+    assert names == {
+        "search_chat_history",
+        "current_time",
+        "date_calc",
+        "remember_error",
+        "search_error_history",
+        "read_error",
+    }  # file tools appear only once a folder is allowed
+    services.settings.allowed_folders = [str(services.paths.config_dir)]
+    assert {"list_files", "read_text_file"} <= {
+        s["function"]["name"] for s in services.tools.specs()
+    }
+    assert services.agent is not None
+    assert services.summarizer is not None
+    assert services.chat_problem is None
+
+
+def test_no_chat_model_has_a_problem_to_show(paths: AppPaths) -> None:
+    opened = AppServices.open(paths, embedder=HashingEmbedder())
+    try:
+        assert opened.agent is None
+        assert opened.chat_problem is not None
+        assert "No chat model" in opened.chat_problem.message
+    finally:
+        opened.close()
+
+
+def test_settings_apply_while_running(services: AppServices) -> None:
+    services.settings.memory.window_messages = 4
+    services.settings.memory.max_history_bytes = 123_456
+    services.save_settings()
+    assert services.agent is not None
+    assert services.agent.config.window_messages == 4
+    assert services.store.max_history_bytes == 123_456
+    assert services.summarizer is not None
+    assert services.summarizer.window_messages == 4
+    assert services.paths.settings_file.is_file()
+
+
+def test_expired_error_records_are_purged_daily(
+    services: AppServices, clock: MovableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services_module, "PURGE_CHECK_S", 0.01)
+    errors = services.errors
+    services.storage.run_sync(errors.add, "read_file", "no such file", outcome="failed")
+    clock.now += 91 * DAY
+
+    async def main() -> None:
+        services.start_background()
+        for _ in range(200):
+            if services.storage.run_sync(errors.count, include_expired=True) == 0:
+                break
+            await asyncio.sleep(0.01)
+        await services.stop_background()
+
+    asyncio.run(main())
+    assert services.storage.run_sync(errors.count, include_expired=True) == 0
+
+
+def test_close_twice_is_harmless(services: AppServices) -> None:
+    services.close()
+    services.close()

@@ -13,21 +13,17 @@ data: :meth:`Archive.rebuild_fts` recreates it from the rows.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
 import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
 from agenvoy_desktop.core.messages import Message
-
-log = logging.getLogger(__name__)
+from agenvoy_desktop.core.sqlite_db import SqliteStore
 
 SCHEMA_VERSION = 2
 
@@ -147,103 +143,22 @@ def _row_to_archived(row: Sequence[Any]) -> ArchivedMessage:
     )
 
 
-def _friendly(exc: sqlite3.Error, path: Path) -> ArchiveError:
-    code = getattr(exc, "sqlite_errorname", "")
-    reasons = {
-        "SQLITE_FULL": "the disk is full",
-        "SQLITE_READONLY": "the file is read-only",
-        "SQLITE_CANTOPEN": "the file cannot be opened",
-        "SQLITE_NOTADB": "the file is not an archive database",
-        "SQLITE_CORRUPT": "the file is damaged",
-        "SQLITE_BUSY": "another program holds it locked",
-        "SQLITE_IOERR": "a disk read or write failed",
-    }
-    reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
-    return ArchiveError(f"archive {path}: {reason}")
-
-
-class Archive:
+class Archive(SqliteStore):
     """Owner of the SQLite database.  Thread-safe through one lock."""
 
+    _kind = "archive"
+    _not_a_db = "the file is not an archive database"
+    _error = ArchiveError
+    _schema_version = SCHEMA_VERSION
+    _migrations = MIGRATIONS
+    _tx_friendly = sqlite3.OperationalError  # full, locked, read-only...
+
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.RLock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise _friendly(exc, path) from exc
-        try:
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._check_version()  # before WAL: a newer app's file is left as it was
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-        except BaseException as exc:
-            self._db.close()
-            if isinstance(exc, sqlite3.Error):
-                raise _friendly(exc, path) from exc
-            raise
+        super().__init__(path, check_same_thread=False)
 
-    # -- plumbing ------------------------------------------------------------
-    def close(self) -> None:
-        with self._lock, contextlib.suppress(sqlite3.Error):
-            self._db.execute("PRAGMA optimize")
-            self._db.close()
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic unit of work (nested calls join the outer one)."""
-        with self._lock:
-            if self._db.in_transaction:
-                yield self._db
-                return
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
-            except BaseException as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError):  # full, locked, read-only...
-                    raise _friendly(exc, self.path) from exc
-                raise
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            try:
-                return self._db.execute(sql, params).fetchall()
-            except sqlite3.DatabaseError as exc:  # also SQLITE_CORRUPT ("malformed")
-                raise _friendly(exc, self.path) from exc
-
-    def _check_version(self) -> int:
-        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise ArchiveError(
-                f"archive {self.path} was written by a newer Agenvoy Desktop "
-                f"(schema {version} > {SCHEMA_VERSION}); update the app"
-            )
-        return version
-
-    def _migrate(self) -> None:
-        version = self._check_version()
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            log.info("migrating archive %s to schema %d", self.path, target)
-            with self.transaction() as db:
-                for statement in MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute(f"PRAGMA user_version = {target}")
+    def _opened(self) -> None:
         if self.get_meta("fts_text_version") != str(FTS_TEXT_VERSION):
             self.rebuild_fts()
-
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     # -- sessions -----------------------------------------------------------
     def ensure_session(self, session_id: str, now_ns: int, title: str | None = None) -> None:

@@ -27,11 +27,10 @@ fails loudly instead of corrupting anything).
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +61,7 @@ from agenvoy_desktop.core.error_types import (
     with_type_keyword,
 )
 from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
+from agenvoy_desktop.core.sqlite_db import SqliteStore
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 
 if TYPE_CHECKING:
@@ -173,21 +173,6 @@ class ErrorRecordNotFound(KeyError):
 def error_db_path(paths: AppPaths) -> Path:
     """Where a profile keeps its error memory."""
     return paths.memory_dir / "errors.sqlite3"
-
-
-def _friendly(exc: sqlite3.Error, path: Path) -> ErrorMemoryError:
-    code = getattr(exc, "sqlite_errorname", "")
-    reasons = {
-        "SQLITE_FULL": "the disk is full",
-        "SQLITE_READONLY": "the file is read-only",
-        "SQLITE_CANTOPEN": "the file cannot be opened",
-        "SQLITE_NOTADB": "the file is not an error-memory database",
-        "SQLITE_CORRUPT": "the file is damaged",
-        "SQLITE_BUSY": "another program holds it locked",
-        "SQLITE_IOERR": "a disk read or write failed",
-    }
-    reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
-    return ErrorMemoryError(f"error memory {path}: {reason}")
 
 
 class _Index:
@@ -335,8 +320,14 @@ class _Index:
         return np.asarray(sims, dtype=np.float32)
 
 
-class ErrorMemory:
+class ErrorMemory(SqliteStore):
     """The error-memory store of one profile (see the module docstring)."""
+
+    _kind = "error memory"
+    _not_a_db = "the file is not an error-memory database"
+    _error = ErrorMemoryError
+    _schema_version = SCHEMA_VERSION
+    _migrations = MIGRATIONS
 
     def __init__(
         self,
@@ -352,93 +343,19 @@ class ErrorMemory:
         expired records visible, for an inspector that lists them."""
         if ttl_days < 1:
             raise ValueError(f"ttl_days must be at least 1, got {ttl_days}")
-        self.path = path
         self.embedder = embedder
         self.clock = clock
         self.ttl_ns = ttl_days * DAY_NS
         self.vector_tag = f"{model_name}:{embedder.dim}" if embedder is not None else None
         self._index_cache: _Index | None = None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise _friendly(exc, path) from exc
-        try:
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._check_version()  # before WAL: a newer app's file is left as it was
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-            if purge_on_open:
-                self.purge_expired()
-        except BaseException as exc:
-            self._db.close()
-            if isinstance(exc, sqlite3.Error):
-                raise _friendly(exc, path) from exc
-            raise
+        self._purge_on_open = purge_on_open
+        super().__init__(path)
 
-    # -- plumbing ---------------------------------------------------------------
-    def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._db.execute("PRAGMA optimize")
-            self._db.close()
-
-    def __enter__(self) -> ErrorMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One atomic unit of work; environment failures become ErrorMemoryError."""
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            yield self._db
-            self._db.execute("COMMIT")
-        except BaseException as exc:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.IntegrityError):
-                raise
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise _friendly(exc, self.path) from exc
-            raise
-
-    def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> builtins.list[Any]:
-        try:
-            return self._db.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise _friendly(exc, self.path) from exc
-
-    def _check_version(self) -> int:
-        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise ErrorMemoryError(
-                f"error memory {self.path} was written by a newer Agenvoy Desktop "
-                f"(schema {version} > {SCHEMA_VERSION}); update the app"
-            )
-        return version
-
-    def _migrate(self) -> None:
-        version = self._check_version()
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            log.info("migrating error memory %s to schema %d", self.path, target)
-            with self._tx() as db:
-                for statement in MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute(f"PRAGMA user_version = {target}")
+    def _opened(self) -> None:
         if self.get_meta("fts_text_version") != str(FTS_TEXT_VERSION):
             self.rebuild_fts()
-
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        if self._purge_on_open:
+            self.purge_expired()
 
     def _row(self, row: Sequence[Any]) -> ErrorRecord:
         return ErrorRecord(
@@ -520,7 +437,7 @@ class ErrorMemory:
             "updated_ns": now,
             "expires_ns": now + self.ttl_ns,
         }
-        with self._tx() as db:
+        with self.transaction() as db:
             if rec_id is None:
                 values["created_ns"] = now
                 cols = ", ".join(values)
@@ -676,7 +593,7 @@ class ErrorMemory:
 
     def _delete_ids(self, ids: Sequence[int]) -> None:
         payload = json.dumps([int(i) for i in ids])
-        with self._tx() as db:
+        with self.transaction() as db:
             for table, col in (
                 ("errors_fts", "rowid"),
                 ("error_keywords", "record_id"),
@@ -697,7 +614,7 @@ class ErrorMemory:
         """Extend a record's life to now + TTL (not counted as a hit)."""
         self._get_or_raise(record_id)
         expires = self.clock() + self.ttl_ns
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("UPDATE errors SET expires_ns = ? WHERE id = ?", (expires, record_id))
         if self._index_cache is not None:
             self._index_cache.set_expires([record_id], expires)
@@ -709,7 +626,7 @@ class ErrorMemory:
             return []
         now = self.clock()
         expires = now + self.ttl_ns
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute(
                 "UPDATE errors SET hits = hits + 1, last_hit_ns = ?, expires_ns = ?"
                 " WHERE id IN (SELECT value FROM json_each(?))",
@@ -983,7 +900,7 @@ class ErrorMemory:
         return done
 
     def _store_vectors(self, rows: Sequence[Sequence[Any]], vectors: FloatArray) -> None:
-        with self._tx() as db:
+        with self.transaction() as db:
             self._insert_vectors(
                 db, [(row[0], vectors[2 * n], vectors[2 * n + 1]) for n, row in enumerate(rows)]
             )
@@ -1006,7 +923,7 @@ class ErrorMemory:
 
     def rebuild_fts(self) -> None:
         """Recreate the derived full-text index from the records."""
-        with self._tx() as db:
+        with self.transaction() as db:
             db.execute("DELETE FROM errors_fts")
             rows = db.execute("SELECT id, tool, symptom, cause, action, keywords FROM errors")
             db.executemany(

@@ -35,6 +35,8 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.llm.worker import ModelWorker
+
 log = logging.getLogger(__name__)
 llama_log = logging.getLogger("agenvoy_desktop.llm.llama_cpp")
 
@@ -405,13 +407,9 @@ class Embedder:
         self.model_path = Path(model_path)
         self.n_threads = n_threads if n_threads is not None else (os.cpu_count() or 1)
         self.max_tokens = max_tokens
-        self._model: _EmbeddingModel | None = None  # touched on the worker only
         self._dim: int | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-        # The pool starts its one thread on the first submit, not here.
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="agenvoy-embedder"
+        self._worker = ModelWorker(
+            self._load, thread_name="agenvoy-embedder", closed_message="Embedder is closed"
         )
 
     @property
@@ -441,14 +439,7 @@ class Embedder:
 
     def close(self) -> None:
         """Stop the worker (queued, not yet started jobs are cancelled) and free the model."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._model is not None:  # the worker has exited; nobody else touches it
-            self._model.close()
-            self._model = None
+        self._worker.close()
 
     def __enter__(self) -> Embedder:
         return self
@@ -462,14 +453,10 @@ class Embedder:
         self.close()
 
     def _run(self, job: Callable[[_EmbeddingModel], _T]) -> concurrent.futures.Future[_T]:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("Embedder is closed")
-            return self._pool.submit(lambda: job(self._loaded()))
+        return self._worker.submit(job)
 
-    def _loaded(self) -> _EmbeddingModel:
-        """The model, loaded on first use (runs on the worker thread)."""
-        if self._model is None:
-            self._model = _EmbeddingModel(self.model_path, self.n_threads, self.max_tokens)
-            self._dim = self._model.n_embd
-        return self._model
+    def _load(self) -> _EmbeddingModel:
+        """Load the model (worker thread, first job)."""
+        model = _EmbeddingModel(self.model_path, self.n_threads, self.max_tokens)
+        self._dim = model.n_embd
+        return model

@@ -56,6 +56,7 @@ from agenvoy_desktop.llm.chat_format import ChatTemplate, fit_messages
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
+from agenvoy_desktop.llm.worker import ModelWorker
 from agenvoy_desktop.settings import ModelSettings, default_threads
 
 log = logging.getLogger(__name__)
@@ -503,6 +504,11 @@ class _Request:
         # no hop through the loop, the check is as fresh as it can be.
         return self.cancel.is_set() or (self.stop is not None and self.stop.is_set())
 
+    def raise_if_cancelled(self) -> None:
+        """Drop a job whose caller gave up (or whose engine closed) while it waited."""
+        if self.cancel.is_set():
+            raise _Cancelled
+
 
 @dataclass(eq=False, kw_only=True)
 class _ChatRequest(_Request):
@@ -550,15 +556,14 @@ class ChatEngine:
         self.max_answer_tokens = max_answer_tokens
         self.seed = seed
         self._name = name or self.model_path.stem
-        self._model: _LlamaModel | None = None  # created and used on the worker only
         self._trained_context: int | None = None
         self._grammars: dict[str, str] = {}  # worker only
-        self._lock = threading.Lock()
-        self._closed = False
+        self._lock = threading.Lock()  # guards _active
         self._active: set[_Request] = set()
-        # The pool starts its single thread at the first submit, not here.
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="agenvoy-chat"
+        self._worker = ModelWorker(
+            self._load,
+            thread_name="agenvoy-chat",
+            closed_message=f"chat engine {self.name!r} is closed",
         )
 
     @classmethod
@@ -580,6 +585,11 @@ class ChatEngine:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def _model(self) -> _LlamaModel | None:
+        """The model once the worker has loaded it (read it on the worker only)."""
+        return self._worker.model
 
     @property
     def context_size(self) -> int:
@@ -687,17 +697,13 @@ class ChatEngine:
 
     def close(self) -> None:
         """Stop the worker (a running generation ends within one token) and free the model."""
+        self._worker.close(stop_running=self._cancel_active)
+
+    def _cancel_active(self) -> None:
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             active = list(self._active)
         for request in active:
             request.cancel.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._model is not None:  # the worker has exited; nobody else touches it
-            self._model.close()
-            self._model = None
 
     def __enter__(self) -> ChatEngine:
         return self
@@ -714,11 +720,15 @@ class ChatEngine:
     def _submit(
         self, job: Callable[[_LlamaModel], _T], request: _Request
     ) -> concurrent.futures.Future[_T]:
+        # Registered before the worker's closed check: a close that passes
+        # that check later still finds (and cancels) this request.
         with self._lock:
-            if self._closed:
-                raise RuntimeError(f"chat engine {self.name!r} is closed")
             self._active.add(request)
-            future = self._pool.submit(self._run, job, request)
+        try:
+            future = self._worker.submit(job, check=request.raise_if_cancelled)
+        except RuntimeError:
+            self._forget(request)
+            raise
         future.add_done_callback(lambda _: self._forget(request))
         return future
 
@@ -726,30 +736,24 @@ class ChatEngine:
         with self._lock:
             self._active.discard(request)
 
-    def _run(self, job: Callable[[_LlamaModel], _T], request: _Request) -> _T:
-        if request.cancel.is_set():
-            raise _Cancelled
-        return job(self._loaded())
-
-    def _loaded(self) -> _LlamaModel:
-        """The model, loaded on first use (worker thread)."""
-        if self._model is None:
-            started = time.perf_counter()
-            self._model = _LlamaModel(
-                self.model_path,
-                n_ctx=self.requested_context,
-                threads=self.threads,
-                gpu_layers=self.gpu_layers,
-                name=self.name,
-            )
-            log.info(
-                "loaded %s (%s, context %d) in %.2f s",
-                self.name,
-                self.model_path,
-                self._model.n_ctx,
-                time.perf_counter() - started,
-            )
-        return self._model
+    def _load(self) -> _LlamaModel:
+        """Load the model (worker thread, first job)."""
+        started = time.perf_counter()
+        model = _LlamaModel(
+            self.model_path,
+            n_ctx=self.requested_context,
+            threads=self.threads,
+            gpu_layers=self.gpu_layers,
+            name=self.name,
+        )
+        log.info(
+            "loaded %s (%s, context %d) in %.2f s",
+            self.name,
+            self.model_path,
+            model.n_ctx,
+            time.perf_counter() - started,
+        )
+        return model
 
     async def _call(self, job: Callable[[_LlamaModel], _T], request: _Request | None = None) -> _T:
         request = request or _Request()
@@ -759,7 +763,12 @@ class ChatEngine:
         except asyncio.CancelledError:
             request.cancel.set()
             task = asyncio.current_task()
-            if future.cancelled() and self._closed and task is not None and not task.cancelling():
+            if (
+                future.cancelled()
+                and self._worker.closed
+                and task is not None
+                and not task.cancelling()
+            ):
                 raise RuntimeError(f"chat engine {self.name!r} was closed") from None
             raise
         except _Cancelled:

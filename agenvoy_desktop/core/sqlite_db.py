@@ -1,0 +1,158 @@
+"""The SQLite plumbing shared by the archive and the error memory.
+
+Both stores keep one WAL-mode connection to their own file, store the schema
+version in ``PRAGMA user_version``, migrate it forward with a table of SQL
+scripts and refuse a database written by a newer app *before* switching it
+to WAL, so such a file is left exactly as it was.  Environment failures
+(disk full, read-only, locked, damaged, not a database) reach the user as
+the store's own error type with a short reason, never as a raw
+``sqlite3`` exception (the known-error idea of qutebrowser's ``misc/sql.py``).
+
+A store subclasses :class:`SqliteStore`, names itself with the class
+attributes, and does its own work after the schema is current in
+:meth:`SqliteStore._opened`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+_REASONS = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_READONLY": "the file is read-only",
+    "SQLITE_CANTOPEN": "the file cannot be opened",
+    "SQLITE_CORRUPT": "the file is damaged",
+    "SQLITE_BUSY": "another program holds it locked",
+    "SQLITE_IOERR": "a disk read or write failed",
+}
+
+
+class SqliteStore:
+    """One versioned SQLite file behind one connection, guarded by one lock.
+
+    Subclasses set the class attributes below.  The lock makes a connection
+    opened with ``check_same_thread=False`` safe to share between threads;
+    a store used on one thread only keeps sqlite3's same-thread check on, so
+    misuse fails loudly instead of corrupting anything.
+    """
+
+    _kind: ClassVar[str]
+    """What the user calls the file: starts every message ("archive ...")."""
+    _not_a_db: ClassVar[str]
+    """The reason given for SQLITE_NOTADB ("the file is not an archive database")."""
+    _error: ClassVar[type[RuntimeError]]
+    """The store's own error type for environment failures."""
+    _schema_version: ClassVar[int]
+    _migrations: ClassVar[Mapping[int, str]]
+    """``_migrations[v]`` upgrades a database at version v-1 to v."""
+    _tx_friendly: ClassVar[type[sqlite3.Error]] = sqlite3.DatabaseError
+    """Failures inside :meth:`transaction` reported as ``_error`` (IntegrityError never is)."""
+
+    def __init__(self, path: Path, *, check_same_thread: bool = True) -> None:
+        """Open (creating or migrating) the file, then run :meth:`_opened`.
+
+        Any failure closes the connection again; SQLite's become ``_error``.
+        """
+        self.path = path
+        self._lock = threading.RLock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, check_same_thread=check_same_thread, isolation_level=None
+            )
+        except sqlite3.Error as exc:
+            raise self._friendly(exc) from exc
+        try:
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._check_version()  # before WAL: a newer app's file is left as it was
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+            self._opened()
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._friendly(exc) from exc
+            raise
+
+    def _opened(self) -> None:
+        """The store's own start-up work, once the schema is current."""
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.execute("PRAGMA optimize")
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _friendly(self, exc: sqlite3.Error) -> RuntimeError:
+        """*exc* as the store's error, with a reason a user can act on."""
+        code = getattr(exc, "sqlite_errorname", "")
+        reasons = {**_REASONS, "SQLITE_NOTADB": self._not_a_db}
+        reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
+        return self._error(f"{self._kind} {self.path}: {reason}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of work (nested calls join the outer one)."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield self._db
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, self._tx_friendly) and not isinstance(
+                    exc, sqlite3.IntegrityError
+                ):
+                    raise self._friendly(exc) from exc
+                raise
+
+    def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:  # also SQLITE_CORRUPT ("malformed")
+                raise self._friendly(exc) from exc
+
+    def _check_version(self) -> int:
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > self._schema_version:
+            raise self._error(
+                f"{self._kind} {self.path} was written by a newer Agenvoy Desktop "
+                f"(schema {version} > {self._schema_version}); update the app"
+            )
+        return version
+
+    def _migrate(self) -> None:
+        version = self._check_version()
+        log = logging.getLogger(type(self).__module__)  # the store's own logger
+        for target in range(version + 1, self._schema_version + 1):
+            log.info("migrating %s %s to schema %d", self._kind, self.path, target)
+            with self.transaction() as db:
+                for statement in self._migrations[target].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {target}")
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -93,6 +93,7 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
     sys.stdout.write("\n")
     if result.interrupted:
         print("(answer interrupted)", file=sys.stderr)
+    await agent.idle()  # the turn's messages are embedded after the answer
     if services.summary_scheduler is not None:
         await services.summary_scheduler.idle()  # a summary the turn triggered
     return 0

@@ -12,7 +12,9 @@ a tool, looking up the error memory, and persisting the tool traffic.
 Two kinds of turn are timed: a plain answer, and a turn whose tool call fails
 (a file outside the allowed folders) so the error memory is searched (the
 error text is embedded) and a hint is stored and shown to the next round.
-Overhead = turn wall time - time spent inside the model's stream.
+Overhead = turn wall time - time spent inside the model's stream.  The
+turn's messages are embedded after the answer (while the user reads it);
+that time is reported separately and kept out of the overhead.
 
 Acceptance (issue 4): overhead p95 <= 20 ms.
 
@@ -138,18 +140,27 @@ def fill_errors(services: AppServices, n: int) -> dict[str, Any]:
     return {"records": services.storage.run_sync(errors.count), "fill_s": round(sw.seconds, 1)}
 
 
+DEFERRED: list[float] = []
+"""Time the storage thread spent after each timed turn (embedding its messages)."""
+
+
 async def timed_turns(
     services: AppServices, model: InstantModel, n: int, *, fail: bool
 ) -> list[float]:
     agent = services.agent
     assert agent is not None
     overheads: list[float] = []
+    deferred: list[float] = []
     for i in range(n):
         model.fail_next = fail
         result: TurnResult = await agent.run_turn(SESSION, f"benchmark question {i}")
         if fail:
             assert result.tool_calls == 1, result
         overheads.append(result.total_s - result.model_s)
+        began = time.perf_counter()
+        await agent.idle()  # deferred embedding: runs while the user reads the answer
+        deferred.append(time.perf_counter() - began)
+    DEFERRED[:] = deferred
     return overheads
 
 
@@ -178,9 +189,12 @@ def main() -> None:
                 await timed_turns(services, model, 10, fail=False)  # warm-up
                 await timed_turns(services, model, 5, fail=True)
                 plain = await timed_turns(services, model, n_turns, fail=False)
+                deferred["plain"] = stats_ms(DEFERRED)
                 failing = await timed_turns(services, model, n_turns // 2, fail=True)
+                deferred["failing"] = stats_ms(DEFERRED)
                 return plain, failing
 
+            deferred: dict[str, Any] = {}
             started = time.perf_counter()
             plain, failing = asyncio.run(run())
             wall = time.perf_counter() - started
@@ -192,6 +206,8 @@ def main() -> None:
     plain_stats, failing_stats = stats_ms(plain), stats_ms(failing)
     print(f"plain turn overhead:        {fmt_stats(plain_stats)}")
     print(f"failing-tool turn overhead: {fmt_stats(failing_stats)}")
+    for kind, item in deferred.items():
+        print(f"embedding after the answer ({kind}): {fmt_stats(item)}")
     worst = max(plain_stats["p95_ms"], failing_stats["p95_ms"])
     ok = worst <= ACCEPT_P95_MS
     print(f"acceptance: overhead p95 {worst:.2f} ms <= {ACCEPT_P95_MS} ms: {verdict(ok)}")
@@ -204,6 +220,7 @@ def main() -> None:
             "turns_wall_s": round(wall, 1),
             "plain_turn_overhead": plain_stats,
             "failing_tool_turn_overhead": failing_stats,
+            "embedding_after_answer": deferred,
             "acceptance": {
                 "criterion": f"turn overhead p95 <= {ACCEPT_P95_MS} ms (5 MiB history, "
                 f"{n_errors} error records)",

@@ -268,6 +268,8 @@ class AppServices:
                 log.info("purged %d expired error records", purged)
 
     async def stop_background(self) -> None:
+        if self.agent is not None:
+            await self.agent.idle()
         if self.summary_scheduler is not None:
             await self.summary_scheduler.stop()
         if self._purge_task is not None:

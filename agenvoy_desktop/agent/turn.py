@@ -143,8 +143,35 @@ class Agent:
         self.hints = hints
         self.config = config or AgentConfig()
         self.after_turn = after_turn
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- public ------------------------------------------------------------
+    def embed_later(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Embed a finished turn's messages on the storage thread, after the answer.
+
+        Embedding four messages costs tens of ms on a laptop CPU; nothing in
+        the turn needs the vectors (the window is never searched), so the
+        answer does not wait for them.  A crash before this runs is repaired
+        by start-up reconciliation, which embeds what lacks a vector.
+        """
+        if not messages:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.storage.run(self.store.index_messages, session_id, list(messages))
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("embedding a turn's messages failed (retried at start-up)", exc_info=exc)
+
+    async def idle(self) -> None:
+        """Wait for background work of finished turns (embedding); for shutdown and tests."""
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
     async def context_messages(
         self, session_id: str, *, inline_results: Sequence[Message] = ()
     ) -> list[ChatMessage]:
@@ -223,6 +250,7 @@ class _Turn:
             raise
         finally:
             self.result.total_s = time.perf_counter() - started
+            self.agent.embed_later(self.sid, [*self.result.saved])
         self.emit(self.result)
         return self.result
 
@@ -379,7 +407,8 @@ class _Turn:
             await self._save_answer("".join(self.partial), interrupted=True)
 
     async def _save(self, message: Message) -> None:
-        await self.agent.storage.run(self.agent.store.append, self.sid, [message])
+        store = self.agent.store
+        await self.agent.storage.run(store.append, self.sid, [message], embed=False)
         self.result.saved.append(message)
         if message.is_tool_traffic:
             self.tool_traffic.append(message)

@@ -232,11 +232,14 @@ class MemoryStore:
         self.archive.add_messages(session_id, messages, self.clock())
         self.maybe_compact(session_id)
         if embed and self.embedder is not None:
-            self._index_new(session_id, messages)
+            self.index_messages(session_id, messages)
         return list(messages)
 
-    def _index_new(self, session_id: str, messages: Sequence[Message]) -> None:
+    def index_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Embed just-appended messages: the per-turn path, no scan of the history.
+
+        The agent appends with ``embed=False`` and calls this after the turn,
+        so embedding never delays an answer.
 
         Older messages still lacking a vector (an embedder that failed earlier)
         are found by :meth:`index_pending` at import and by start-up
@@ -245,7 +248,8 @@ class MemoryStore:
         SQLite already, and an index that missed its last save heals from
         there when it is opened.
         """
-        assert self.embedder is not None
+        if self.embedder is None:
+            return
         rowids = self.archive.rowids_for(m.id for m in messages)
         items = [(rowids[m.id], m) for m in messages if m.id in rowids]
         if not items:

@@ -400,3 +400,20 @@ def test_identical_calls_in_one_message_run_once(
     ran = [e.outcome.content for e in events if isinstance(e, ToolCallFinished)]
     assert ran == ["echo a", "echo b"]
     assert result.tool_calls == 2
+
+
+def test_messages_are_embedded_after_the_answer(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    sid = store.create_session("t")
+    agent, _ = make_agent([[Call("echo", {"text": "a"})], ["done"]])
+
+    async def main() -> tuple[int, int]:
+        await agent.run_turn(sid, "hello")
+        before = len(store.archive.vector_rowids(sid))
+        await agent.idle()
+        return before, len(store.archive.vector_rowids(sid))
+
+    before, after = asyncio.run(main())
+    assert after == 4  # user, tool call, tool result, answer
+    assert before <= after

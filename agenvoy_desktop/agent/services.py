@@ -233,20 +233,27 @@ class AppServices:
         )
 
     async def reload_chat_model(self) -> None:
-        """Re-resolve the chat model from the settings (after a change in the UI)."""
+        """Re-resolve the chat model from the settings (after a change in the UI).
+
+        The new engine loads lazily on first use; the old one is closed, which
+        ends a generation still running on it as cancelled.
+        """
         old = self.chat_model
-        model, problem = _open_chat_model(self.paths, self.settings, None, None)
+        running = self._purge_task is not None
+        model, problem = await asyncio.to_thread(
+            _open_chat_model, self.paths, self.settings, None, None
+        )
         await self.stop_background()
         self.set_chat_model(model, problem)
+        if running:
+            self.start_background()
         close = getattr(old, "close", None)
         if close is not None:
-            close()
+            await asyncio.to_thread(close)
 
     async def unload_chat_model(self) -> None:
-        """Free the chat model's memory; it loads again on the next use."""
-        unload = getattr(self.chat_model, "unload", None)
-        if unload is not None:
-            await unload()
+        """Free the chat model's memory; a fresh engine loads again on the next use."""
+        await self.reload_chat_model()
 
     def start_background(self) -> None:
         """Start timers (summary idle timer, error-memory purge); needs a running loop."""

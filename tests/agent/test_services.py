@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,27 @@ def test_expired_error_records_are_purged_daily(
 def test_close_twice_is_harmless(services: AppServices) -> None:
     services.close()
     services.close()
+
+
+def test_reload_switches_to_the_configured_model(services: AppServices, tmp_path: Path) -> None:
+    from agenvoy_desktop.llm.engine import ChatEngine
+    from tests.tiny_gguf import write_tiny_llama
+
+    tiny = write_tiny_llama(tmp_path / "tiny.gguf")
+    services.settings.models.chat_model = str(tiny)
+    old_agent = services.agent
+
+    async def main() -> None:
+        services.start_background()
+        await services.reload_chat_model()
+        assert isinstance(services.chat_model, ChatEngine)
+        assert not services.chat_model.loaded
+        await services.unload_chat_model()  # a fresh, unloaded engine again
+        await services.stop_background()
+
+    asyncio.run(main())
+    assert isinstance(services.chat_model, ChatEngine)
+    assert services.chat_model.model_path == tiny
+    assert services.agent is not None
+    assert services.agent is not old_agent
+    assert services.agent.model is services.chat_model

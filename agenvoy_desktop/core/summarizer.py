@@ -321,7 +321,10 @@ def _gate_closed(meta: SummaryMeta, stamp: HistoryStamp, owner: Summarizer) -> b
 
 def _count_between(store: MemoryStore, session_id: str, after: int, end: int | None) -> int:
     total = store.archive.count_from(session_id, after + 1)
-    return total - store.archive.count_from(session_id, end) if end is not None else total
+    if end is None:
+        return total
+    # A cursor inside the window (the window grew, or N shrank) leaves nothing pending.
+    return max(0, total - store.archive.count_from(session_id, end))
 
 
 def history_stamp(path: Path) -> HistoryStamp:

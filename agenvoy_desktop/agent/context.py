@@ -54,21 +54,20 @@ def tool_results_note(traffic: Sequence[Message]) -> str:
     in a ``tool`` message with the same call again, but read the same result
     correctly from the system prompt; bigger models do well either way.  So
     the round that must answer (no tools offered) gets the results here.
+    No closing instruction follows them: measured with the starter model, a
+    trailing "answer from these results" line made it echo the last quoted
+    message instead of answering.
     """
     lines = ["Results of the tools called for the user's last message:"]
     for message in traffic:
-        if message.role != "tool":
-            continue
+        if message.role != "tool" or message.extra.get("repeated"):
+            continue  # a repeat notice adds nothing to the first result
         args = json.dumps(message.extra.get("arguments", {}), ensure_ascii=False)
         status = " (failed)" if message.extra.get("is_error") else ""
         lines.append(f"### {message.extra.get('name', 'tool')}({args}){status}")
         lines.append(message.content.strip() or "(no result)")
         if message.extra.get("error_hint"):
             lines.append(str(message.extra["error_hint"]))
-    lines.append(
-        "Answer the user's last message from these results, in plain words. "
-        "Do not call tools and do not write JSON."
-    )
     return "\n".join(lines)
 
 

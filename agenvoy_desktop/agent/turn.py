@@ -235,6 +235,7 @@ class _Turn:
         self.partial: list[str] = []
         self.offered: list[str] = []
         self.seen_calls: dict[str, ToolOutcome] = {}
+        self.repeats: set[str] = set()
         self.tool_traffic: list[Message] = []
         self.force_answer = False
         self.answered = False
@@ -334,6 +335,7 @@ class _Turn:
                 )
             elif key in self.seen_calls:
                 outcome = self._repeated(call, self.seen_calls[key])
+                self.repeats.add(call.id)
             else:
                 outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
                 self.seen_calls[key] = outcome
@@ -386,6 +388,8 @@ class _Turn:
         if hint:
             extra["error_hint"] = hint
             extra["error_hint_ids"] = hint_ids
+        if call.id in self.repeats:
+            extra["repeated"] = True
         message = self.agent.store.new_message("tool", outcome.content, **extra)
         await self._save(message)
         if hint:

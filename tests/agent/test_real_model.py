@@ -33,12 +33,14 @@ def test_answers_from_a_planted_fact_via_search(paths: AppPaths, starter_model: 
         store = services.store
 
         async def main() -> str:
-            planted = await services.storage.run(store.create_session, "bike")
+            # fixed ids: session ids appear in the search result, so the prompt (and the
+            # greedy answer) would otherwise change from run to run
+            planted = await services.storage.run(store.create_session, "bike", "notes-1")
             facts = conversation(
                 ["Note for later: my bike lock code is 4721.", "Got it, I'll remember that."]
             )
             await services.storage.run(store.append, planted, facts)
-            sid = await services.storage.run(store.create_session, "today")
+            sid = await services.storage.run(store.create_session, "today", "today-1")
             assert services.agent is not None
             result = await services.agent.run_turn(
                 sid, "What is my bike lock code? Search the chat history.", on_event=events.append

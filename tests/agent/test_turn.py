@@ -387,7 +387,7 @@ def test_a_repeated_successful_call_forces_an_answer(
     answer_round = model.seen[2].messages
     assert [m["role"] for m in answer_round] == ["system", "user"]
     assert '### echo({"text": "a"})\necho a' in answer_round[0]["content"]
-    assert answer_round[0]["content"].endswith("Do not call tools and do not write JSON.")
+    assert answer_round[0]["content"].endswith('### echo({"text": "a"})\necho a')
 
 
 def test_identical_calls_in_one_message_run_once(

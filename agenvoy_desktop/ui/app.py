@@ -251,7 +251,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     apply_theme(app)
     fatal: list[str] = []
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        status = runner.run(run_app(paths, fatal))
+        try:
+            status = runner.run(run_app(paths, fatal))
+        except RuntimeError as exc:
+            if "stopped before Future completed" not in str(exc):
+                raise
+            # QApplication.quit() from outside (session logout): nothing is lost —
+            # messages are on disk, pending resets/removes simply did not happen,
+            # and the vector index heals from SQLite at the next start.
+            log.warning("asked to quit before the shutdown finished; nothing was lost")
+            status = 0
     if fatal:  # the window never opened: say why in the only way left
         QMessageBox(QMessageBox.Icon.Critical, APP_NAME, "\n\n".join(fatal)).exec()
     return status

@@ -35,6 +35,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.worker import ModelWorker
 
 log = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ class _EmbeddingModel:
 
     def _load(self, n_threads: int, max_tokens: int) -> None:
         model_params = llama_cpp.llama_model_default_params()
+        model_params.use_extra_bufts = extra_buffers_enabled()  # quantised models: no SIGILL
         self._model = llama_cpp.llama_model_load_from_file(os.fsencode(self.path), model_params)
         if not self._model:
             self._model = None

@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -53,6 +52,7 @@ from agenvoy_desktop.core.model_api import (
     TextDelta,
 )
 from agenvoy_desktop.llm.chat_format import ChatTemplate, fit_messages
+from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
@@ -73,7 +73,6 @@ MIN_CONTEXT = 256
 JSON_TEMPERATURE = 0.2
 """Low but not zero: greedy decoding gets stuck in loops more easily inside a grammar."""
 TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
-EXTRA_BUFFERS_ENV = "AGENVOY_LLAMA_EXTRA_BUFFERS"
 _ALL_LAYERS = 0x7FFFFFFF
 
 
@@ -87,28 +86,6 @@ class PromptTooLongError(ModelOutputError):
 
 class _Cancelled(Exception):
     """A queued request whose consumer went away before it started."""
-
-
-@cache
-def extra_buffers_enabled() -> bool:
-    """Whether llama.cpp may use its extra CPU weight buffers (AMX, repacked layouts).
-
-    ggml's AMX kernels die with SIGILL on machines that advertise AMX but do
-    not let a process use it (seen on Firecracker VMs), killing the whole app
-    on the first quantised matmul.  They are therefore off wherever the CPU
-    advertises AMX; ``AGENVOY_LLAMA_EXTRA_BUFFERS=1`` / ``0`` overrides.
-    """
-    forced = os.environ.get(EXTRA_BUFFERS_ENV, "").strip()
-    if forced in {"0", "1"}:
-        return forced == "1"
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return "amx_tile" not in line.split()
-    except OSError:
-        pass
-    return True
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -340,3 +340,31 @@ def test_bad_input_fails_on_the_callers_thread(minilm_embedder: Embedder) -> Non
         minilm_embedder.submit("not a list")
     with pytest.raises(TypeError):
         minilm_embedder.submit(["ok", 3])  # type: ignore[list-item]
+
+
+def test_a_quantised_embedding_model_loads_and_agrees(
+    minilm_gguf: Path, minilm_embedder: Embedder, tmp_path: Path
+) -> None:
+    """A user's quantised embedding GGUF must not take the process down.
+
+    On CPUs that advertise AMX without granting it, llama.cpp's extra weight
+    buffers raise SIGILL on the first quantised matmul; the embedder applies
+    the same guard as the chat engine (llm/cpu_features.py).
+    """
+    import ctypes
+
+    import llama_cpp
+
+    out = tmp_path / "minilm-q8_0.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+    assert (
+        llama_cpp.llama_model_quantize(
+            os.fsencode(minilm_gguf), os.fsencode(out), ctypes.byref(params)
+        )
+        == 0
+    )
+    texts = ["the bike lock code is 4721", "東京の天気は晴れです"]
+    with Embedder(out) as quantised:
+        cosine = (quantised.embed(texts) * minilm_embedder.embed(texts)).sum(axis=1)
+    assert float(cosine.min()) > 0.999

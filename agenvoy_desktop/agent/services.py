@@ -127,8 +127,6 @@ class AppServices:
                 storage.run_sync(store.close)
             storage.close()
             raise
-        if chat_model is None and chat_problem is None:
-            chat_problem = NO_CHAT_MODEL
         return cls(
             paths,
             settings,
@@ -168,10 +166,7 @@ class AppServices:
                 chat_problem=problem,
             )
         except BaseException:
-            for part in (embedder, chat_model):
-                close = getattr(part, "close", None)
-                if close is not None:
-                    close()
+            _close_models(embedder, chat_model)
             raise
 
     # -- wiring ----------------------------------------------------------------------
@@ -247,9 +242,7 @@ class AppServices:
         self.set_chat_model(model, problem)
         if running:
             self.start_background()
-        close = getattr(old, "close", None)
-        if close is not None:
-            await asyncio.to_thread(close)
+        await asyncio.to_thread(_close_models, old)
 
     async def unload_chat_model(self) -> None:
         """Free the chat model's memory; a fresh engine loads again on the next use."""
@@ -306,10 +299,15 @@ class AppServices:
             self.storage.run_sync(self.store.close)
         finally:
             self.storage.close()
-            for part in (self.chat_model, self.embedder):
-                close = getattr(part, "close", None)
-                if close is not None:
-                    close()
+            _close_models(self.chat_model, self.embedder)
+
+
+def _close_models(*models: object) -> None:
+    """Close model workers that have a ``close`` (test doubles may not)."""
+    for model in models:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
 
 
 def _open_embedder(

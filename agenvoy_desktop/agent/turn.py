@@ -236,7 +236,6 @@ class _Turn:
         self.offered: list[str] = []
         self.seen_calls: dict[str, ToolOutcome] = {}
         self.repeats: set[str] = set()
-        self.tool_traffic: list[Message] = []
         self.force_answer = False
         self.answered = False
 
@@ -266,7 +265,7 @@ class _Turn:
                 return
             if not calls or last_round:
                 if calls and not text.strip():
-                    text = ROUNDS_EXHAUSTED.format(rounds=config.max_rounds)
+                    text = ROUNDS_EXHAUSTED.format(rounds=self.result.rounds)
                 await self._save_answer(text, interrupted=False)
                 return
             await self._run_calls(text, calls)
@@ -278,7 +277,7 @@ class _Turn:
         self, *, tools: bool
     ) -> tuple[str, list[ToolCallRequest], ChatFinished | None]:
         agent = self.agent
-        inline = self.tool_traffic if not tools else ()
+        inline = [m for m in self.result.saved if m.is_tool_traffic] if not tools else []
         messages = await agent.context_messages(self.sid, inline_results=inline)
         specs = agent.tools.specs() if tools else []
         self.offered = [s["function"]["name"] for s in specs]
@@ -414,6 +413,4 @@ class _Turn:
         store = self.agent.store
         await self.agent.storage.run(store.append, self.sid, [message], embed=False)
         self.result.saved.append(message)
-        if message.is_tool_traffic:
-            self.tool_traffic.append(message)
         self.emit(MessageSaved(message))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.paths import app_paths
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ def _indent(text: str) -> str:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    responsive_threads()  # as the window: the turn hands work between threads
     with _services(args) as services:
         return asyncio.run(_chat(services, args.session, args.message))
 

@@ -13,8 +13,13 @@ Two kinds of turn are timed: a plain answer, and a turn whose tool call fails
 (a file outside the allowed folders) so the error memory is searched (the
 error text is embedded) and a hint is stored and shown to the next round.
 Overhead = turn wall time - time spent inside the model's stream.  The
-turn's messages are embedded after the answer (while the user reads it);
-that time is reported separately and kept out of the overhead.
+error text is embedded in its lookup form (core/error_types.lookup_query:
+no tool prefix, no paths, no repeated exception class).  The
+interpreter runs with the window's (and the ``chat`` command's) 1 ms GIL
+switch interval (agenvoy_desktop/interpreter.py).  The
+turn's messages are embedded after the answer (while the user reads it),
+and the databases are checkpointed then; that time is reported separately
+and kept out of the overhead.
 
 Acceptance (issue 4): overhead p95 <= 20 ms.
 
@@ -45,6 +50,7 @@ from agenvoy_desktop.core.model_api import (
     ToolCallRequest,
 )
 from agenvoy_desktop.core.store import DEFAULT_MAX_HISTORY_BYTES
+from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.settings import Settings
 
 ACCEPT_P95_MS = 20.0
@@ -141,7 +147,7 @@ def fill_errors(services: AppServices, n: int) -> dict[str, Any]:
 
 
 DEFERRED: list[float] = []
-"""Time the storage thread spent after each timed turn (embedding its messages)."""
+"""Time the storage thread spent after each timed turn (embedding, checkpoints)."""
 
 
 async def timed_turns(
@@ -166,6 +172,7 @@ async def timed_turns(
 
 def main() -> None:
     args = benchlib.parser(__doc__.splitlines()[0]).parse_args()
+    responsive_threads()  # as the window and the `chat` command run
     n_turns = 30 if args.quick else 200
     n_errors = 500 if args.quick else 10_000
     history_target = (512 * 1024) if args.quick else DEFAULT_MAX_HISTORY_BYTES - 256 * 1024
@@ -207,7 +214,7 @@ def main() -> None:
     print(f"plain turn overhead:        {fmt_stats(plain_stats)}")
     print(f"failing-tool turn overhead: {fmt_stats(failing_stats)}")
     for kind, item in deferred.items():
-        print(f"embedding after the answer ({kind}): {fmt_stats(item)}")
+        print(f"work after the answer, embedding + checkpoints ({kind}): {fmt_stats(item)}")
     worst = max(plain_stats["p95_ms"], failing_stats["p95_ms"])
     ok = worst <= ACCEPT_P95_MS
     print(f"acceptance: overhead p95 {worst:.2f} ms <= {ACCEPT_P95_MS} ms: {verdict(ok)}")

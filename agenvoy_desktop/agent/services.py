@@ -225,7 +225,13 @@ class AppServices:
             hints=ErrorMemoryHints(self.errors),
             config=self._agent_config(),
             after_turn=self.summary_scheduler.after_turn,
+            settle=self._checkpoint,
         )
+
+    def _checkpoint(self) -> None:
+        """Storage thread, after each answer: fold both write-ahead logs into their files."""
+        self.store.archive.checkpoint()
+        self.errors.checkpoint()
 
     async def reload_chat_model(self) -> None:
         """Re-resolve the chat model from the settings (after a change in the UI).

@@ -134,6 +134,7 @@ class Agent:
         hints: HintSource | None = None,
         config: AgentConfig | None = None,
         after_turn: Callable[[str], None] | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         self.storage = storage
         self.store = store
@@ -143,6 +144,8 @@ class Agent:
         self.hints = hints
         self.config = config or AgentConfig()
         self.after_turn = after_turn
+        self.settle = settle
+        """Storage-thread work after each answer (database checkpoints), off the turn's path."""
         self._background: set[asyncio.Task[None]] = set()
 
     # -- public ------------------------------------------------------------
@@ -152,20 +155,29 @@ class Agent:
         Embedding four messages costs tens of ms on a laptop CPU; nothing in
         the turn needs the vectors (the window is never searched), so the
         answer does not wait for them.  A crash before this runs is repaired
-        by start-up reconciliation, which embeds what lacks a vector.
+        by start-up reconciliation, which embeds what lacks a vector.  Then
+        :attr:`settle` runs (database checkpoints), also while the user reads.
         """
         if not messages:
             return
         task = asyncio.get_running_loop().create_task(
-            self.storage.run(self.store.index_messages, session_id, list(messages))
+            self.storage.run(self._after_answer, session_id, list(messages))
         )
         self._background.add(task)
         task.add_done_callback(self._background_done)
 
+    def _after_answer(self, session_id: str, messages: list[Message]) -> None:
+        """Storage thread: the work of :meth:`embed_later`."""
+        try:
+            self.store.index_messages(session_id, messages)
+        finally:
+            if self.settle is not None:
+                self.settle()
+
     def _background_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
         if not task.cancelled() and (exc := task.exception()) is not None:
-            log.warning("embedding a turn's messages failed (retried at start-up)", exc_info=exc)
+            log.warning("after-answer work failed (embedding is retried at start-up)", exc_info=exc)
 
     async def idle(self) -> None:
         """Wait for background work of finished turns (embedding); for shutdown and tests."""
@@ -181,8 +193,7 @@ class Agent:
         list into the system prompt for the answer round (see
         :func:`context.tool_results_note`).
         """
-        window = await self.storage.run(self.store.window, session_id, self.config.window_messages)
-        summary = await self.storage.run(self.summary_text, session_id)
+        window, summary = await self.storage.run(self._window_and_summary, session_id)
         note = ""
         if inline_results:
             moved = {m.id for m in inline_results}
@@ -195,6 +206,11 @@ class Agent:
             now_ns=self.store.clock(),
             extra_system=note,
         )
+
+    def _window_and_summary(self, session_id: str) -> tuple[list[Message], str]:
+        """Storage thread: one hop for both (each hop costs a thread hand-over)."""
+        window = self.store.window(session_id, self.config.window_messages)
+        return window, self.summary_text(session_id)
 
     async def run_turn(
         self,
@@ -324,7 +340,7 @@ class _Turn:
         for call in calls:
             if self.stop.is_set():
                 outcome = ToolOutcome(call.name, call.arguments, "not run: the user stopped")
-                await self._save_tool_result(call, outcome, "", [])
+                await self._save_tool_result(call, outcome)
                 continue
             self.emit(ToolCallStarted(call.id, call.name, call.arguments))
             key = _call_key(call)
@@ -339,9 +355,7 @@ class _Turn:
                 outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
                 self.seen_calls[key] = outcome
             self.result.tool_calls += 1
-            hint, hint_ids = await self._hint(outcome)
-            await self._save_tool_result(call, outcome, hint, hint_ids)
-            self.emit(ToolCallFinished(call.id, outcome, hint))
+            await self._save_tool_result(call, outcome)
 
     def _repeated(self, call: ToolCallRequest, first: ToolOutcome) -> ToolOutcome:
         """A call identical to an earlier one in this turn is not run again.
@@ -360,20 +374,25 @@ class _Turn:
             text = "this exact call was already made in this turn; its result is above. Answer now."
         return ToolOutcome(call.name, call.arguments, text, is_error=first.failed)
 
-    async def _hint(self, outcome: ToolOutcome) -> tuple[str, list[int]]:
-        source = self.agent.hints
-        if source is None or not outcome.failed:
-            return "", []
-        error_text = outcome.content if outcome.is_error else f"empty result: {outcome.content}"
-        try:
-            return await self.agent.storage.run(source.hint_for_failure, outcome.name, error_text)
-        except Exception:  # advice is optional; the turn goes on without it
-            log.warning("error-memory lookup failed", exc_info=True)
-            return "", []
+    async def _save_tool_result(self, call: ToolCallRequest, outcome: ToolOutcome) -> None:
+        """Look up error-memory advice, then store the result with it and log the hint.
 
-    async def _save_tool_result(
-        self, call: ToolCallRequest, outcome: ToolOutcome, hint: str, hint_ids: list[int]
-    ) -> None:
+        One storage job for all three: the lookup, the append and the
+        ``error_hint`` event each used to be a thread hand-over of their own.
+        """
+        repeated = call.id in self.repeats
+        message, hint = await self.agent.storage.run(
+            self._store_tool_result, call, outcome, repeated
+        )
+        self.result.saved.append(message)
+        self.emit(MessageSaved(message))
+        self.emit(ToolCallFinished(call.id, outcome, hint))
+
+    def _store_tool_result(
+        self, call: ToolCallRequest, outcome: ToolOutcome, repeated: bool
+    ) -> tuple[Message, str]:
+        """Storage thread: the work of :meth:`_save_tool_result`."""
+        hint, hint_ids = self._hint(outcome)
         extra: dict[str, Any] = {
             "tool_call_id": call.id,
             "name": call.name,
@@ -387,16 +406,30 @@ class _Turn:
         if hint:
             extra["error_hint"] = hint
             extra["error_hint_ids"] = hint_ids
-        if call.id in self.repeats:
+        if repeated:
             extra["repeated"] = True
-        message = self.agent.store.new_message("tool", outcome.content, **extra)
-        await self._save(message)
+        store = self.agent.store
+        message = store.new_message("tool", outcome.content, **extra)
+        store.append(self.sid, [message], embed=False)
         if hint:
             detail = {"tool": call.name, "record_ids": hint_ids, "message_id": message.id}
-            store = self.agent.store
-            await self.agent.storage.run(
-                store.archive.add_event, self.sid, message.time_ns, "error_hint", detail
-            )
+            try:
+                store.archive.add_event(self.sid, message.time_ns, "error_hint", detail)
+            except Exception:  # the hint is in the stored message; the event only marks it
+                log.warning("could not log the error-memory hint event", exc_info=True)
+        return message, hint
+
+    def _hint(self, outcome: ToolOutcome) -> tuple[str, list[int]]:
+        """Storage thread: error-memory advice for a failed call ("" when none or on error)."""
+        source = self.agent.hints
+        if source is None or not outcome.failed:
+            return "", []
+        error_text = outcome.content if outcome.is_error else f"empty result: {outcome.content}"
+        try:
+            return source.hint_for_failure(outcome.name, error_text)
+        except Exception:  # advice is optional; the turn goes on without it
+            log.warning("error-memory lookup failed", exc_info=True)
+            return "", []
 
     async def _save_answer(self, text: str, *, interrupted: bool) -> None:
         extra: dict[str, Any] = {"interrupted": True} if interrupted else {}

@@ -54,6 +54,7 @@ from agenvoy_desktop.core.error_types import (
     fuse_ranks,
     hint_for,
     keyword_term,
+    lookup_query,
     merge_keywords,
     rank_for_failure,
     symptom_key,
@@ -705,7 +706,7 @@ class ErrorMemory(SqliteStore):
         if rows.size == 0 or limit < 1:
             return []
         text = error_text(error)
-        sims = self._similarities(index.symptom, rows, text)
+        sims = self._similarities(index.symptom, rows, lookup_query(tool, error))
         error_type = classify_error(error)
         same = index.types[rows] == _TYPE_CODE[error_type]
         if error_type == "other":  # "unclassified" twice is no resemblance

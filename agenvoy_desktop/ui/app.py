@@ -39,6 +39,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.main_window import MainWindow
@@ -48,13 +49,6 @@ log = logging.getLogger("agenvoy_desktop.ui.app")
 
 APP_NAME = "Agenvoy Desktop"
 LOG_FILE = "agenvoy-desktop.log"
-GIL_SWITCH_S = 0.001
-"""The longest a busy background Python thread keeps the UI thread waiting for the GIL.
-
-Python's default is 5 ms; storage work (loading 10,000 messages, indexing)
-then made the window stutter by tens of milliseconds.  1 ms costs a little
-throughput on the worker and keeps the UI thread's waits short.
-"""
 FULL_GC_EVERY = 1_000_000
 """Young collections between automatic full ones: in effect, none while working.
 
@@ -70,7 +64,7 @@ GC_MAX_SKIPS = 10
 
 def tune_interpreter() -> None:
     """Interpreter settings for a responsive UI thread (see the constants above)."""
-    sys.setswitchinterval(GIL_SWITCH_S)
+    responsive_threads()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_GC_EVERY)
 

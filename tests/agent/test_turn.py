@@ -417,3 +417,25 @@ def test_messages_are_embedded_after_the_answer(
     before, after = asyncio.run(main())
     assert after == 4  # user, tool call, tool result, answer
     assert before <= after
+
+
+def test_settle_runs_after_the_answer_even_when_embedding_fails(
+    store: MemoryStore, make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints wait for the answer, and a failed embedding does not skip them."""
+    sid = store.create_session("t")
+    settled: list[int] = []
+    agent, _ = make_agent([["one"], ["two"]], settle=lambda: settled.append(len(settled)))
+
+    def broken(_sid: str, _messages: object) -> None:
+        raise RuntimeError("embedder gone")
+
+    async def main() -> None:
+        await agent.run_turn(sid, "first")
+        await agent.idle()
+        monkeypatch.setattr(store, "index_messages", broken)
+        await agent.run_turn(sid, "second")
+        await agent.idle()
+
+    asyncio.run(main())
+    assert settled == [0, 1]

@@ -20,7 +20,7 @@ from agenvoy_desktop.core.error_memory import (
     ErrorRecordNotFound,
     format_hints,
 )
-from agenvoy_desktop.core.error_types import classify_error, text_terms
+from agenvoy_desktop.core.error_types import QUERY_CLIP, classify_error, lookup_query, text_terms
 from tests.conftest import FakeClock
 from tests.fakes import HashingEmbedder
 
@@ -495,3 +495,51 @@ def test_like_fallback_matches_literal_percent(mem: ErrorMemory) -> None:
 def test_empty_search_is_refused(mem: ErrorMemory) -> None:
     with pytest.raises(ValueError, match="empty"):
         mem.search("  ")
+
+
+# -- the embedded query -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            "read_file failed: PermissionError: permission denied: /etc/secret.txt is "
+            "outside the allowed folders (/home/me/notes, /media/usb/backup)",
+            "permission denied: is outside the allowed folders",
+        ),
+        ("not found: C:\\Users\\me\\notes\\todo.md", "not found:"),
+        ("cannot open ~/a/b.txt or ./x/y/z.md today", "cannot open or today"),
+        ("see docs/guide/intro.md and/or 1/2", "see and/or 1/2"),  # one slash is no path
+        ("other_tool failed: x", "other_tool failed: x"),  # only the looked-up tool's prefix
+        ("KeyError: 'session'", "KeyError: 'session'"),  # the class is the message here
+        (
+            FileNotFoundError(2, "No such file or directory", "/srv/data/x.csv"),
+            "[Errno 2] No such file or directory:",
+        ),
+        ("  many\n\n   spaces\there  ", "many spaces here"),
+    ],
+)
+def test_lookup_query_keeps_the_kind_of_failure(error: BaseException | str, expected: str) -> None:
+    assert lookup_query("read_file", error) == expected
+
+
+def test_lookup_query_is_clipped_head_and_tail() -> None:
+    text = "Traceback (most recent call last): " + "frame " * 200 + "KeyError: 'session'"
+    query = lookup_query("t", text)
+    assert len(query) <= QUERY_CLIP + 3
+    assert query.startswith("Traceback")
+    assert query.endswith("KeyError: 'session'")
+
+
+def test_lookup_matches_despite_paths(mem: ErrorMemory) -> None:
+    """Paths leave the embedded query; a record about the same kind still ranks first."""
+    outside = mem.add(
+        "read_file",
+        "permission denied: /etc/hosts is outside the allowed folders",
+        outcome="failed",
+    )
+    mem.add("read_file", "not found: notes.txt", outcome="resolved")
+    error = (
+        "read_file failed: PermissionError: permission denied: /srv/a/b.txt is outside"
+        " the allowed folders (/home/me)"
+    )
+    assert _ids(mem.lookup_for_failure("read_file", error))[0] == outside.id

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agenvoy_desktop.core.sqlite_db import SqliteStore
+from agenvoy_desktop.core.sqlite_db import WAL_AUTOCHECKPOINT_PAGES, SqliteStore
 
 
 class ToyError(RuntimeError):
@@ -85,3 +85,17 @@ def test_write_failures_become_the_store_error(tmp_path: Path) -> None:
             toy.set_meta("k", "v")
         toy._db.execute("PRAGMA query_only = 0")
         assert toy.get_meta("k") is None
+
+
+def test_checkpoints_happen_when_we_ask(tmp_path: Path) -> None:
+    """A commit no longer pays for a checkpoint every 1000 pages; checkpoint() does it."""
+    with Toy(tmp_path / "toy.db") as toy:
+        assert toy._query("PRAGMA wal_autocheckpoint") == [(WAL_AUTOCHECKPOINT_PAGES,)]
+        with toy.transaction() as db:
+            db.executemany("INSERT INTO items VALUES (?)", [(f"item {i}",) for i in range(500)])
+        wal = tmp_path / "toy.db-wal"
+        assert wal.stat().st_size > 0
+        assert toy.checkpoint() == 0
+        reader = sqlite3.connect(f"file:{tmp_path / 'toy.db'}?mode=ro", uri=True)
+        assert reader.execute("SELECT count(*) FROM items").fetchone() == (500,)
+        reader.close()

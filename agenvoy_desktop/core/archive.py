@@ -151,7 +151,6 @@ class Archive(SqliteStore):
     _error = ArchiveError
     _schema_version = SCHEMA_VERSION
     _migrations = MIGRATIONS
-    _tx_friendly = sqlite3.OperationalError  # full, locked, read-only...
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, check_same_thread=False)

@@ -375,3 +375,20 @@ def test_over_budget_terms_rank_the_newest_matches_and_still_honour_time_ranges(
     old = archive.keyword_search("common", limit=5, time_to_ns=cutoff)
     assert len(old) == 5, "a time range older than the newest matches still finds them"
     assert all(h.message.time_ns <= cutoff for h, _ in old)
+
+
+def test_a_damaged_file_during_a_write_is_an_archive_error(tmp_path: Path) -> None:
+    """SQLITE_CORRUPT in the middle of a write reads as a damaged file, not a raw sqlite3 error."""
+    path = tmp_path / "archive.sqlite3"
+    with Archive(path) as arc:
+        _add(arc, [f"message number {i} " * 20 for i in range(300)])
+        arc.checkpoint()
+    db = sqlite3.connect(path)
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    with path.open("r+b") as handle:  # smash the messages table's root page
+        handle.seek((root - 1) * page)
+        handle.write(b"\xff" * page)
+    with Archive(path) as arc, pytest.raises(ArchiveError, match="the file is damaged"):
+        _add(arc, ["after the damage"], start=T0 + 10_000 * SECOND)

@@ -28,6 +28,8 @@ ToolStreamEvent = TextDelta | ToolCallRequest
 BARE_JSON_LIMIT = 8000
 """Characters a reply starting with ``{`` is held back before it is treated as text."""
 _TEXT, _TAG, _BARE = "text", "tag", "bare"
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_CALL_KEYS = frozenset({"name", "arguments", "id", "type"})
 _JSON = json.JSONDecoder()
 
 _NAME_GUESS = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
@@ -119,7 +121,8 @@ class ToolCallStream:
     with the bare JSON object, sometimes in a ```json fence.  With
     ``tool_names`` given, an answer that *starts* with ``{`` or such a fence
     is held until the object is complete: it becomes a call when its
-    ``name`` is one of the offered tools, and text otherwise.
+    ``name`` is one of the offered tools or it has exactly a call's shape
+    (see :meth:`_is_call`), and text otherwise.
     """
 
     def __init__(
@@ -206,13 +209,34 @@ class ToolCallStream:
                 return False  # incomplete so far
         self._mode = _TEXT
         obj = _json_object(raw) if raw is not None else None
-        if obj is not None and obj.get("name") in self._tool_names:
+        if obj is not None and self._is_call(obj):
             assert raw is not None
             self._buf = self._buf[end:]
             self._emit_call(parse_tool_call(raw, self._new_id()), out)
         else:
             self._bare_ok = False  # an ordinary answer: stream it as text from here on
         return True
+
+    def _is_call(self, obj: dict[str, Any]) -> bool:
+        """An offered tool's name, or exactly the shape of a call to a tool we lack.
+
+        The starter model sometimes invents a tool (``read_password_file``)
+        in a perfectly formed call; taken as text, that JSON became the
+        answer.  As a call it gets "unknown tool …; available tools: …" back
+        and the model can try again.  Only the bare call shape counts
+        (``name`` an identifier, ``arguments``, nothing else but ``id`` /
+        ``type``), so ordinary JSON in an answer stays text.
+        """
+        name = obj.get("name")
+        if name in self._tool_names:
+            return True
+        return (
+            isinstance(name, str)
+            and _TOOL_NAME.fullmatch(name) is not None
+            and "arguments" in obj
+            and isinstance(obj["arguments"], dict | str)
+            and set(obj) <= _CALL_KEYS
+        )
 
     def _bare_json(self) -> tuple[str | None, int]:
         """(the candidate JSON text, where it ends in the buffer), or (None, 0) if incomplete."""

@@ -151,6 +151,30 @@ def test_bare_json_that_is_no_call_stays_text() -> None:
     assert text_of(run(body)) == body
 
 
+def test_a_bare_call_to_an_invented_tool_is_a_call() -> None:
+    """The starter invents tools; as a call it hears "unknown tool" and can retry."""
+    body = '{"name": "read_password_file", "arguments": {"path": "/etc/passwd"}}'
+    (call,) = calls_of(run(body, tool_names=["read_text_file"]))
+    assert (call.name, call.arguments, call.error) == (
+        "read_password_file",
+        {"path": "/etc/passwd"},
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"name": "Alice", "age": 3}',  # no arguments
+        '{"name": "Alice Smith", "arguments": {}}',  # not an identifier
+        '{"name": "plan", "arguments": {}, "notes": "x"}',  # more than a call
+        '{"name": "plan", "arguments": 3}',  # arguments neither object nor JSON text
+    ],
+)
+def test_json_shaped_unlike_a_call_stays_text(answer: str) -> None:
+    assert text_of(run(answer, tool_names=["read_text_file"])) == answer
+
+
 def test_cut_off_bare_call_is_reported() -> None:
     events = run(['{"name": "get_weather", "arguments": {"ci'], tool_names=["get_weather"])
     (call,) = calls_of(events)

@@ -58,6 +58,7 @@ class Asked:
     """One question with the refs each route returned, best first."""
 
     category: int
+    conversation: int  # index in the LoCoMo file, for the held-out check
     evidence: frozenset[str]
     top: dict[str, list[str | None]]  # mode -> refs of the top LIMIT hits
     deep_sem: list[Hit]
@@ -106,13 +107,16 @@ def refs_of(hits: Sequence[Hit]) -> list[str | None]:
     return [h.item.message.ref for h in hits]
 
 
-def ask(store: MemoryStore, conv: benchlib.Conversation, question: benchlib.Question) -> Asked:
+def ask(
+    store: MemoryStore, conv: benchlib.Conversation, question: benchlib.Question, index: int
+) -> Asked:
     def run(mode: Mode, limit: int) -> list[Hit]:
         query = SearchQuery(question.question, mode=mode, limit=limit, session_id=conv.session_id)
         return search_chat_history(store, query).hits
 
     return Asked(
         category=question.category,
+        conversation=index,
         evidence=frozenset(question.evidence),
         top={mode: refs_of(run(mode, LIMIT)) for mode in MODES},
         deep_sem=run("semantic", DEEP),
@@ -131,7 +135,7 @@ def ask_all(
 ) -> tuple[list[Asked], dict[str, int]]:
     asked: list[Asked] = []
     counts = {"questions": 0, "asked": 0, "no_valid_evidence": 0, "dropped_evidence_ids": 0}
-    for conv in convs:
+    for index, conv in enumerate(convs):
         questions = selected_questions(conv, quick)
         for question in questions:
             counts["questions"] += 1
@@ -139,7 +143,7 @@ def ask_all(
             if not question.evidence:
                 counts["no_valid_evidence"] += 1
                 continue
-            asked.append(ask(store, conv, question))
+            asked.append(ask(store, conv, question, index))
         print(f"  {conv.session_id}: {len(questions)} questions")
     counts["asked"] = len(asked)
     return asked, counts
@@ -168,8 +172,8 @@ def fusion_rows(asked: Sequence[Asked], **cfg: Any) -> list[Row]:
     return [(a.category, weighted_rrf(a.deep_sem, a.deep_kw, **cfg), a.evidence) for a in asked]
 
 
-def explore_fusion(asked: Sequence[Asked]) -> dict[str, Any]:
-    """Grid over RRF k, depth and semantic weight; recall@10 overall for each."""
+def fusion_grid(asked: Sequence[Asked]) -> list[dict[str, Any]]:
+    """Every (RRF k, depth, semantic weight) with its overall recall, best first."""
     grid: list[dict[str, Any]] = []
     for k in RRF_KS:
         for depth in DEPTHS:
@@ -178,6 +182,45 @@ def explore_fusion(asked: Sequence[Asked]) -> dict[str, Any]:
                 overall = summarize(fusion_rows(asked, **cfg))["overall"]
                 grid.append({**cfg, **{f"recall@{x}": overall[f"recall@{x}"] for x in KS}})
     grid.sort(key=lambda g: (g["recall@10"], g["recall@5"], g["recall@1"]), reverse=True)
+    return grid
+
+
+def held_out_check(asked: Sequence[Asked]) -> list[dict[str, Any]]:
+    """Two folds over the conversations (even / odd): tune the fusion on one half,
+    measure on the other.  The shipped settings were chosen on all ten; this says
+    whether hybrid still beats both routes on questions the choice never saw."""
+    folds = []
+    for tune_parity in (0, 1):
+        tune = [a for a in asked if a.conversation % 2 == tune_parity]
+        test = [a for a in asked if a.conversation % 2 != tune_parity]
+        best = fusion_grid(tune)[0]
+        cfg = {key: best[key] for key in ("k", "depth", "w_sem", "w_kw")}
+
+        def r10(rows: Sequence[Row]) -> float:
+            return float(summarize(rows)["overall"]["recall@10"])
+
+        folds.append(
+            {
+                "tuned_on": sorted({a.conversation for a in tune}),
+                "measured_on": sorted({a.conversation for a in test}),
+                "questions": len(test),
+                "best_on_tune_half": cfg,
+                "recall@10": {
+                    "hybrid_as_shipped": r10(
+                        [(a.category, a.top["hybrid"], a.evidence) for a in test]
+                    ),
+                    "fusion_tuned_on_other_half": r10(fusion_rows(test, **cfg)),
+                    "semantic": r10([(a.category, a.top["semantic"], a.evidence) for a in test]),
+                    "keyword": r10([(a.category, a.top["keyword"], a.evidence) for a in test]),
+                },
+            }
+        )
+    return folds
+
+
+def explore_fusion(asked: Sequence[Asked]) -> dict[str, Any]:
+    """Grid over RRF k, depth and semantic weight; recall@10 overall for each."""
+    grid = fusion_grid(asked)
     current_rows = fusion_rows(asked, **CURRENT_FUSION)
     agree = sum(
         1 for a, (_, refs, _) in zip(asked, current_rows, strict=True) if a.top["hybrid"] == refs
@@ -192,6 +235,7 @@ def explore_fusion(asked: Sequence[Asked]) -> dict[str, Any]:
         "best": grid[:10],
         "equal_weight_best": [g for g in grid if g["w_sem"] == 1.0][:5],
         "grid_size": len(grid),
+        "held_out": held_out_check(asked),
     }
 
 
@@ -299,6 +343,12 @@ def main() -> None:
             + "  ".join(f"R@{x} {vr[f'recall@{x}']:.4f}" for x in KS)
         )
     print(f"shipped fusion: {CURRENT_FUSION}")
+    for fold in fusion["held_out"]:
+        cells = "  ".join(f"{name} {value:.4f}" for name, value in fold["recall@10"].items())
+        print(
+            f"held out: tuned on conversations {fold['tuned_on']}, measured on "
+            f"{fold['measured_on']} ({fold['questions']} questions): R@10 {cells}"
+        )
     print(f"RRF k at the shipped depth {CURRENT_FUSION['depth']}, equal weights:")
     for g in fusion["by_k_at_current_depth"]:
         cells = "  ".join(f"R@{x} {g[f'recall@{x}']:.4f}" for x in KS)

@@ -1,0 +1,324 @@
+"""A loaded chat model on llama.cpp's C API: tokens, the KV-cached token loop, embeddings.
+
+:class:`LlamaModel` owns one llama.cpp model, its chat context and (made at
+the first embedding) an embedding context; it is used on the chat engine's
+worker thread only, since a llama.cpp context is not thread-safe.  It lives
+apart from :mod:`agenvoy_desktop.llm.engine`, which owns the queueing, the
+asyncio face and the prompt policy, because this is the only code that speaks
+to llama.cpp's C structures.
+
+It drives llama.cpp through llama-cpp-python's C bindings (like
+:mod:`agenvoy_desktop.llm.embedder`), not its ``Llama`` class:
+``Llama(verbose=False)`` silences llama.cpp by redirecting the whole process's
+stdout/stderr file descriptors around every load and generation, which would
+swallow what other threads print (the CLI streams answers to stdout), and
+``verbose=True`` prints to stderr itself.  llama.cpp's log goes to the
+``agenvoy_desktop.llm.llama_cpp`` logger.  Our own token loop is short: a
+prefill that reuses the KV cache of the previous prompt's common prefix, then
+sample / decode one token at a time, with a cancellation check before each
+step, so ``stop`` takes effect within one token.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from agenvoy_desktop.core.model_api import FinishReason
+from agenvoy_desktop.llm.chat_format import ChatTemplate
+from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
+from agenvoy_desktop.llm.embedder import LOG_ROUTER, route_llama_logs
+from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
+from agenvoy_desktop.llm.sampler import Sampler
+
+FloatArray = npt.NDArray[np.float32]
+Tokens = list[int]
+
+PROMPT_BATCH = 512
+"""Prompt tokens per llama_decode call (llama.cpp's usual n_batch)."""
+EMBED_CONTEXT = 512
+"""Tokens an embedded text may have (longer texts are truncated)."""
+MIN_CONTEXT = 256
+_ALL_LAYERS = 0x7FFFFFFF
+
+
+class ModelLoadError(RuntimeError):
+    """The model file is missing, not a GGUF, damaged, or llama.cpp cannot run it."""
+
+
+def effective_context(requested: int, trained: int | None) -> int:
+    """min(setting, the model's trained context), never below a usable minimum.
+
+    One rule for both sides: the engine answers from the GGUF header before
+    loading, the loaded model from llama.cpp's trained context.
+    """
+    limit = trained if trained and trained > 0 else requested
+    return max(min(MIN_CONTEXT, limit), min(requested, limit))
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class LlamaModel:
+    """A loaded model, its chat context and (lazily) an embedding context.
+
+    Worker thread only.  ``_past`` mirrors the tokens in the chat context's
+    KV cache, so the next prompt re-evaluates only what changed (a chat turn
+    shares the system prompt, tool list and history with the one before).
+    """
+
+    def __init__(self, path: Path, *, n_ctx: int, threads: int, gpu_layers: int, name: str) -> None:
+        self.path = path
+        self.name = name
+        self.threads = threads
+        self._model: Any = None
+        self.context: Any = None
+        self._embed_ctx: Any = None
+        self._embed_batch: Any = None
+        route_llama_logs()
+        try:
+            read_gguf_info(path)  # a clear message for missing / non-GGUF / truncated files
+        except ModelFileError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        LOG_ROUTER.start_capture()
+        try:
+            self._load(n_ctx, gpu_layers)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            LOG_ROUTER.stop_capture()
+        self._past: Tokens = []
+        self._pieces: dict[int, bytes] = {}
+        self._one = (llama_cpp.llama_token * 1)()
+        self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
+        self.template = self._chat_template()
+
+    def _load(self, n_ctx: int, gpu_layers: int) -> None:
+        params = llama_cpp.llama_model_default_params()
+        if llama_cpp.llama_supports_gpu_offload():
+            params.n_gpu_layers = _ALL_LAYERS if gpu_layers < 0 else gpu_layers
+        else:
+            params.n_gpu_layers = 0
+        params.use_extra_bufts = extra_buffers_enabled()
+        self._model = llama_cpp.llama_model_load_from_file(os.fsencode(self.path), params)
+        if not self._model:
+            self._model = None
+            raise ModelLoadError(self._failure("llama.cpp could not load the model"))
+        self.n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(self._model))
+        self.n_ctx = effective_context(n_ctx, self.n_ctx_train)
+        self.n_embd = int(llama_cpp.llama_model_n_embd(self._model))
+        self.context = self._new_context(self.n_ctx, embeddings=False)
+        self.vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._memory = llama_cpp.llama_get_memory(self.context)
+
+    def _new_context(self, n_ctx: int, *, embeddings: bool) -> Any:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = n_ctx if embeddings else PROMPT_BATCH
+        params.n_ubatch = params.n_batch
+        params.n_seq_max = 1
+        params.n_threads = self.threads
+        params.n_threads_batch = self.threads
+        params.no_perf = True
+        if embeddings:
+            params.embeddings = True
+            params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_MEAN
+        ctx = llama_cpp.llama_init_from_model(self._model, params)
+        if not ctx:
+            raise ModelLoadError(self._failure("llama.cpp could not create a context"))
+        return ctx
+
+    def _failure(self, what: str) -> str:
+        errors = LOG_ROUTER.captured()
+        detail = "; ".join(errors[-3:]) if errors else "corrupt or unsupported GGUF?"
+        return f"{self.path}: {what} ({detail})"
+
+    def _chat_template(self) -> ChatTemplate:
+        raw = llama_cpp.llama_model_chat_template(self._model, None)
+        source = raw.decode("utf-8", errors="replace") if raw else None
+        return ChatTemplate(
+            source,
+            bos_token=self._special_text(llama_cpp.llama_vocab_bos(self.vocab)),
+            eos_token=self._special_text(llama_cpp.llama_vocab_eos(self.vocab)),
+            model=self.name,
+        )
+
+    def _special_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._token_bytes(token, special=True).decode("utf-8", errors="replace")
+
+    # -- tokens -------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, add_special: bool = False) -> Tokens:
+        """Token ids of ``text``; special tokens written in it (``<|im_start|>``) are parsed."""
+        data = text.encode("utf-8", errors="replace")
+        size = len(data) + 8
+        while True:
+            buf = (llama_cpp.llama_token * size)()
+            n = int(
+                llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, size, add_special, True)
+            )
+            if n >= 0:
+                return list(buf[:n])
+            if -n <= size:
+                raise RuntimeError(f"{self.path}: tokenization failed")
+            size = -n
+
+    def prompt_tokens(self, prompt: str) -> Tokens:
+        """The rendered prompt's tokens, with BOS added unless the template wrote it."""
+        bos = self.template.bos_token
+        add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+        tokens = self.tokenize(prompt, add_special=add_bos and not (bos and prompt.startswith(bos)))
+        return tokens or [self._fallback_token()]
+
+    def _fallback_token(self) -> int:
+        """Something to decode when a text has no tokens at all (an empty prompt)."""
+        bos = int(llama_cpp.llama_vocab_bos(self.vocab))
+        return bos if bos >= 0 else int(llama_cpp.llama_vocab_eos(self.vocab))
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a generated token stands for (control tokens are empty)."""
+        cached = self._pieces.get(token)
+        if cached is None:
+            cached = self._pieces[token] = self._token_bytes(token, special=False)
+        return cached
+
+    def _token_bytes(self, token: int, *, special: bool) -> bytes:
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = int(llama_cpp.llama_token_to_piece(self.vocab, token, buf, size, 0, special))
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    # -- generation ---------------------------------------------------------------------------
+    def make_sampler(self, *, temperature: float, seed: int | None, grammar: str | None) -> Sampler:
+        """Sampling state for one request; the caller closes it."""
+        return Sampler(self, temperature=temperature, seed=seed, grammar=grammar)
+
+    def generate(
+        self,
+        tokens: Tokens,
+        sampler: Sampler,
+        max_new: int,
+        cancelled: Callable[[], bool],
+        on_token: Callable[[int], None],
+    ) -> tuple[FinishReason, int]:
+        """Prefill ``tokens`` and sample up to ``max_new`` tokens: (finish reason, generated).
+
+        ``cancelled`` is asked before every decode and before every sample.
+        """
+        if not self._prefill(tokens, cancelled):
+            return "cancelled", 0
+        generated = 0
+        vocab = self.vocab
+        while generated < max_new and len(self._past) < self.n_ctx:
+            if cancelled():
+                return "cancelled", generated
+            token = sampler.sample()
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                return "stop", generated
+            generated += 1
+            on_token(token)
+            if generated >= max_new or cancelled():
+                break
+            self._one[0] = token
+            self._decode(self._one_batch)
+            self._past.append(token)
+        return ("cancelled" if cancelled() else "length"), generated
+
+    def _prefill(self, tokens: Tokens, cancelled: Callable[[], bool]) -> bool:
+        """Evaluate ``tokens``, reusing the cached common prefix; False if cancelled."""
+        keep = min(_common_prefix(self._past, tokens), len(tokens) - 1)
+        if keep < len(self._past):
+            if not llama_cpp.llama_memory_seq_rm(self._memory, 0, keep, -1):
+                llama_cpp.llama_memory_clear(self._memory, True)
+                keep = 0
+            del self._past[keep:]
+        for start in range(keep, len(tokens), PROMPT_BATCH):
+            if cancelled():
+                return False
+            chunk = tokens[start : start + PROMPT_BATCH]
+            array = (llama_cpp.llama_token * len(chunk))(*chunk)
+            self._decode(llama_cpp.llama_batch_get_one(array, len(chunk)))
+            self._past.extend(chunk)
+        return True
+
+    def _decode(self, batch: Any) -> None:
+        rc = int(llama_cpp.llama_decode(self.context, batch))
+        if rc != 0:
+            llama_cpp.llama_memory_clear(self._memory, True)
+            self._past.clear()
+            raise RuntimeError(f"{self.path}: llama_decode failed with code {rc}")
+
+    # -- embeddings ---------------------------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Mean-pooled, L2-normalised hidden states of the chat model, one row per text."""
+        out = np.zeros((len(texts), self.n_embd), dtype=np.float32)
+        if not texts:
+            return out
+        ctx, n_max = self._embedding_context()
+        batch = self._embed_batch
+        memory = llama_cpp.llama_get_memory(ctx)
+        for row, text in enumerate(texts):
+            tokens = self.tokenize(text, add_special=True)[:n_max]
+            if not tokens:
+                tokens = [self._fallback_token()]
+            for i, token in enumerate(tokens):
+                batch.token[i] = token
+                batch.pos[i] = i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = 1
+            batch.n_tokens = len(tokens)
+            if memory:
+                llama_cpp.llama_memory_clear(memory, True)
+            rc = int(llama_cpp.llama_decode(ctx, batch))
+            if rc != 0:
+                raise RuntimeError(f"{self.path}: llama_decode (embeddings) failed with code {rc}")
+            pooled = llama_cpp.llama_get_embeddings_seq(ctx, 0)
+            if not pooled:
+                raise RuntimeError(f"{self.path}: llama.cpp returned no pooled embedding")
+            out[row] = np.ctypeslib.as_array(pooled, shape=(self.n_embd,))
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.maximum(norms, 1e-12, out=norms)
+        out /= norms
+        return out
+
+    def _embedding_context(self) -> tuple[Any, int]:
+        n_max = min(EMBED_CONTEXT, self.n_ctx_train if self.n_ctx_train > 0 else EMBED_CONTEXT)
+        if self._embed_ctx is None:
+            LOG_ROUTER.start_capture()
+            try:
+                self._embed_ctx = self._new_context(n_max, embeddings=True)
+            finally:
+                LOG_ROUTER.stop_capture()
+            self._embed_batch = llama_cpp.llama_batch_init(n_max, 0, 1)
+        return self._embed_ctx, n_max
+
+    def close(self) -> None:
+        if self._embed_batch is not None:
+            llama_cpp.llama_batch_free(self._embed_batch)
+            self._embed_batch = None
+        for attr in ("_embed_ctx", "context"):
+            ctx = getattr(self, attr)
+            if ctx is not None:
+                llama_cpp.llama_free(ctx)
+                setattr(self, attr, None)
+        if self._model is not None:
+            llama_cpp.llama_model_free(self._model)
+            self._model = None

@@ -1,9 +1,11 @@
 """The main window: sessions | chat | timeline and memory inspector.
 
-The window wires panels together and owns the session-level actions (new,
-rename, reset, remove, export, import); each panel loads its own data through
-the :class:`AsyncRunner`.  Reset and remove go through :class:`PendingOps`:
-the view changes at once and a toast offers Undo for the undo window.
+The window lays the panels out, wires them together and keeps the window
+state: the current session, new and rename, settings.  Reset, remove, export
+and import (with their undo window and toasts) live in
+:class:`~agenvoy_desktop.ui.session_actions.SessionActions`, which the window
+owns and points its toolbar and menus at; each panel loads its own data
+through the :class:`AsyncRunner`.
 
 Window geometry, splitter sizes, the side tab and the last open session are
 kept in ``window.ini`` in the profile's config folder (a ``QSettings`` INI
@@ -21,7 +23,6 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog,
     QMainWindow,
     QMessageBox,
     QSplitter,
@@ -33,24 +34,22 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.export import ExportFormat, suggested_filename, write_export
-from agenvoy_desktop.core.importers import read_import_file
 from agenvoy_desktop.core.store import MemoryStore, SessionInfo
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation, ProgressStrip
 from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.inspector.panel import InspectorPanel
-from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp, PendingOps
+from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp
+from agenvoy_desktop.ui.session_actions import PathChooser, SessionActions
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
 from agenvoy_desktop.ui.timeline_panel import TimelinePanel
-from agenvoy_desktop.ui.toast import Toast, ToastArea
+from agenvoy_desktop.ui.toast import ToastArea
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "window.ini"
 TITLE_CHARS = 48
 LIST_REFRESH_MS = 500
-PathChooser = Callable[[str, ExportFormat, Callable[[Path | None], None]], None]
 
 
 def auto_title(store: MemoryStore, session_id: str) -> str | None:
@@ -93,13 +92,11 @@ class MainWindow(QMainWindow):
         self.state = state or QSettings(
             str(services.paths.config_dir / STATE_FILE), QSettings.Format.IniFormat
         )
-        self.pending = PendingOps(services, runner, delay_ms=undo_ms, parent=self)
-        self.choose_export_path: PathChooser = self._ask_export_path
-        """Asks where to export (tests replace it; the default opens a file dialog)."""
         self._sid: str | None = None
-        self._toast_for: dict[PendingOp, Toast] = {}
         self.setWindowTitle("Agenvoy Desktop")
         self._build_panels()
+        self.session_actions = SessionActions(self, undo_ms=undo_ms)
+        self.pending = self.session_actions.pending
         self._build_actions()
         self._connect()
         self.progress = ProgressStrip()
@@ -149,7 +146,7 @@ class MainWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
-        a = self._action
+        a, acts = self._action, self.session_actions
         self.new_action = a("New", self.new_session, QKeySequence.StandardKey.New)
         self.new_action.setToolTip("New session (Ctrl+N)")
         self.search_action = a("Find Sessions", self.sessions.focus_search, "Ctrl+F")
@@ -157,22 +154,22 @@ class MainWindow(QMainWindow):
         self.stop_action = a("Stop Generating", self.chat.stop, "Esc")
         self.stop_action.setEnabled(False)
         self.rename_action = a("Rename", self.sessions.rename_current, "F2")
-        self.reset_action = a("Reset", lambda: self.reset_session(self._sid))
+        self.reset_action = a("Reset", lambda: acts.reset_session(self._sid))
         self.reset_action.setToolTip(
             "Clear this session's messages; its summary is kept (undo 10 s)"
         )
-        self.remove_action = a("Remove", lambda: self.remove_session(self._sid))
+        self.remove_action = a("Remove", lambda: acts.remove_session(self._sid))
         self.remove_action.setToolTip("Delete this session and all its memory (undo 10 s)")
         self.export_remove_action = a(
-            "Export First, Then Remove…", lambda: self.export_then_remove(self._sid)
+            "Export First, Then Remove…", lambda: acts.export_then_remove(self._sid)
         )
         self.export_md_action = a(
-            "Export as Markdown…", lambda: self.export_session(self._sid, "markdown")
+            "Export as Markdown…", lambda: acts.export_session(self._sid, "markdown")
         )
         self.export_json_action = a(
-            "Export as JSON…", lambda: self.export_session(self._sid, "json")
+            "Export as JSON…", lambda: acts.export_session(self._sid, "json")
         )
-        self.import_action = a("Import Conversation…", self.import_file, "Ctrl+I")
+        self.import_action = a("Import Conversation…", acts.import_file, "Ctrl+I")
         self.settings_action = a(
             "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences
         )
@@ -228,7 +225,7 @@ class MainWindow(QMainWindow):
         self.sessions.session_selected.connect(self.select_session)
         self.sessions.new_requested.connect(self.new_session)
         self.sessions.rename_requested.connect(self.rename_session)
-        self.sessions.action_requested.connect(self._on_session_action)
+        self.sessions.action_requested.connect(self.session_actions.run_named)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)
         self.chat.messages_changed.connect(self._on_messages_changed)
@@ -237,11 +234,6 @@ class MainWindow(QMainWindow):
         self.timeline.message_activated.connect(self.chat.reveal_message)
         self.inspector.message_activated.connect(self.chat.reveal_message)
         self.inspector.settings_changed.connect(self.chat.refresh_model_state)
-        self.pending.executed.connect(self._on_op_executed)
-        self.pending.failed.connect(self._on_op_failed)
-        self.pending.undone.connect(self._close_toast)
-        self.pending.executed.connect(self._close_toast)
-        self.pending.failed.connect(lambda op, _message: self._close_toast(op))
         self._list_timer = QTimer(self)
         self._list_timer.setSingleShot(True)
         self._list_timer.setInterval(LIST_REFRESH_MS)
@@ -350,185 +342,31 @@ class MainWindow(QMainWindow):
     def _refresh_list(self) -> None:
         self.sessions.refresh()
 
-    # -- reset and remove -----------------------------------------------------------------
-    def _on_session_action(self, action: str, session_id: str) -> None:
-        if action == "reset":
-            self.reset_session(session_id)
-        elif action == "remove":
-            self.remove_session(session_id)
-        elif action == "export-remove":
-            self.export_then_remove(session_id)
-        elif action in ("export-markdown", "export-json"):
-            self.export_session(session_id, "markdown" if action == "export-markdown" else "json")
+    # -- session actions (kept here for callers of the window) ----------------------------
+    @property
+    def choose_export_path(self) -> PathChooser:
+        """Asks where to export (tests replace it; the default opens a file dialog)."""
+        return self.session_actions.choose_export_path
+
+    @choose_export_path.setter
+    def choose_export_path(self, chooser: PathChooser) -> None:
+        self.session_actions.choose_export_path = chooser
 
     def reset_session(self, session_id: str | None) -> PendingOp | None:
-        """Clear the session's messages now in the view; the store follows after the undo window."""
-        if session_id is None:
-            return None
-        if self.chat.busy and session_id == self.chat.session_id:
-            self.chat.stop()
-        title = self.sessions.title_of(session_id)
-        op = self.pending.schedule("reset", session_id, title)
-        if session_id == self._sid:
-            self.chat.show_cleared()
-            self.timeline.show_cleared()
-            self.inspector.set_session(None)
-        self._toast_for[op] = self.toasts.show_toast(
-            f"Reset “{title}”: messages cleared, summary kept.",
-            [("Undo", lambda: self.undo(op))],
-            duration_ms=self.pending.delay_ms,
-        )
-        return op
+        """See :meth:`SessionActions.reset_session`."""
+        return self.session_actions.reset_session(session_id)
 
     def remove_session(self, session_id: str | None) -> PendingOp | None:
-        """Hide the session now; the store deletes it after the undo window."""
-        if session_id is None:
-            return None
-        if self.chat.busy and session_id == self.chat.session_id:
-            self.chat.stop()
-        title = self.sessions.title_of(session_id)
-        op = self.pending.schedule("remove", session_id, title)
-        self._show_removed(op, f"Removed “{title}”.")
-        return op
-
-    def _show_removed(self, op: PendingOp, text: str) -> None:
-        self.sessions.set_hidden(self.pending.hidden_sessions())
-        if op.session_id == self._sid:
-            ids = self.sessions.model.session_ids()
-            self.select_session(ids[0] if ids else None)
-        self._close_toast(op)
-        self._toast_for[op] = self.toasts.show_toast(
-            text,
-            [("Undo", lambda: self.undo(op)), ("Export first", lambda: self._export_pending(op))],
-            duration_ms=self.pending.delay_ms,
-        )
-
-    def _close_toast(self, op: PendingOp) -> None:
-        """The toast of an operation that was undone or ran goes away with it."""
-        toast = self._toast_for.pop(op, None)
-        if toast is not None and not toast.is_closed:
-            toast.dismiss()
+        """See :meth:`SessionActions.remove_session`."""
+        return self.session_actions.remove_session(session_id)
 
     def undo(self, op: PendingOp) -> bool:
-        """Take back a pending reset/remove; the session is shown as it was."""
-        if not self.pending.undo(op):
-            return False
-        self.sessions.set_hidden(self.pending.hidden_sessions())
-        if op.kind == "remove" or op.session_id == self._sid:
-            self.select_session(op.session_id)
-        self.statusBar().showMessage(f"Undone: {op.kind} of “{op.title}”.", 4000)
-        return True
-
-    def _on_op_executed(self, op: PendingOp) -> None:
-        self.sessions.refresh()
-        if op.kind == "reset" and op.session_id == self._sid:
-            self.select_session(op.session_id)
-
-    def _on_op_failed(self, op: PendingOp, message: str) -> None:
-        self.errors.show_error(f"Could not {op.kind} “{op.title}”: {message}")
-        self.sessions.set_hidden(self.pending.hidden_sessions())
-        self.sessions.refresh()
-        if op.session_id == self._sid or op.kind == "remove":
-            self.select_session(op.session_id)
-
-    # -- export and import ------------------------------------------------------------------
-    def export_session(
-        self,
-        session_id: str | None,
-        fmt: ExportFormat,
-        then: Callable[[bool], object] | None = None,
-    ) -> None:
-        """Ask where, then write the export on the storage thread."""
-        if session_id is None:
-            return
-
-        def chosen(path: Path | None) -> None:
-            if path is None:
-                if then is not None:
-                    then(False)
-                return
-            store = self.services.store
-
-            def done(written: Path) -> None:
-                self.statusBar().showMessage(f"Exported to {written}", 8000)
-                if then is not None:
-                    then(True)
-
-            def failed(exc: BaseException) -> None:
-                self.runner.report_error("export the session", exc)
-                if then is not None:
-                    then(False)
-
-            self.runner.run(
-                self.services.storage.run(
-                    write_export, store, session_id, path, fmt, self.services.clock()
-                ),
-                what="export the session",
-                on_success=done,
-                on_failure=failed,
-            )
-
-        self.choose_export_path(session_id, fmt, chosen)
-
-    def export_then_remove(self, session_id: str | None) -> None:
-        """Markdown export first; the remove starts only once the file is written."""
-        if session_id is not None:
-            self.export_session(
-                session_id, "markdown", lambda ok: self.remove_session(session_id) if ok else None
-            )
-
-    def _export_pending(self, op: PendingOp) -> None:
-        """ "Export first" in a remove toast: hold the removal, export, then resume it."""
-        self.pending.hold(op)
-
-        def after(ok: bool) -> None:
-            if op.state != "pending":
-                return
-            self.pending.resume(op)
-            note = "Exported; removal continues." if ok else "Not exported; removal continues."
-            self._show_removed(op, f"Removed “{op.title}”. {note}")
-
-        self.export_session(op.session_id, "markdown", after)
-
-    def _ask_export_path(
-        self, session_id: str, fmt: ExportFormat, then: Callable[[Path | None], None]
-    ) -> None:
-        name = suggested_filename(self.sessions.title_of(session_id), session_id, fmt)
-        dialog = QFileDialog(self, "Export session", str(Path.home() / name))
-        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
-        dialog.setNameFilter("Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)")
-        dialog.fileSelected.connect(lambda path: then(Path(path)))
-        dialog.rejected.connect(lambda: then(None))
-        dialog.open()
+        """See :meth:`SessionActions.undo`."""
+        return self.session_actions.undo(op)
 
     def import_file(self, path: Path | None = None) -> Operation | None:
-        """Import JSON Lines or a history.json as a new session, with progress."""
-        if path is None:
-            dialog = QFileDialog(self, "Import conversation")
-            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-            dialog.setNameFilter("Conversations (*.json *.jsonl);;All files (*)")
-            dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
-            dialog.open()
-            return None
-
-        async def work(op: Operation) -> str:
-            messages = await asyncio.to_thread(read_import_file, path, self.services.clock())
-            op.report(0.0, f"{len(messages):,} messages read; indexing…")
-            return await self.services.storage.run(
-                self.services.store.import_messages,
-                messages,
-                title=path.stem,
-                progress=op.report_counts,
-                cancelled=op.is_cancelled,
-            )
-
-        def done(sid: str) -> None:
-            self.sessions.refresh()
-            self.select_session(sid)
-
-        return self.runner.run(
-            work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"
-        )
+        """See :meth:`SessionActions.import_file`."""
+        return self.session_actions.import_file(path)
 
     # -- models and settings -------------------------------------------------------------------
     def open_settings(self, page: str | None = None) -> SettingsDialog:

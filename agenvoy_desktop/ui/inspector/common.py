@@ -1,4 +1,4 @@
-"""Pieces every inspector tab shares: stale-proof background jobs, a status line, formatting.
+"""Pieces every inspector tab shares: a base class, stale-proof jobs, a status line, formatting.
 
 The tabs never touch disk or a model on the UI thread.  Each piece of work is a
 coroutine handed to the window's :class:`AsyncRunner`, which runs it on the
@@ -117,6 +117,49 @@ class Jobs:
                 self._ops.pop(key)
             else:
                 self.cancel(key)
+
+
+class InspectorTab(QWidget):
+    """What every inspector tab has: the services, its :class:`Jobs`, the session shown.
+
+    The panel calls :meth:`set_session` on every switch and :meth:`refresh`
+    once the tab is on screen.  A switch drops the answers still in flight
+    for the old session (jobs under :attr:`detach_on_switch` keep running)
+    and lets the tab clear what it showed in :meth:`_session_changed`.
+    """
+
+    detach_on_switch: tuple[str, ...] = ()
+    """Job keys whose work should finish even when the user leaves the session."""
+    no_session_text = ""
+    """What the tab says while no session is chosen."""
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self.jobs = Jobs(runner)
+        self.session_id: str | None = None
+
+    def set_session(self, session_id: str | None) -> None:
+        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
+        if session_id == self.session_id:
+            return
+        self.jobs.invalidate(detach=self.detach_on_switch)
+        self.session_id = session_id
+        self._session_changed()
+
+    def refresh(self) -> None:
+        """Load what the tab shows (on the runner, never on the UI thread)."""
+        raise NotImplementedError
+
+    def _session_changed(self) -> None:
+        """Clear what showed the old session (tabs that show one override this)."""
+
+    @property
+    def placeholder(self) -> str:
+        """The line shown before there is anything: choose a session, or wait for it."""
+        return self.no_session_text if self.session_id is None else "Loading…"
 
 
 class StatusLine(QLabel):

@@ -31,7 +31,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.inspector.common import Jobs, StatusLine, esc, plural
+from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
 from agenvoy_desktop.ui.theme import colors
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -143,16 +143,15 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
     return "".join(blocks)
 
 
-class ContextTab(QWidget):
+class ContextTab(InspectorTab):
     """See the module docstring."""
+
+    no_session_text = "Choose a session to see what the model will receive."
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
-        self.services = services
-        self.jobs = Jobs(runner)
-        self.session_id: str | None = None
+        super().__init__(services, runner, parent)
         self.view: ContextView | None = None
         self.summary_label = QLabel()
         self.summary_label.setWordWrap(True)
@@ -179,20 +178,11 @@ class ContextTab(QWidget):
         layout.addWidget(self.meter)
         layout.addWidget(self.status)
         layout.addWidget(self.browser, 1)
-        self._show_nothing("Choose a session to see what the model will receive.")
+        self._show_nothing(self.placeholder)
 
-    def set_session(self, session_id: str | None) -> None:
-        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
-        if session_id == self.session_id:
-            return
-        self.jobs.invalidate()
-        self.session_id = session_id
+    def _session_changed(self) -> None:
         self.view = None
-        self._show_nothing(
-            "Choose a session to see what the model will receive."
-            if session_id is None
-            else "Loading…"
-        )
+        self._show_nothing(self.placeholder)
 
     def refresh(self) -> None:
         sid = self.session_id

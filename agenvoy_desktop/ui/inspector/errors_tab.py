@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.error_types import OUTCOMES, ErrorRecord
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.inspector.common import Jobs, StatusLine, esc, local_time, plural
+from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, local_time, plural
 from agenvoy_desktop.ui.theme import colors
 
 COLUMNS = ("Tool", "Symptom", "Action", "Outcome", "Created", "Expires", "Hits")
@@ -256,16 +256,13 @@ def _text_box(placeholder: str) -> QPlainTextEdit:
     return box
 
 
-class ErrorsTab(QWidget):
+class ErrorsTab(InspectorTab):
     """See the module docstring."""
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
-        self.services = services
-        self.jobs = Jobs(runner)
-        self.session_id: str | None = None
+        super().__init__(services, runner, parent)
         self.dialog: AddErrorDialog | None = None
         self._select_after: int | None = None
         self.model = ErrorTableModel(self)

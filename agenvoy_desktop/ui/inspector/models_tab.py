@@ -43,7 +43,13 @@ from agenvoy_desktop.llm.catalogue import CatalogueEntry
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.inspector.common import Jobs, StatusLine, catalogue_of, esc, human_bytes
+from agenvoy_desktop.ui.inspector.common import (
+    InspectorTab,
+    StatusLine,
+    catalogue_of,
+    esc,
+    human_bytes,
+)
 from agenvoy_desktop.ui.theme import colors
 
 CATALOGUE_COLUMNS = (
@@ -184,7 +190,7 @@ def _table(columns: tuple[str, ...]) -> QTableWidget:
     return table
 
 
-class ModelsTab(QWidget):
+class ModelsTab(InspectorTab):
     """See the module docstring."""
 
     settings_changed = Signal()
@@ -197,9 +203,7 @@ class ModelsTab(QWidget):
         *,
         discover: Discover = discover_gguf_files,
     ) -> None:
-        super().__init__(parent)
-        self.services = services
-        self.jobs = Jobs(runner)
+        super().__init__(services, runner, parent)
         self.discover = discover
         self.view: ModelsView | None = None
         self.found: list[DiscoveredModel] = []

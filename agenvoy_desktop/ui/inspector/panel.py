@@ -9,25 +9,17 @@ would otherwise queue behind a streaming answer).
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.inspector.common import InspectorTab
 from agenvoy_desktop.ui.inspector.context_tab import ContextTab
 from agenvoy_desktop.ui.inspector.errors_tab import ErrorsTab
 from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
-
-
-class InspectorTab(Protocol):
-    def set_session(self, session_id: str | None) -> None: ...
-
-    def refresh(self) -> None: ...
-
 
 SESSION_FREE = ("errors", "models")
 """Tabs whose content does not change with the session."""
@@ -94,7 +86,7 @@ class InspectorPanel(QTabWidget):
 
     def show_tab(self, name: str) -> None:
         """Bring a tab to the front by its name (summary, context, recall, errors, models)."""
-        self.setCurrentWidget(self._tabs[name])  # type: ignore[arg-type]
+        self.setCurrentWidget(self._tabs[name])
 
     def tab_names(self) -> list[str]:
         return list(self._tabs)

@@ -39,7 +39,7 @@ from agenvoy_desktop.core.search import (
 from agenvoy_desktop.core.store import MemoryStore, SessionInfo
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import (
-    Jobs,
+    InspectorTab,
     StatusLine,
     esc,
     local_time,
@@ -213,7 +213,7 @@ def _to_date(value: QDate) -> date:
     return date(value.year(), value.month(), value.day())
 
 
-class RecallTab(QWidget):
+class RecallTab(InspectorTab):
     """See the module docstring."""
 
     message_activated = Signal(str)
@@ -221,10 +221,7 @@ class RecallTab(QWidget):
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
-        self.services = services
-        self.jobs = Jobs(runner)
-        self.session_id: str | None = None
+        super().__init__(services, runner, parent)
         self.answer: RecallAnswer | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -302,13 +299,6 @@ class RecallTab(QWidget):
         return first, second
 
     # -- public ------------------------------------------------------------------------------
-    def set_session(self, session_id: str | None) -> None:
-        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
-        if session_id == self.session_id:
-            return
-        self.jobs.invalidate()
-        self.session_id = session_id
-
     def refresh(self) -> None:
         self.load_stats()
         if self.query_edit.text().strip():

@@ -50,7 +50,7 @@ from agenvoy_desktop.core.summary import (
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import (
-    Jobs,
+    InspectorTab,
     StatusLine,
     esc,
     heading,
@@ -154,8 +154,11 @@ def range_tooltip(record: PassRecord) -> str:
     return f"Messages written {start} → {end}"
 
 
-class SummaryTab(QWidget):
+class SummaryTab(InspectorTab):
     """See the module docstring."""
+
+    detach_on_switch = ("summarize",)
+    no_session_text = "Choose a session to see its summary."
 
     message_activated = Signal(str)
     _progress = Signal(int, int)
@@ -164,10 +167,7 @@ class SummaryTab(QWidget):
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
-        super().__init__(parent)
-        self.services = services
-        self.jobs = Jobs(runner)
-        self.session_id: str | None = None
+        super().__init__(services, runner, parent)
         self.snapshot: SummarySnapshot | None = None
         self._undo: Summary | None = None
         self._syncing = False
@@ -176,7 +176,7 @@ class SummaryTab(QWidget):
         self._progress.connect(self._show_progress)
         self._pass_seen.connect(self._on_pass_elsewhere)
         self._subscribe()
-        self._show_empty("Choose a session to see its summary.")
+        self._show_empty(self.placeholder)
 
     # -- construction --------------------------------------------------------------------
     def _build(self) -> None:
@@ -345,20 +345,13 @@ class SummaryTab(QWidget):
             self.refresh()
 
     # -- public --------------------------------------------------------------------------
-    def set_session(self, session_id: str | None) -> None:
-        """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
-        if session_id == self.session_id:
-            return
-        self.jobs.invalidate(detach=("summarize",))
-        self.session_id = session_id
+    def _session_changed(self) -> None:
         self.snapshot = None
         self._undo = None
         self.undo_button.hide()
         self.status.clear_message()
         self._summary_finished()
-        self._show_empty(
-            "Choose a session to see its summary." if session_id is None else "Loading…"
-        )
+        self._show_empty(self.placeholder)
 
     def refresh(self) -> None:
         sid = self.session_id

@@ -1,0 +1,240 @@
+"""Reset, remove, export and import of sessions, for the main window.
+
+The window owns one :class:`SessionActions` and points its toolbar, menus and
+the session list's context menu at it; this object does the work and keeps
+what the work needs between clicks: the :class:`PendingOps` queue, the toast
+of each pending operation, and the question "where to export?".
+
+Reset and remove change the view at once and run in the store only after
+the undo window, with a toast that offers Undo (and, for a remove, "Export
+first").  Export and import run on the storage thread through the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QFileDialog
+
+from agenvoy_desktop.core.export import ExportFormat, suggested_filename, write_export
+from agenvoy_desktop.core.importers import read_import_file
+from agenvoy_desktop.ui.async_runner import Operation
+from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
+from agenvoy_desktop.ui.toast import Toast
+
+if TYPE_CHECKING:
+    from agenvoy_desktop.ui.main_window import MainWindow
+
+PathChooser = Callable[[str, ExportFormat, Callable[[Path | None], None]], None]
+
+
+class SessionActions(QObject):
+    """See the module docstring."""
+
+    def __init__(self, window: MainWindow, *, undo_ms: int = UNDO_WINDOW_MS) -> None:
+        super().__init__(window)
+        self.window = window
+        self.pending = PendingOps(window.services, window.runner, delay_ms=undo_ms, parent=self)
+        self.choose_export_path: PathChooser = self._ask_export_path
+        """Asks where to export (tests replace it; the default opens a file dialog)."""
+        self._toast_for: dict[PendingOp, Toast] = {}
+        self.pending.executed.connect(self._on_op_executed)
+        self.pending.failed.connect(self._on_op_failed)
+        self.pending.undone.connect(self._close_toast)
+        self.pending.executed.connect(self._close_toast)
+        self.pending.failed.connect(lambda op, _message: self._close_toast(op))
+
+    def run_named(self, action: str, session_id: str) -> None:
+        """An action the session list's context menu asks for, by name."""
+        if action == "reset":
+            self.reset_session(session_id)
+        elif action == "remove":
+            self.remove_session(session_id)
+        elif action == "export-remove":
+            self.export_then_remove(session_id)
+        elif action in ("export-markdown", "export-json"):
+            self.export_session(session_id, "markdown" if action == "export-markdown" else "json")
+
+    # -- reset and remove -----------------------------------------------------------------
+    def reset_session(self, session_id: str | None) -> PendingOp | None:
+        """Clear the session's messages now in the view; the store follows after the undo window."""
+        op = self._schedule("reset", session_id)
+        if op is None:
+            return None
+        w = self.window
+        if op.session_id == w.session_id:
+            w.chat.show_cleared()
+            w.timeline.show_cleared()
+            w.inspector.set_session(None)
+        self._toast_for[op] = w.toasts.show_toast(
+            f"Reset “{op.title}”: messages cleared, summary kept.",
+            [("Undo", lambda: self.undo(op))],
+            duration_ms=self.pending.delay_ms,
+        )
+        return op
+
+    def remove_session(self, session_id: str | None) -> PendingOp | None:
+        """Hide the session now; the store deletes it after the undo window."""
+        op = self._schedule("remove", session_id)
+        if op is not None:
+            self._show_removed(op, f"Removed “{op.title}”.")
+        return op
+
+    def _schedule(self, kind: OpKind, session_id: str | None) -> PendingOp | None:
+        """Start the undo window of *kind*; an answer still streaming there stops first."""
+        if session_id is None:
+            return None
+        chat = self.window.chat
+        if chat.busy and session_id == chat.session_id:
+            chat.stop()
+        return self.pending.schedule(kind, session_id, self.window.sessions.title_of(session_id))
+
+    def _show_removed(self, op: PendingOp, text: str) -> None:
+        w = self.window
+        w.sessions.set_hidden(self.pending.hidden_sessions())
+        if op.session_id == w.session_id:
+            ids = w.sessions.model.session_ids()
+            w.select_session(ids[0] if ids else None)
+        self._close_toast(op)
+        self._toast_for[op] = w.toasts.show_toast(
+            text,
+            [("Undo", lambda: self.undo(op)), ("Export first", lambda: self._export_pending(op))],
+            duration_ms=self.pending.delay_ms,
+        )
+
+    def _close_toast(self, op: PendingOp) -> None:
+        """The toast of an operation that was undone or ran goes away with it."""
+        toast = self._toast_for.pop(op, None)
+        if toast is not None and not toast.is_closed:
+            toast.dismiss()
+
+    def undo(self, op: PendingOp) -> bool:
+        """Take back a pending reset/remove; the session is shown as it was."""
+        if not self.pending.undo(op):
+            return False
+        w = self.window
+        w.sessions.set_hidden(self.pending.hidden_sessions())
+        if op.kind == "remove" or op.session_id == w.session_id:
+            w.select_session(op.session_id)
+        w.statusBar().showMessage(f"Undone: {op.kind} of “{op.title}”.", 4000)
+        return True
+
+    def _on_op_executed(self, op: PendingOp) -> None:
+        w = self.window
+        w.sessions.refresh()
+        if op.kind == "reset" and op.session_id == w.session_id:
+            w.select_session(op.session_id)
+
+    def _on_op_failed(self, op: PendingOp, message: str) -> None:
+        w = self.window
+        w.errors.show_error(f"Could not {op.kind} “{op.title}”: {message}")
+        w.sessions.set_hidden(self.pending.hidden_sessions())
+        w.sessions.refresh()
+        if op.session_id == w.session_id or op.kind == "remove":
+            w.select_session(op.session_id)
+
+    # -- export and import ------------------------------------------------------------------
+    def export_session(
+        self,
+        session_id: str | None,
+        fmt: ExportFormat,
+        then: Callable[[bool], object] | None = None,
+    ) -> None:
+        """Ask where, then write the export on the storage thread."""
+        if session_id is None:
+            return
+        w = self.window
+
+        def chosen(path: Path | None) -> None:
+            if path is None:
+                if then is not None:
+                    then(False)
+                return
+            store = w.services.store
+
+            def done(written: Path) -> None:
+                w.statusBar().showMessage(f"Exported to {written}", 8000)
+                if then is not None:
+                    then(True)
+
+            def failed(exc: BaseException) -> None:
+                w.runner.report_error("export the session", exc)
+                if then is not None:
+                    then(False)
+
+            w.runner.run(
+                w.services.storage.run(
+                    write_export, store, session_id, path, fmt, w.services.clock()
+                ),
+                what="export the session",
+                on_success=done,
+                on_failure=failed,
+            )
+
+        self.choose_export_path(session_id, fmt, chosen)
+
+    def export_then_remove(self, session_id: str | None) -> None:
+        """Markdown export first; the remove starts only once the file is written."""
+        if session_id is not None:
+            self.export_session(
+                session_id, "markdown", lambda ok: self.remove_session(session_id) if ok else None
+            )
+
+    def _export_pending(self, op: PendingOp) -> None:
+        """ "Export first" in a remove toast: hold the removal, export, then resume it."""
+        self.pending.hold(op)
+
+        def after(ok: bool) -> None:
+            if op.state != "pending":
+                return
+            self.pending.resume(op)
+            note = "Exported; removal continues." if ok else "Not exported; removal continues."
+            self._show_removed(op, f"Removed “{op.title}”. {note}")
+
+        self.export_session(op.session_id, "markdown", after)
+
+    def _ask_export_path(
+        self, session_id: str, fmt: ExportFormat, then: Callable[[Path | None], None]
+    ) -> None:
+        name = suggested_filename(self.window.sessions.title_of(session_id), session_id, fmt)
+        dialog = QFileDialog(self.window, "Export session", str(Path.home() / name))
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilter("Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)")
+        dialog.fileSelected.connect(lambda path: then(Path(path)))
+        dialog.rejected.connect(lambda: then(None))
+        dialog.open()
+
+    def import_file(self, path: Path | None = None) -> Operation | None:
+        """Import JSON Lines or a history.json as a new session, with progress."""
+        w = self.window
+        if path is None:
+            dialog = QFileDialog(w, "Import conversation")
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dialog.setNameFilter("Conversations (*.json *.jsonl);;All files (*)")
+            dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
+            dialog.open()
+            return None
+        services = w.services
+
+        async def work(op: Operation) -> str:
+            messages = await asyncio.to_thread(read_import_file, path, services.clock())
+            op.report(0.0, f"{len(messages):,} messages read; indexing…")
+            return await services.storage.run(
+                services.store.import_messages,
+                messages,
+                title=path.stem,
+                progress=op.report_counts,
+                cancelled=op.is_cancelled,
+            )
+
+        def done(sid: str) -> None:
+            w.sessions.refresh()
+            w.select_session(sid)
+
+        return w.runner.run(
+            work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"
+        )

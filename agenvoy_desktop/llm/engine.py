@@ -211,6 +211,22 @@ class ChatEngine:
     async def count_tokens(self, text: str) -> int:
         return await self._call(lambda model: len(model.tokenize(text)))
 
+    async def count_prompt_tokens(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        """Tokens of the prompt :meth:`chat` renders from *messages* and *tools*, untrimmed.
+
+        The Context tab shows this as the exact total: the chat template adds
+        role markers and the tool list, which counting each message alone misses.
+        """
+        batch = list(messages)
+        specs = [dict(t) for t in tools] if tools else None
+
+        def count(model: LlamaModel) -> int:
+            return len(model.prompt_tokens(model.template.render(batch, specs)))
+
+        return await self._call(count)
+
     async def embed(self, texts: Sequence[str]) -> FloatArray:
         """Mean-pooled, L2-normalised embeddings from the chat model: float32 (n, n_embd)."""
         if isinstance(texts, str):

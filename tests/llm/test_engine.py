@@ -443,3 +443,29 @@ def test_llama_cpp_writes_to_the_logger_not_the_terminal(
     assert out == ""
     assert err == ""
     assert any(r.name == "agenvoy_desktop.llm.llama_cpp" for r in caplog.records)
+
+
+def test_prompt_token_count_includes_the_template_and_the_tools(engine: ChatEngine) -> None:
+    """The Context tab's exact total: role markers and the tool list count too."""
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "What time is it?"},
+    ]
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "current_time",
+            "description": "The current local time.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+
+    async def main() -> tuple[int, int, int]:
+        each = [await engine.count_tokens(m["content"]) for m in messages]
+        bare = await engine.count_prompt_tokens(messages)
+        with_tools = await engine.count_prompt_tokens(messages, tools=[tool])
+        return sum(each), bare, with_tools
+
+    contents, bare, with_tools = asyncio.run(main())
+    assert bare > contents
+    assert with_tools > bare

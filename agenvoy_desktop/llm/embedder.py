@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import ctypes
 import logging
 import os
@@ -25,7 +26,7 @@ import re
 import string
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from types import TracebackType
@@ -98,6 +99,15 @@ class _LogRouter:
                 errors.append(message.strip())
         llama_log.log(py_level, "%s", message)
 
+    @contextlib.contextmanager
+    def capturing(self) -> Iterator[None]:
+        """Keep this thread's llama.cpp errors meanwhile (a failed load quotes them)."""
+        self.start_capture()
+        try:
+            yield
+        finally:
+            self.stop_capture()
+
     def start_capture(self) -> None:
         self._local.errors = []
 
@@ -112,6 +122,20 @@ class _LogRouter:
 LOG_ROUTER = _LogRouter()
 _backend_lock = threading.Lock()
 _backend_ready = False
+
+
+def load_or_close(load: Callable[[], None], close: Callable[[], None]) -> None:
+    """Run *load* with llama.cpp's errors kept for its message; on failure *close*, re-raise.
+
+    A half-made model or context must be freed before the error leaves the
+    worker (the chat model and the embedder load the same way).
+    """
+    with LOG_ROUTER.capturing():
+        try:
+            load()
+        except BaseException:
+            close()
+            raise
 
 
 def route_llama_logs() -> None:
@@ -218,14 +242,7 @@ class _EmbeddingModel:
         route_llama_logs()
         if not path.is_file():
             raise EmbedderError(f"{path}: embedding model file not found")
-        LOG_ROUTER.start_capture()
-        try:
-            self._load(n_threads, max_tokens)
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            LOG_ROUTER.stop_capture()
+        load_or_close(lambda: self._load(n_threads, max_tokens), self.close)
         self._alloc_batch()
         self._tok_buf = np.zeros(256, dtype=np.int32)
 

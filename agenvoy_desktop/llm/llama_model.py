@@ -34,7 +34,7 @@ import numpy.typing as npt
 from agenvoy_desktop.core.model_api import FinishReason
 from agenvoy_desktop.llm.chat_format import ChatTemplate
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
-from agenvoy_desktop.llm.embedder import LOG_ROUTER, route_llama_logs
+from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.sampler import Sampler
 
@@ -92,14 +92,7 @@ class LlamaModel:
             read_gguf_info(path)  # a clear message for missing / non-GGUF / truncated files
         except ModelFileError as exc:
             raise ModelLoadError(str(exc)) from exc
-        LOG_ROUTER.start_capture()
-        try:
-            self._load(n_ctx, gpu_layers)
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            LOG_ROUTER.stop_capture()
+        load_or_close(lambda: self._load(n_ctx, gpu_layers), self.close)
         self._past: Tokens = []
         self._pieces: dict[int, bytes] = {}
         self._one = (llama_cpp.llama_token * 1)()
@@ -302,11 +295,8 @@ class LlamaModel:
     def _embedding_context(self) -> tuple[Any, int]:
         n_max = min(EMBED_CONTEXT, self.n_ctx_train if self.n_ctx_train > 0 else EMBED_CONTEXT)
         if self._embed_ctx is None:
-            LOG_ROUTER.start_capture()
-            try:
+            with LOG_ROUTER.capturing():
                 self._embed_ctx = self._new_context(n_max, embeddings=True)
-            finally:
-                LOG_ROUTER.stop_capture()
             self._embed_batch = llama_cpp.llama_batch_init(n_max, 0, 1)
         return self._embed_ctx, n_max
 

@@ -384,8 +384,7 @@ class _Turn:
         message, hint = await self.agent.storage.run(
             self._store_tool_result, call, outcome, repeated
         )
-        self.result.saved.append(message)
-        self.emit(MessageSaved(message))
+        self._saved(message)
         self.emit(ToolCallFinished(call.id, outcome, hint))
 
     def _store_tool_result(
@@ -445,5 +444,9 @@ class _Turn:
     async def _save(self, message: Message) -> None:
         store = self.agent.store
         await self.agent.storage.run(store.append, self.sid, [message], embed=False)
+        self._saved(message)
+
+    def _saved(self, message: Message) -> None:
+        """A message reached the store: part of this turn, and the UI hears of it."""
         self.result.saved.append(message)
         self.emit(MessageSaved(message))

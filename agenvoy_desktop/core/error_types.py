@@ -142,9 +142,15 @@ def error_text(error: BaseException | str | None) -> str:
     if error is None:
         return ""
     text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
-    text = text.strip()
-    half = ERROR_TEXT_CLIP // 2
-    return text if len(text) <= ERROR_TEXT_CLIP else f"{text[:half]}\n…\n{text[-half:]}"
+    return _head_and_tail(text.strip(), ERROR_TEXT_CLIP, "\n…\n")
+
+
+def _head_and_tail(text: str, limit: int, gap: str) -> str:
+    """*text*, or its first and last ``limit // 2`` characters joined by *gap*."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}{gap}{text[-half:]}"
 
 
 QUERY_CLIP = 200
@@ -179,10 +185,7 @@ def lookup_query(tool: str, error: BaseException | str | None) -> str:
     rest = _CLASS_PREFIX.sub("", text, count=1)
     if len(rest.split()) >= _MIN_MESSAGE_WORDS:
         text = rest
-    if len(text) <= QUERY_CLIP:
-        return text
-    half = QUERY_CLIP // 2
-    return f"{text[:half]} … {text[-half:]}"
+    return _head_and_tail(text, QUERY_CLIP, " … ")
 
 
 def classify_error(error: BaseException | str | None) -> ErrorType:

@@ -1,7 +1,8 @@
 # Agenvoy Desktop — everything a fresh machine needs goes through here.
 #   make run    create .venv, install (llama-cpp-python compiles, ~6-10 min once),
 #               prepare the local models, start the app
-#   make test   same environment, then lint, type-check and the test suite
+#   make test   same environment, then lint, type-check and the test suite (the
+#               real-model tests twice: with and without llama.cpp's extra buffers)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -29,9 +30,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks scripts
 	$(BIN)/mypy
 
+# The real-model tests run a second time with llama.cpp's other kernel set
+# (AGENVOY_LLAMA_EXTRA_BUFFERS flipped), standing in for a different CPU; the
+# script probes first and says so plainly when this CPU cannot run that set.
 test: lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/cpu_variant_tests.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

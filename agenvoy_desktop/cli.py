@@ -20,9 +20,10 @@ from typing import Any
 from agenvoy_desktop import __version__
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.search import MODES, SearchQuery, search_chat_history
-from agenvoy_desktop.core.store import MemoryStore, SessionInfo
-from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns, parse_iso
+from agenvoy_desktop.core.store import MemoryStore, SessionInfo, check_session_id
+from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns, parse_iso_in_range
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
+from agenvoy_desktop.settings import Settings, load_settings
 
 log = logging.getLogger("agenvoy_desktop")
 
@@ -36,6 +37,33 @@ EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
 
 class CliError(Exception):
     """A user-facing failure: printed as one line, exit status 1."""
+
+
+MAX_RESULTS = 1000
+"""The most results a ``--limit`` may ask for: more is no longer a search."""
+SQLITE_INT_MAX = 2**63 - 1
+"""The largest id SQLite can store; a bigger one would be an overflow, not a miss."""
+
+
+def in_range(name: str, value: int, low: int, high: int) -> int:
+    """Return *value* if ``low <= value <= high``, else a one-line :class:`CliError`.
+
+    argparse's ``type=int`` takes any size of integer; a range check at the
+    command keeps ``--limit 99999999999999999999`` from reaching SQLite.
+    """
+    if not low <= value <= high:
+        raise CliError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _time_option(name: str, text: str | None) -> int | None:
+    """An ISO 8601 ``--since``/``--until``, parsed and range-checked (None when absent)."""
+    if text is None:
+        return None
+    try:
+        return parse_iso_in_range(text)
+    except ValueError as exc:
+        raise CliError(f"{name}: {exc}") from None
 
 
 # -- plumbing -------------------------------------------------------------------
@@ -64,21 +92,43 @@ def _progress_bar(desc: str) -> Callable[[int, int], None]:
 
 
 def _embedder(paths: AppPaths) -> TextEmbedder:
+    """The embedding model the window would use: settings.json's choice and thread count."""
+    from agenvoy_desktop.llm.catalogue import ModelCatalogue
     from agenvoy_desktop.llm.embedder import Embedder
     from agenvoy_desktop.llm.model_prep import prepare_embedding_model
 
-    model = prepare_embedding_model(paths.models_dir, progress=_fraction_report("embedding model"))
-    return Embedder(model)
+    models = load_settings(paths.settings_file).models
+    if models.embedding_model:
+        model = ModelCatalogue(paths.models_dir).resolve(models.embedding_model, "embedding")
+    else:
+        progress = _fraction_report("embedding model")
+        model = prepare_embedding_model(paths.models_dir, progress=progress)
+    return Embedder(model, n_threads=models.threads)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The profile's settings.json, as the window reads it (defaults when absent)."""
+    return load_settings(app_paths(args.data_dir).settings_file)
 
 
 @contextlib.contextmanager
 def _store(
-    args: argparse.Namespace, *, embed: bool, reconcile: bool = True
+    args: argparse.Namespace,
+    *,
+    embed: bool,
+    reconcile: bool = True,
+    settings: Settings | None = None,
 ) -> Iterator[MemoryStore]:
     paths = app_paths(args.data_dir)
+    settings = settings or _settings(args)
     embedder = _embedder(paths) if embed else None
     try:
-        with MemoryStore(paths, embedder, reconcile=reconcile) as store:
+        with MemoryStore(
+            paths,
+            embedder,
+            max_history_bytes=settings.memory.max_history_bytes,
+            reconcile=reconcile,
+        ) as store:
             yield store
     finally:
         close = getattr(embedder, "close", None)
@@ -99,12 +149,15 @@ def _clip(text: str, width: int = 160) -> str:
 # -- commands -------------------------------------------------------------------
 def cmd_import(args: argparse.Namespace) -> int:
     from agenvoy_desktop.core.importers import read_import_file
-    from agenvoy_desktop.core.store import check_session_id
+    from agenvoy_desktop.core.messages import message_limit
 
-    if args.session:
+    if args.session is not None:
         check_session_id(args.session)
-    messages = read_import_file(args.file, now_ns())  # validates everything before writing
-    with _store(args, embed=True) as store:
+    settings = _settings(args)
+    limit = message_limit(settings.memory.max_history_bytes)
+    # Validates everything before the profile is opened: a bad file writes nothing.
+    messages = read_import_file(args.file, now_ns(), max_message_bytes=limit)
+    with _store(args, embed=True, settings=settings) as store:
         sid = store.import_messages(
             messages,
             args.session,
@@ -118,13 +171,15 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise CliError("empty query")
+    if args.session is not None:
+        check_session_id(args.session)  # an empty id is a mistake, not "all sessions"
     query = SearchQuery(
         text=args.query,
         mode=args.mode,
-        limit=args.limit,
+        limit=in_range("--limit", args.limit, 1, MAX_RESULTS),
         session_id=args.session,
-        time_from_ns=parse_iso(args.since) if args.since else None,
-        time_to_ns=parse_iso(args.until) if args.until else None,
+        time_from_ns=_time_option("--since", args.since),
+        time_to_ns=_time_option("--until", args.until),
         include_tool=args.include_tool,
     )
     with _store(args, embed=args.mode != "keyword") as store:
@@ -178,8 +233,10 @@ def _info_json(info: SessionInfo) -> dict[str, Any]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    if args.session is not None:
+        check_session_id(args.session)
     with _store(args, embed=False) as store:
-        if args.session:
+        if args.session is not None:
             data: dict[str, Any] = _info_json(store.info(args.session))
             data["events"] = [
                 {"time": format_iso(t), "kind": k, **d}

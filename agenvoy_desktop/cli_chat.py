@@ -3,7 +3,10 @@
 ``chat`` runs one full turn (tools included): the answer streams to stdout,
 tool calls, results and error-memory hints go to stderr, so
 ``agenvoy-desktop chat "…" > answer.txt`` keeps only the answer.  Ctrl+C
-stops the answer; what was said so far is kept, marked interrupted.
+stops the answer; what was said so far is kept, marked interrupted.  The
+command returns as soon as the answer is stored and embedded: a summary pass
+the turn may have started is stopped, not awaited (the next start, or the
+window's idle timer, folds those messages; nothing is summarised twice).
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ def _indent(text: str) -> str:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.core.store import check_session_id
+
+    if args.session is not None:
+        check_session_id(args.session)  # before minutes of model loading
     responsive_threads()  # as the window: the turn hands work between threads
     with _services(args) as services:
         return asyncio.run(_chat(services, args.session, args.message))
@@ -95,9 +102,11 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
     sys.stdout.write("\n")
     if result.interrupted:
         print("(answer interrupted)", file=sys.stderr)
-    await agent.idle()  # the turn's messages are embedded after the answer
+    await agent.idle()  # the turn's messages are embedded after the answer (milliseconds)
     if services.summary_scheduler is not None:
-        await services.summary_scheduler.idle()  # a summary the turn triggered
+        # A summary the turn triggered can take minutes on a small CPU; what it
+        # folded so far is saved, the rest waits for the next run.
+        await services.summary_scheduler.stop()
     return 0
 
 

@@ -86,11 +86,22 @@ def _record_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
 def _dispatch(args: argparse.Namespace) -> int:
     from agenvoy_desktop.cli import CliError
 
+    _check_numbers(args)
     try:
         result: int = args.errors_func(args)
     except (ValueError, ErrorRecordNotFound) as exc:  # bad input: one clear line
         raise CliError(str(exc)) from exc
     return result
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Range-check the numeric arguments before the store sees them (one line each)."""
+    from agenvoy_desktop.cli import MAX_RESULTS, SQLITE_INT_MAX, in_range
+
+    if getattr(args, "id", None) is not None:
+        in_range("id", args.id, 1, SQLITE_INT_MAX)
+    if getattr(args, "limit", None) is not None:
+        in_range("--limit", args.limit, 1, MAX_RESULTS)
 
 
 @contextlib.contextmanager

@@ -5,18 +5,29 @@ user config dir, model files under the user data dir.  A single override —
 the ``AGENVOY_DESKTOP_HOME`` environment variable, or ``--data-dir`` on the
 command line (which sets it) — moves *everything* under one folder, so tests
 and benchmarks never touch a real profile.
+
+Conversations are private: on POSIX the profile's folders are 0700 and its
+files 0600, for new profiles and (fixed on start) for profiles an older
+version left readable by other local users.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
+log = logging.getLogger(__name__)
+
 APP_NAME = "AgenvoyDesktop"
 HOME_ENV = "AGENVOY_DESKTOP_HOME"
+PRIVATE_UMASK = 0o077
+"""Group and other bits: never set on anything in a profile (folders 0700, files 0600)."""
+_secured: set[Path] = set()
 
 
 @dataclass(frozen=True)
@@ -48,10 +59,57 @@ class AppPaths:
         return self.data_dir / "models"
 
     def ensure(self) -> AppPaths:
-        """Create the folders (idempotent) and return self."""
+        """Create the folders (idempotent), make the profile private, return self."""
+        private_umask()
         for folder in (self.sessions_dir, self.models_dir):
             folder.mkdir(parents=True, exist_ok=True)
+        for folder in (self.config_dir, self.data_dir):
+            if folder not in _secured:
+                secure_tree(folder)
+                _secured.add(folder)
         return self
+
+
+def private_umask() -> None:
+    """Set the process umask so everything the app writes from now on is private.
+
+    One process-wide setting is the only way that also covers files other
+    libraries create on their own schedule: SQLite's -wal and -shm files,
+    hnswlib's index files, summaries, exports.  A no-op off POSIX.
+    """
+    if os.name == "posix":
+        os.umask(PRIVATE_UMASK)
+
+
+def secure_tree(root: Path) -> int:
+    """Make *root* and everything under it owner-only (0700 / 0600); returns the count fixed.
+
+    For profiles created before the app set its umask.  Symbolic links are
+    neither followed nor changed (their targets are not ours), and a file that
+    cannot be changed (not ours, read-only medium) is logged and skipped.
+    """
+    if os.name != "posix" or not root.is_dir() or root.is_symlink():
+        return 0
+    fixed = _make_private(root)
+    for folder, dirs, files in os.walk(root):
+        fixed += sum(_make_private(Path(folder, name)) for name in [*dirs, *files])
+    if fixed:
+        log.info("made %d files and folders under %s private", fixed, root)
+    return fixed
+
+
+def _make_private(path: Path) -> int:
+    """Clear the group and other bits of *path* (1 if it changed, else 0)."""
+    try:
+        info = path.lstat()
+        mode = stat.S_IMODE(info.st_mode)
+        if stat.S_ISLNK(info.st_mode) or not mode & PRIVATE_UMASK:
+            return 0
+        path.chmod(mode & ~PRIVATE_UMASK)
+    except OSError as exc:
+        log.warning("cannot make %s private: %s", path, exc)
+        return 0
+    return 1
 
 
 def app_paths(override: str | os.PathLike[str] | None = None) -> AppPaths:

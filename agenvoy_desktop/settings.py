@@ -56,6 +56,8 @@ class MemorySettings:
     window_messages: int = 16
     max_history_bytes: int = 5 * 1024 * 1024
     summary_idle_seconds: int = 300
+    proactive_recall: bool = True
+    """Put what the user said before, when relevant, into each turn's system prompt."""
 
 
 @dataclass(slots=True)
@@ -79,24 +81,53 @@ class Settings:
         return data
 
 
+RANGES: dict[str, tuple[float, float]] = {
+    "context_size": (256, 1 << 20),
+    "threads": (1, 512),
+    "gpu_layers": (-1, 100_000),
+    "temperature": (0.0, 5.0),
+    "max_answer_tokens": (1, 1 << 20),
+    "window_messages": (1, 10_000),
+    "max_history_bytes": (16 * 1024, 1 << 40),
+    "summary_idle_seconds": (1, 30 * 86_400),
+}
+"""Sane bounds of every numeric setting (inclusive).
+
+A hand-edited settings.json can hold anything JSON can (0, -5, 1e300, a
+64-bit overflow, NaN): such a value is ignored with a warning, the default
+is used, and nothing downstream has to guard against it.  16 KiB of history
+is the smallest budget that still holds a few exchanges.
+"""
+
+
 def _section(cls: type[Any], raw: object) -> Any:
-    """Build a dataclass from a dict, ignoring unknown keys and wrong types."""
+    """Build a dataclass from a dict, ignoring unknown keys, wrong types and wild numbers."""
     instance = cls()
     if not isinstance(raw, dict):
         return instance
     for item in dataclasses.fields(cls):
         if item.name not in raw:
             continue
-        value = raw[item.name]
-        default = getattr(instance, item.name)
-        if isinstance(default, bool) or not isinstance(value, type(default)):
-            if isinstance(default, float) and isinstance(value, int):
-                value = float(value)
-            else:
-                log.warning("settings: ignoring %s.%s=%r", cls.__name__, item.name, value)
-                continue
+        value = _checked(raw[item.name], getattr(instance, item.name), item.name)
+        if value is None:
+            log.warning("settings: ignoring %s.%s=%r", cls.__name__, item.name, raw[item.name])
+            continue
         setattr(instance, item.name, value)
     return instance
+
+
+def _checked(value: object, default: object, name: str) -> Any:
+    """*value* converted to the type of *default* and within :data:`RANGES`, else None."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value if type(value) is type(default) else None
+    if isinstance(default, float) and isinstance(value, int):
+        value = float(value)
+    if not isinstance(value, type(default)):
+        return None
+    low, high = RANGES.get(name, (float("-inf"), float("inf")))
+    if isinstance(value, (int, float)) and not low <= value <= high:
+        return None  # NaN fails this comparison too
+    return value
 
 
 def settings_from_json(data: dict[str, Any]) -> Settings:

@@ -196,13 +196,18 @@ def cached_archive(quick: bool) -> tuple[AppPaths, dict[str, Any]]:
 # -- variants ---------------------------------------------------------------------------------
 @contextmanager
 def postings_budget(value: int) -> Iterator[None]:
-    """Temporarily change ``archive.POSTINGS_BUDGET`` (read at call time)."""
-    saved = archive_mod.POSTINGS_BUDGET
+    """Temporarily change ``archive.POSTINGS_BUDGET`` (read at call time).
+
+    The in-session budget keeps its shipped ratio to the archive-wide one.
+    """
+    saved = archive_mod.POSTINGS_BUDGET, archive_mod.SESSION_POSTINGS_BUDGET
+    ratio = saved[1] / saved[0]
     archive_mod.POSTINGS_BUDGET = value
+    archive_mod.SESSION_POSTINGS_BUDGET = int(value * ratio)
     try:
         yield
     finally:
-        archive_mod.POSTINGS_BUDGET = saved
+        archive_mod.POSTINGS_BUDGET, archive_mod.SESSION_POSTINGS_BUDGET = saved
 
 
 Searcher = Callable[[str, str | None], list[tuple[ArchivedMessage, float]]]
@@ -214,7 +219,7 @@ def variants(archive: Archive) -> dict[str, Searcher]:
     def with_budget(budget: int) -> Searcher:
         def search(q: str, sid: str | None) -> list[tuple[ArchivedMessage, float]]:
             with postings_budget(budget):
-                return archive.keyword_search(q, limit=LIMIT, session_id=sid)
+                return archive.keyword_search(q, limit=LIMIT, session_id=sid, with_context=True)
 
         return search
 
@@ -265,12 +270,16 @@ def measure_current(
 
     return {
         "archive_all": timed(
-            "archive scope=all", queries, lambda _i, q: archive.keyword_search(q, limit=LIMIT)
+            "archive scope=all",
+            queries,
+            lambda _i, q: archive.keyword_search(q, limit=LIMIT, with_context=True),
         ),
         "archive_session": timed(
             "archive scope=session",
             queries,
-            lambda i, q: archive.keyword_search(q, limit=LIMIT, session_id=sid(i)),
+            lambda i, q: archive.keyword_search(
+                q, limit=LIMIT, session_id=sid(i), with_context=True
+            ),
         ),
         "tool_all": timed(
             "search_chat_history scope=all",
@@ -315,7 +324,23 @@ def scope_session(search: Searcher, sids: Sequence[str]) -> Callable[[int, str],
 
 
 def archive_searcher(archive: Archive) -> Searcher:
-    return lambda q, sid: archive.keyword_search(q, limit=LIMIT, session_id=sid)
+    """The archive route as search_chat_history uses it (context column on)."""
+    return lambda q, sid: archive.keyword_search(q, limit=LIMIT, session_id=sid, with_context=True)
+
+
+def unfilled_recall(quick: bool) -> float:
+    """Session-scoped keyword recall@10 of the same questions in an archive of LoCoMo alone.
+
+    The reference for what the filler (and the postings budget) costs at scale.
+    """
+    convs = benchlib.load_locomo()
+    with benchlib.temp_profile("keyword-unfilled") as paths:
+        archive = Archive(paths.archive_db)
+        try:
+            add_locomo_sessions(archive, convs)
+            return locomo_recall(archive_searcher(archive), True, quick)
+        finally:
+            archive.close()
 
 
 def compare_variants(
@@ -406,12 +431,12 @@ def slowest(archive: Archive, queries: Sequence[str], k: int = 5) -> list[dict[s
     rows: list[tuple[float, str]] = []
     for q in queries:
         t0 = time.perf_counter()
-        archive.keyword_search(q, limit=LIMIT)
+        archive.keyword_search(q, limit=LIMIT, with_context=True)
         rows.append((time.perf_counter() - t0, q))
     rows.sort(reverse=True)
     out = []
     for t, q in rows[:k]:
-        match = archive.build_match(q)
+        match = archive.build_match(q, with_context=True)
         terms = match.split(" OR ") if match else []
         postings = sum(vocab_df(archive, term.strip('"')) for term in terms)
         out.append({"ms": round(t * 1000, 2), "query": q, "match": match, "postings": postings})
@@ -440,6 +465,8 @@ def main() -> None:
         print("connection tunings (fresh connection each, df memo starts empty):")
         tunings = compare_tunings(paths.archive_db, queries, sids)
         slow = slowest(archive, queries)
+        unfilled = unfilled_recall(args.quick)
+        print(f"keyword recall@10 of the same questions in LoCoMo alone: {unfilled:.4f}")
         words = iter(w for q in queries for w in re.findall(r"[a-z]+", q.lower()))
         vocab = vocab_lookup(archive, words)
     finally:
@@ -482,6 +509,11 @@ def main() -> None:
             "tunings": tunings,
             "vocab_df_lookup": vocab,
             "slowest_scope_all": slow,
+            "unfilled_recall@10_session": unfilled,
+            "budget_loss_session": {
+                name: round(unfilled - row["recall@10_session"], 4)
+                for name, row in compared.items()
+            },
             "acceptance": acceptance,
         },
         quick=args.quick,

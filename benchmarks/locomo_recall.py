@@ -46,11 +46,11 @@ CURRENT_FUSION = {
     "w_sem": float(_SHIPPED_WEIGHTS[0]),
     "w_kw": float(_SHIPPED_WEIGHTS[1]),
 }
-RRF_KS = (1, 5, 10, 20, 30, 60, 100)
+RRF_KS = (1, 3, 5, 10, 20, 30, 60, 100)
 DEPTHS = (10, 20, 40, 100)
-SEM_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+SEM_WEIGHTS = (0.25, 0.35, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
 # (RRF k, semantic weight) re-run through the real hybrid route (keyword weight 1).
-VERIFY = ((60, 1.0), (1, 1.0), (5, 0.75), (1, 0.75))
+VERIFY = ((1, 0.75), (3, 0.5))  # the previous shipped fusion, and the current one
 
 
 @dataclass(slots=True)

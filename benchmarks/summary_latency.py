@@ -30,6 +30,8 @@ from agenvoy_desktop.llm.starter import prepare_starter_model
 
 CHUNK = 16
 WINDOW = 2
+CONTEXT = 8192
+"""The app's default: the answer budget covers the longest answer the schema allows."""
 
 
 def main() -> None:
@@ -41,7 +43,7 @@ def main() -> None:
     convs = benchlib.load_locomo()
     with benchlib.temp_profile("summary") as paths:
         store = MemoryStore(paths, None)
-        engine = ChatEngine(model_path, context_size=4096, temperature=0.0, seed=0)
+        engine = ChatEngine(model_path, context_size=CONTEXT, temperature=0.0, seed=0)
         samples: list[dict[str, Any]] = []
         try:
 

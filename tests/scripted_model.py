@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,10 +101,22 @@ class ScriptedJsonModel:
         return JsonCompletion(answer, text, prompt_tokens, count(text))
 
 
-def numbered_summary(index: int, _messages: list[ChatMessage] | None = None) -> dict[str, Any]:
-    """A valid answer that says which call produced it ("chunk N")."""
+_LINE = re.compile(r"^\[(m\d+) [^\]]*\] \w+: (.*)$", re.MULTILINE)
+
+
+def numbered_summary(index: int, messages: list[ChatMessage] | None = None) -> dict[str, Any]:
+    """A valid answer that says which call produced it ("chunk N").
+
+    Given the prompt, its decision cites the chunk's first message (handle
+    ``m1``) and quotes its first words, as a traceable decision must.
+    """
+    decision = {"decision": f"decision from chunk {index}", "decided_at": "2023-11-14"}
+    prompt = "\n".join(m.get("content", "") for m in messages or [])
+    if first := _LINE.search(prompt):
+        decision["source"] = first.group(1)
+        decision["decision"] += ": " + " ".join(first.group(2).split()[:3])[:60]
     return {
-        "key_decisions": [{"decision": f"decision from chunk {index}", "decided_at": "2023-11-14"}],
+        "key_decisions": [decision],
         "past_discussions": [],
         "current_discussion": f"chunk {index}",
     }

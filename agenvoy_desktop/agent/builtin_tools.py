@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -23,7 +25,12 @@ from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.agent.turn import current_session
 from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.core.timeutil import format_local, parse_iso
+from agenvoy_desktop.core.timeutil import format_local, parse_iso_in_range
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 MAX_READ_CHARS = 20_000
 MAX_LISTING = 200
@@ -105,7 +112,7 @@ def _time_arg(args: dict[str, Any], key: str) -> int | None:
         raise ToolArgumentError(f"{key} must be an ISO date like 2026-11-29, got {value!r}")
     date_part, time_part = match.groups()
     try:
-        moment = parse_iso(f"{date_part}T{time_part}" if time_part else date_part)
+        moment = parse_iso_in_range(f"{date_part}T{time_part}" if time_part else date_part)
     except ValueError as exc:
         raise ToolArgumentError(f"{key} must be an ISO date like 2026-11-29: {exc}") from exc
     return moment + DAY_NS if key == "until" and not time_part else moment
@@ -186,20 +193,37 @@ def _parse_date(text: str, name: str) -> date:
 
 
 # -- files ------------------------------------------------------------------------
+# The model chooses the paths, so every access is checked twice: the path is
+# resolved and must lie inside an allowed folder, and then the file actually
+# opened (by descriptor, O_NOFOLLOW, never blocking) must still lie inside one.
+# Between the two a symlink in the folder can be swapped for one pointing
+# elsewhere; the second check is what stops that from leaking an outside file.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)  # a last component swapped for a symlink: ELOOP
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once instead of waiting for a writer
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
 def file_tools(allowed_folders: Callable[[], Sequence[str]]) -> list[Tool]:
     """``list_files`` and ``read_text_file``, confined to the folders the user allowed."""
 
     async def listing(args: dict[str, Any]) -> ToolResult:
         allowed = allowed_folders()
-        folder = _allowed_path(args.get("path", ""), allowed)
+        roots = _roots(allowed)
+        folder = _allowed_path(args.get("path", ""), roots)
         if folder is None:
             return ToolResult("allowed folders:\n" + "\n".join(allowed))
-        return await asyncio.to_thread(_list_folder, folder)
+        return await asyncio.to_thread(_list_folder, folder, roots)
 
     async def reading(args: dict[str, Any]) -> ToolResult:
-        path = _allowed_path(args["path"], allowed_folders())
+        roots = _roots(allowed_folders())
+        path = _allowed_path(args["path"], roots)
         limit = int(args.get("max_chars", MAX_READ_CHARS))
-        return await asyncio.to_thread(_read_text, path, limit)
+        return await asyncio.to_thread(_read_text, path, roots, limit)
 
     return [
         Tool(
@@ -233,48 +257,148 @@ def file_tools(allowed_folders: Callable[[], Sequence[str]]) -> list[Tool]:
     ]
 
 
-def _allowed_path(raw: str, allowed: Sequence[str]) -> Path | None:
-    """Resolve ``raw`` (absolute, or relative to the first allowed folder); None = roots."""
+def _roots(allowed: Sequence[str]) -> list[Path]:
+    """The allowed folders, resolved; a permission error when there are none."""
     roots = [Path(f).expanduser().resolve() for f in allowed if f]
     if not roots:
         raise PermissionError(
             "permission denied: the user has not allowed any folder (Settings → Allowed folders)"
         )
+    return roots
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _denied(path: Path, roots: Sequence[Path]) -> PermissionError:
+    shown = ", ".join(str(r) for r in roots)
+    return PermissionError(f"permission denied: {path} is outside the allowed folders ({shown})")
+
+
+def _allowed_path(raw: str, roots: Sequence[Path]) -> Path | None:
+    """Resolve ``raw`` (absolute, or relative to the first allowed folder); None = roots."""
     if not raw.strip():
         return None
     candidate = Path(raw).expanduser()
     path = (candidate if candidate.is_absolute() else roots[0] / candidate).resolve()
-    if not any(path == root or path.is_relative_to(root) for root in roots):
-        shown = ", ".join(str(r) for r in roots)
-        raise PermissionError(f"permission denied: {path} is outside the allowed folders ({shown})")
+    if not _inside(path, roots):
+        raise _denied(path, roots)
     return path
 
 
-def _list_folder(folder: Path) -> ToolResult:
-    if not folder.exists():
-        raise FileNotFoundError(f"not found: {folder}")
-    if not folder.is_dir():
-        raise NotADirectoryError(f"not a folder: {folder} (use read_text_file)")
-    entries = sorted(os.scandir(folder), key=lambda e: (not e.is_dir(), e.name.lower()))
-    lines = [
-        f"{e.name}/" if e.is_dir() else f"{e.name}  ({e.stat().st_size} bytes)"
-        for e in entries[:MAX_LISTING]
-    ]
+def _open_inside(path: Path, roots: Sequence[Path], *, folder: bool = False) -> int:
+    """Open *path* by descriptor and check that what was opened lies inside *roots*.
+
+    The caller owns (and closes) the descriptor.
+    """
+    flags = _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if folder else 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"not found: {path}") from None
+    except OSError as exc:
+        # ELOOP (or ENOTDIR with O_DIRECTORY): *path* was resolved a moment ago,
+        # so a symlink there now means it was swapped in between.
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise PermissionError(f"permission denied: {path} changed while opening it") from None
+        if isinstance(exc, NotADirectoryError):
+            raise NotADirectoryError(f"not a folder: {path} (use read_text_file)") from None
+        raise
+    try:
+        real = _fd_path(fd, path)
+        if real is None or not _inside(real, roots):
+            raise _denied(real or path, roots)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fd_path(fd: int, opened: Path) -> Path | None:
+    """Where the open descriptor *fd* really is (None when that cannot be told).
+
+    Linux names it in /proc, macOS through ``F_GETPATH``; elsewhere the file
+    still at *opened* must be the very file that was opened.
+    """
+    proc = Path(f"/proc/self/fd/{fd}")
+    if proc.is_symlink():
+        return Path(os.readlink(proc))
+    getpath: int | None = getattr(fcntl, "F_GETPATH", None)
+    if fcntl is not None and getpath is not None:
+        raw = fcntl.fcntl(fd, getpath, bytes(1024))
+        return Path(os.fsdecode(raw.split(b"\0", 1)[0]))
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(opened, follow_symlinks=False))
+    except OSError:
+        return None
+    return opened if same else None
+
+
+def _list_folder(folder: Path, roots: Sequence[Path]) -> ToolResult:
+    fd = _open_inside(folder, roots, folder=True)
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise NotADirectoryError(f"not a folder: {folder} (use read_text_file)")
+        with os.scandir(fd if os.scandir in os.supports_fd else folder) as scan:
+            entries = sorted(scan, key=lambda e: (not _is_dir(e), e.name.lower()))
+        lines = [_entry_line(e, folder, roots) for e in entries[:MAX_LISTING]]
+    finally:
+        os.close(fd)
     if len(entries) > MAX_LISTING:
         lines.append(f"… and {len(entries) - MAX_LISTING} more")
     return ToolResult("\n".join(lines) or "(empty folder)", empty=not entries)
 
 
-def _read_text(path: Path | None, limit: int) -> ToolResult:
-    if path is None or not path.exists():
-        raise FileNotFoundError(f"not found: {path}")
-    if path.is_dir():
-        raise IsADirectoryError(f"{path} is a folder (use list_files)")
-    with path.open("rb") as handle:
-        head = handle.read(limit * 4 + 4)
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    return entry.is_dir(follow_symlinks=False)
+
+
+def _entry_line(entry: os.DirEntry[str], folder: Path, roots: Sequence[Path]) -> str:
+    """One listing line, from the entry itself: a symlink's target is never stat'ed.
+
+    A link is shown as a link; where it points is the model's to ask for (and
+    read_text_file then applies the same checks as to any path).
+    """
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return f"{entry.name}  (unreadable)"
+    if stat.S_ISLNK(info.st_mode):
+        inside = _inside((folder / entry.name).resolve(), roots)
+        return f"{entry.name}  (link{'' if inside else ' to outside the allowed folders'})"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{entry.name}/"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{entry.name}  (not a regular file)"
+    return f"{entry.name}  ({info.st_size} bytes)"
+
+
+def _read_text(path: Path | None, roots: Sequence[Path], limit: int) -> ToolResult:
+    if path is None:
+        raise FileNotFoundError("not found: give a file path")
+    fd = _open_inside(path, roots)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"{path} is a folder (use list_files)")
+        if not stat.S_ISREG(mode):  # FIFO, socket, device: reading could block or never end
+            raise ValueError(f"{path.name} is not a regular file (a pipe or device); not read")
+        head = _read_up_to(fd, limit * 4 + 4)
+    finally:
+        os.close(fd)
     if b"\x00" in head[:8192]:
         raise ValueError(f"{path.name} is a binary file, not text")
     text = head.decode("utf-8", errors="replace")
     clipped = text[:limit]
     more = "" if len(text) <= limit and len(head) <= limit * 4 else "\n[… file continues]"
     return ToolResult(clipped + more, empty=not clipped.strip())
+
+
+def _read_up_to(fd: int, size: int) -> bytes:
+    """At most *size* bytes from the start of a regular file."""
+    chunks: list[bytes] = []
+    while size > 0 and (chunk := os.read(fd, min(size, 1 << 16))):
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)

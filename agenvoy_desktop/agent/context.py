@@ -1,9 +1,10 @@
 """What the model sees in a turn: system prompt + summary + the last-N window.
 
 Pure functions over stored messages, so golden tests can pin the exact
-messages sent (DESIGN.md §1.1: system prompt with the rolling summary, then
-the window, never splitting a pair or a tool-call group; the new user
-message is already the window's last one because it is persisted first).
+messages sent: the system prompt (base, tool guidance, rolling summary,
+time, this turn's tool results, the recall block), then the last-N window,
+never splitting a pair or a tool-call group; the new user message is
+already the window's last one because it is persisted first.
 """
 
 from __future__ import annotations
@@ -18,11 +19,30 @@ from agenvoy_desktop.core.model_api import ChatMessage
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Agenvoy, a personal assistant running entirely on the user's own computer. "
-    "You remember earlier conversations: when the user refers to something that is not "
-    "in the messages below, call search_chat_history before answering. Answer in the "
-    "user's language, briefly and concretely. When a tool fails, read the hint that "
-    "comes with the error before trying again."
+    "Answer in the user's language, briefly and concretely."
 )
+SEARCH_GUIDANCE = (
+    "You remember earlier conversations: when the user refers to something that is neither "
+    "in the messages below nor in what you remember, call search_chat_history before answering."
+)
+TOOL_FAILURE_GUIDANCE = (
+    "When a tool fails, read the hint that comes with the error before trying again."
+)
+
+
+def tool_guidance(offered: Sequence[str]) -> str:
+    """What the system prompt says about tools, for the tools offered in this round only.
+
+    A turn without tools (a greeting to a small model) gets no tool talk at
+    all: a small model told about a tool it is not offered tries to call it.
+    """
+    parts: list[str] = []
+    if "search_chat_history" in offered:
+        parts.append(SEARCH_GUIDANCE)
+    if offered:
+        parts.append(TOOL_FAILURE_GUIDANCE)
+    return " ".join(parts)
+
 
 INTERRUPTED_NOTE = "[answer interrupted by the user]"
 
@@ -36,14 +56,32 @@ def local_time_line(now_ns: int) -> str:
 
 
 def system_message(
-    base_prompt: str, summary_text: str, now_ns: int, extra: str = ""
+    base_prompt: str,
+    summary_text: str,
+    now_ns: int,
+    extra: str = "",
+    *,
+    guidance: str = "",
+    recall: str = "",
 ) -> ChatMessage:
-    """The system prompt for one model call: base, time, the rolling summary, extra."""
-    parts = [base_prompt.strip(), local_time_line(now_ns)]
+    """The system prompt for one model call.
+
+    Order: what changes least comes first (base prompt, tool guidance, the
+    rolling summary), then the time, this round's tool results and the recall
+    block last — the recall block must sit at the end, where a small model
+    reads it as the freshest context.
+    """
+    head = base_prompt.strip()
+    if guidance.strip():
+        head = f"{head} {guidance.strip()}"
+    parts = [head]
     if summary_text.strip():
         parts.append("Summary of the earlier conversation:\n" + summary_text.strip())
+    parts.append(local_time_line(now_ns))
     if extra.strip():
         parts.append(extra.strip())
+    if recall.strip():
+        parts.append(recall.strip())
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
@@ -118,8 +156,13 @@ def build_messages(
     window: Sequence[Message],
     now_ns: int,
     extra_system: str = "",
+    guidance: str = "",
+    recall: str = "",
 ) -> list[ChatMessage]:
     """The full prompt of one model call (system + window)."""
-    messages = [system_message(base_prompt, summary_text, now_ns, extra_system)]
+    system = system_message(
+        base_prompt, summary_text, now_ns, extra_system, guidance=guidance, recall=recall
+    )
+    messages = [system]
     messages.extend(to_chat_message(m) for m in window if m.role != "system")
     return messages

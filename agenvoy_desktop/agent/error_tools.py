@@ -7,6 +7,7 @@ the session they came from and show up in the timeline as events.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agenvoy_desktop.agent.storage import Storage
@@ -29,7 +30,11 @@ from agenvoy_desktop.core.store import MemoryStore
 
 
 class ErrorMemoryHints:
-    """:class:`agent.turn.HintSource` over an :class:`ErrorMemory` (storage thread only)."""
+    """The turn loop's error memory: hints for a failure, and failures remembered.
+
+    Implements :class:`agent.turn.HintSource` and :class:`agent.turn.FailureRecorder`
+    over an :class:`ErrorMemory` (storage thread only).
+    """
 
     def __init__(self, errors: ErrorMemory) -> None:
         self.errors = errors
@@ -37,6 +42,28 @@ class ErrorMemoryHints:
     def hint_for_failure(self, tool: str, error_text: str) -> tuple[str, list[int]]:
         hints = self.errors.lookup_for_failure(tool, error_text)
         return format_hints(hints, tool=tool), [h.record.id for h in hints]
+
+    def record_failure(
+        self, tool: str, error_text: str, arguments: dict[str, Any], session_id: str
+    ) -> int | None:
+        """Remember a failed call as a ``failed`` strategy (the same failure renews its record)."""
+        if not tool or not error_text.strip():
+            return None
+        call = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+        action = _clip(f"called {tool}({call})", MAX_TEXT_CHARS)
+        record = self.errors.add(
+            tool,
+            _clip(error_text.strip(), MAX_SYMPTOM_CHARS),
+            action=action,
+            outcome="failed",
+            session_id=session_id,
+            source="agent",
+        )
+        return record.id
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def describe_record(record: ErrorRecord) -> str:

@@ -30,6 +30,7 @@ from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
 from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.llm.catalogue import ModelCatalogue
+from agenvoy_desktop.llm.model_profile import CAPABLE, ModelProfile, profile_for_path
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import Settings, load_settings, save_settings
 
@@ -61,7 +62,8 @@ class AppServices:
     Attributes the window and the CLI use: ``paths``, ``settings``,
     ``storage``, ``store``, ``errors`` (storage thread only), ``catalogue``,
     ``embedder``, ``chat_model`` (None → ``chat_problem`` says why),
-    ``agent``, ``summarizer``, ``summary_scheduler``, ``tools``.
+    ``model_profile`` (size and abilities of the chat model), ``agent``,
+    ``summarizer``, ``summary_scheduler``, ``tools``.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class AppServices:
         self.tools = self._build_tools()
         self.chat_model: ChatModel | None = None
         self.chat_problem = chat_problem
+        self.model_profile: ModelProfile = CAPABLE
         self.agent: Agent | None = None
         self.summarizer: Summarizer | None = None
         self.summary_scheduler: SummaryScheduler | None = None
@@ -176,6 +179,8 @@ class AppServices:
             window_messages=self.settings.memory.window_messages,
             max_answer_tokens=models.max_answer_tokens,
             temperature=models.temperature,
+            small_model=self.model_profile.small,
+            proactive_recall=self.settings.memory.proactive_recall,
         )
 
     def _build_tools(self) -> ToolRegistry:
@@ -200,6 +205,7 @@ class AppServices:
         """
         self.chat_model = model
         self.chat_problem = None if model is not None else (problem or NO_CHAT_MODEL)
+        self.model_profile = model_profile_of(model)
         if model is None:
             self.agent = None
             self.summarizer = None
@@ -216,13 +222,15 @@ class AppServices:
         self.summary_scheduler = SummaryScheduler(
             self.summarizer, idle_seconds=memory.summary_idle_seconds, clock=self.clock
         )
+        error_memory = ErrorMemoryHints(self.errors)
         self.agent = Agent(
             self.storage,
             self.store,
             model,
             self.tools,
             summary_text=functools.partial(prompt_text, self.store),
-            hints=ErrorMemoryHints(self.errors),
+            hints=error_memory,
+            failures=error_memory,
             config=self._agent_config(),
             after_turn=self.summary_scheduler.after_turn,
             settle=self._checkpoint,
@@ -306,6 +314,14 @@ class AppServices:
         finally:
             self.storage.close()
             _close_models(self.chat_model, self.embedder)
+
+
+def model_profile_of(model: ChatModel | None) -> ModelProfile:
+    """The GGUF profile of a llama.cpp model; a model without a file (a double) is capable."""
+    path = getattr(model, "model_path", None)
+    if model is None or not isinstance(path, Path):
+        return CAPABLE
+    return profile_for_path(path)
 
 
 def _close_models(*models: object) -> None:

@@ -1,16 +1,22 @@
-"""One assistant turn: persist, assemble, stream, call tools, learn from failures.
+"""One assistant turn: persist, recall, assemble, stream, call tools, learn from failures.
 
-Order of a turn (DESIGN.md §1, issue 4):
+Order of a turn:
 
 1. the user message is written to every memory layer first, so a crash or a
    cancel never loses what the user typed;
-2. each model round sees system prompt + rolling summary + the last-N window
-   (which now ends with that user message and any tool traffic of this turn);
-3. tool calls and their results are persisted as tool traffic (the timeline
+2. proactive recall (``agent/recall.py``): a hybrid search of the message
+   over all sessions; what clears the relevance floor goes into a labelled
+   block at the end of the system prompt, and the timeline records it;
+3. the turn's plan (``agent/policy.py``): a small model is offered only the
+   tools the message needs, for at most two tool rounds;
+4. each model round sees system prompt + rolling summary + recall block +
+   the last-N window (which now ends with that user message and any tool
+   traffic of this turn);
+5. tool calls and their results are persisted as tool traffic (the timeline
    shows them, search skips them by default);
-4. a failed tool call (error or empty result) looks up the error memory, and
+6. a failed tool call (error or empty result) looks up the error memory, and
    the hint is stored with the tool result and shown to the model next round;
-5. the answer is persisted; a cancelled answer is kept, marked interrupted.
+7. the answer is persisted; a cancelled answer is kept, marked interrupted.
 
 Events go to ``on_event`` as they happen (the CLI prints them, the window
 turns them into signals).  Stopping — the ``stop`` event or cancelling the
@@ -32,7 +38,18 @@ from typing import Any, Protocol
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     build_messages,
+    tool_guidance,
     tool_results_note,
+)
+from agenvoy_desktop.agent.policy import FULL, TurnPlan, filter_specs, plan_turn
+from agenvoy_desktop.agent.recall import (
+    DEFAULT_FLOOR,
+    RecallBlock,
+    RecallFloor,
+    apply_floor,
+    format_block,
+    query_kind,
+    recall_candidates,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
@@ -63,6 +80,16 @@ class HintSource(Protocol):
         ...
 
 
+class FailureRecorder(Protocol):
+    """Remembers a failed tool call in the error memory (runs on the storage thread)."""
+
+    def record_failure(
+        self, tool: str, error_text: str, arguments: dict[str, Any], session_id: str
+    ) -> int | None:
+        """Add or renew the record for this failure; its id (None when not recorded)."""
+        ...
+
+
 # -- events --------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class MessageSaved:
@@ -74,6 +101,15 @@ class MessageSaved:
 @dataclass(frozen=True, slots=True)
 class AnswerDelta:
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecallInjected:
+    """Proactive recall put remembered messages into this turn's system prompt."""
+
+    text: str
+    """The block exactly as sent."""
+    message_ids: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +140,21 @@ class TurnResult:
     model_s: float = 0.0
     """Time spent inside the model's stream (the rest is the loop's overhead)."""
     total_s: float = 0.0
+    first_token_s: float | None = None
+    """Seconds from the turn's start to the first answer text (None: no text)."""
+    recall_s: float = 0.0
+    """Time spent in proactive recall (the search before the first round)."""
+    recall_text: str = ""
+    """The proactive-recall block as sent ("" when nothing cleared the floor)."""
+    recall_ids: list[str] = field(default_factory=list)
+    tools_offered: list[str] = field(default_factory=list)
+    """Tool names offered in the first round."""
     saved: list[Message] = field(default_factory=list)
 
 
-TurnEvent = MessageSaved | AnswerDelta | ToolCallStarted | ToolCallFinished | TurnResult
+TurnEvent = (
+    MessageSaved | AnswerDelta | RecallInjected | ToolCallStarted | ToolCallFinished | TurnResult
+)
 EventSink = Callable[[TurnEvent], None]
 
 
@@ -118,6 +165,10 @@ class AgentConfig:
     max_answer_tokens: int | None = None
     temperature: float | None = None
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    small_model: bool = False
+    """Shape turns for a small model (``agent/policy.py``); from the model's GGUF profile."""
+    proactive_recall: bool = True
+    recall_floor: RecallFloor = DEFAULT_FLOOR
 
 
 class Agent:
@@ -132,6 +183,7 @@ class Agent:
         *,
         summary_text: Callable[[str], str] = lambda _sid: "",
         hints: HintSource | None = None,
+        failures: FailureRecorder | None = None,
         config: AgentConfig | None = None,
         after_turn: Callable[[str], None] | None = None,
         settle: Callable[[], None] | None = None,
@@ -142,6 +194,9 @@ class Agent:
         self.tools = tools
         self.summary_text = summary_text
         self.hints = hints
+        self.failures = failures
+        """Records this turn's failed tool calls after the answer: a small model is not
+        offered ``remember_error``, so the loop remembers for it."""
         self.config = config or AgentConfig()
         self.after_turn = after_turn
         self.settle = settle
@@ -167,12 +222,40 @@ class Agent:
         task.add_done_callback(self._background_done)
 
     def _after_answer(self, session_id: str, messages: list[Message]) -> None:
-        """Storage thread: the work of :meth:`embed_later`."""
+        """Storage thread: the work of :meth:`embed_later`, then failures are remembered."""
         try:
             self.store.index_messages(session_id, messages)
         finally:
-            if self.settle is not None:
-                self.settle()
+            try:
+                self._remember_failures(session_id, messages)
+            finally:
+                if self.settle is not None:
+                    self.settle()
+
+    def _remember_failures(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Storage thread: every tool error of the turn goes to the error memory.
+
+        Off the answer's path (an error record is embedded: milliseconds the
+        user would wait for).  A repeated call adds nothing; a failure to
+        record is logged and the next failure tries again.
+        """
+        if self.failures is None:
+            return
+        for message in messages:
+            extra = message.extra
+            if message.role != "tool" or not extra.get("is_error") or extra.get("repeated"):
+                continue
+            tool = str(extra.get("name", ""))
+            arguments = extra.get("arguments")
+            args = dict(arguments) if isinstance(arguments, dict) else {}
+            try:
+                record_id = self.failures.record_failure(tool, message.content, args, session_id)
+            except Exception:
+                log.warning("could not remember the failure of %s", tool, exc_info=True)
+                continue
+            if record_id is not None:
+                detail = {"record_id": record_id, "tool": tool, "outcome": "failed", "auto": True}
+                self.store.archive.add_event(session_id, message.time_ns, "error_memory", detail)
 
     def _background_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
@@ -185,32 +268,53 @@ class Agent:
             await asyncio.gather(*self._background, return_exceptions=True)
 
     async def context_messages(
-        self, session_id: str, *, inline_results: Sequence[Message] = ()
+        self,
+        session_id: str,
+        *,
+        inline_results: Sequence[Message] = (),
+        offered: Sequence[str] | None = None,
+        recall: str | None = None,
     ) -> list[ChatMessage]:
         """Exactly what the model would receive next (the inspector's Context tab).
 
         ``inline_results`` is this turn's tool traffic, moved from the message
         list into the system prompt for the answer round (see
-        :func:`context.tool_results_note`).
+        :func:`context.tool_results_note`).  ``offered`` names the tools of
+        this round (None: every available tool, or none for a small model, whose
+        tools are chosen per message).  ``recall`` is this turn's
+        recall block; None shows the block sent with the session's last turn
+        while that turn is still in the window.
         """
-        window, summary = await self.storage.run(self._window_and_summary, session_id)
+        window, summary, last_recall = await self.storage.run(
+            self._prompt_parts, session_id, recall is None
+        )
         note = ""
         if inline_results:
             moved = {m.id for m in inline_results}
             window = [m for m in window if m.id not in moved]
             note = tool_results_note(inline_results)
+        if offered is None:  # a small model's tools depend on the message: none until then
+            specs = [] if self.config.small_model else self.tools.specs()
+            offered = [str(spec["function"]["name"]) for spec in specs]
         return build_messages(
             base_prompt=self.config.system_prompt,
             summary_text=summary,
             window=window,
             now_ns=self.store.clock(),
             extra_system=note,
+            guidance=tool_guidance(offered),
+            recall=last_recall if recall is None else recall,
         )
 
-    def _window_and_summary(self, session_id: str) -> tuple[list[Message], str]:
-        """Storage thread: one hop for both (each hop costs a thread hand-over)."""
+    def _prompt_parts(
+        self, session_id: str, with_last_recall: bool
+    ) -> tuple[list[Message], str, str]:
+        """Storage thread, one hop: the window, the summary and (optionally) the last recall."""
         window = self.store.window(session_id, self.config.window_messages)
-        return window, self.summary_text(session_id)
+        recall = ""
+        if with_last_recall and self.config.proactive_recall:
+            recall = last_recall_text(self.store, session_id, window)
+        return window, self.summary_text(session_id), recall
 
     async def run_turn(
         self,
@@ -235,6 +339,16 @@ class Agent:
         return result
 
 
+def last_recall_text(store: MemoryStore, session_id: str, window: Sequence[Message]) -> str:
+    """Storage thread: the recall block of the newest turn, if its message is in *window*."""
+    event = store.archive.last_event(session_id, "recall")
+    if event is None:
+        return ""
+    detail = event[1]
+    ids = {m.id for m in window}
+    return str(detail.get("text", "")) if detail.get("message_id") in ids else ""
+
+
 def _call_key(call: ToolCallRequest) -> str:
     return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
 
@@ -254,12 +368,17 @@ class _Turn:
         self.repeats: set[str] = set()
         self.force_answer = False
         self.answered = False
+        self.recall = RecallBlock()
+        self.plan: TurnPlan = FULL
+        self.started = time.perf_counter()
 
     async def run(self, text: str) -> TurnResult:
-        started = time.perf_counter()
+        self.started = started = time.perf_counter()
         store = self.agent.store
-        await self._save(store.new_message("user", text))
+        user = store.new_message("user", text)
+        await self._save(user)
         try:
+            await self._prepare(user)
             await self._rounds()
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_interrupted())
@@ -270,12 +389,60 @@ class _Turn:
         self.emit(self.result)
         return self.result
 
-    async def _rounds(self) -> None:
+    async def _prepare(self, user: Message) -> None:
+        """Before the first round: proactive recall, then the turn's plan (tools, rounds)."""
         config = self.agent.config
-        for round_no in range(config.max_rounds):
+        if config.proactive_recall:
+            began = time.perf_counter()
+            self.recall = await self.agent.storage.run(self._find_recall, user)
+            self.result.recall_s = time.perf_counter() - began
+        if self.recall.items:
+            self.result.recall_text = self.recall.text
+            self.result.recall_ids = self.recall.message_ids
+            self.emit(RecallInjected(self.recall.text, self.recall.message_ids))
+        self.plan = plan_turn(
+            user.content, small_model=config.small_model, recalled=bool(self.recall.items)
+        )
+
+    def _find_recall(self, user: Message) -> RecallBlock:
+        """Storage thread: search, floor, block, and the timeline's record of it.
+
+        Recall helps an answer but is no precondition for one: a failing search
+        (a damaged index, a missing embedder) leaves the block empty.
+        """
+        agent = self.agent
+        try:
+            candidates = recall_candidates(
+                agent.store, self.sid, user.content, agent.config.window_messages
+            )
+        except Exception:
+            log.warning("proactive recall failed; answering without it", exc_info=True)
+            return RecallBlock()
+        kind = query_kind(user.content)
+        block = format_block(apply_floor(candidates, agent.config.recall_floor, kind=kind))
+        if block.items:
+            detail = {"message_id": user.id, "text": block.text, "ids": block.message_ids}
+            try:
+                agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
+            except Exception:  # the block is still sent; only the record of it is missing
+                log.warning("could not log the recall event", exc_info=True)
+        return block
+
+    def _tool_rounds(self) -> int:
+        """Rounds that may call tools; one more round always remains to answer."""
+        rounds = self.agent.config.max_rounds - 1
+        if self.plan.max_tool_rounds is not None:
+            rounds = min(rounds, self.plan.max_tool_rounds)
+        return max(rounds, 0)
+
+    async def _rounds(self) -> None:
+        tool_rounds = self._tool_rounds()
+        for round_no in range(tool_rounds + 1):
             self.result.rounds = round_no + 1
-            last_round = round_no == config.max_rounds - 1 or self.force_answer
-            text, calls, finish = await self._model_round(tools=not last_round)
+            may_call = round_no < tool_rounds and not self.force_answer
+            specs = filter_specs(self.agent.tools.specs(), self.plan) if may_call else []
+            last_round = not specs
+            text, calls, finish = await self._model_round(specs, first=round_no == 0)
             if self.stop.is_set() or (finish is not None and finish.finish_reason == "cancelled"):
                 await self._finish_interrupted()
                 return
@@ -290,13 +457,16 @@ class _Turn:
                 return
 
     async def _model_round(
-        self, *, tools: bool
+        self, specs: Sequence[dict[str, Any]], *, first: bool
     ) -> tuple[str, list[ToolCallRequest], ChatFinished | None]:
         agent = self.agent
-        inline = [m for m in self.result.saved if m.is_tool_traffic] if not tools else []
-        messages = await agent.context_messages(self.sid, inline_results=inline)
-        specs = agent.tools.specs() if tools else []
-        self.offered = [s["function"]["name"] for s in specs]
+        inline = [m for m in self.result.saved if m.is_tool_traffic] if not specs else []
+        self.offered = [str(s["function"]["name"]) for s in specs]
+        if first:
+            self.result.tools_offered = list(self.offered)
+        messages = await agent.context_messages(
+            self.sid, inline_results=inline, offered=self.offered, recall=self.recall.text
+        )
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None
         self.partial = []
@@ -304,12 +474,14 @@ class _Turn:
         try:
             async for event in agent.model.chat(
                 messages,
-                tools=specs or None,
+                tools=list(specs) or None,
                 max_tokens=agent.config.max_answer_tokens,
                 temperature=agent.config.temperature,
                 stop=self.stop,
             ):
                 if isinstance(event, TextDelta):
+                    if self.result.first_token_s is None:
+                        self.result.first_token_s = time.perf_counter() - self.started
                     self.partial.append(event.text)
                     self.emit(AnswerDelta(event.text))
                 elif isinstance(event, ToolCallRequest):

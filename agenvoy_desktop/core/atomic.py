@@ -1,7 +1,8 @@
 """Crash-safe file writes: temp file + fsync + rename, then fsync the folder.
 
 A reader either sees the old file or the new one, never a mix, even when the
-power goes in the middle of the write.
+power goes in the middle of the write.  New files are owner-only (0600 on
+POSIX): what the app writes is someone's conversations and settings.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+FILE_MODE = 0o600
+"""Owner read/write only, whatever the process umask."""
 
 
 def fsync_dir(folder: Path) -> None:
@@ -32,7 +36,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)  # no \r\n on Windows
-    fd = os.open(tmp, flags, 0o644)
+    fd = os.open(tmp, flags, FILE_MODE)
     try:
         view = memoryview(data)
         while view:

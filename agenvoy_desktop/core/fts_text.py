@@ -5,7 +5,9 @@ so ``記憶系統`` could never be found inside ``我們使用記憶系統來保
 We index CJK runs as overlapping bigrams (plus the run's last character as a
 unigram, so single-character queries still match); a CJK query becomes a
 phrase of its bigrams, which matches exactly the substring.  Latin text goes
-to ``unicode61`` after a light plural stemmer (:func:`stem`).
+to the FTS5 tokenizer after a light plural stemmer (:func:`stem`); the
+archive's tokenizer is ``porter unicode61``, which stems English words fully
+(painting / paints / painted), on documents and on quoted query terms alike.
 
 Queries never reach FTS5 as syntax: every term is quoted, so ``"``, ``*``,
 ``NEAR(``, ``AND`` typed by a user are just text.

@@ -11,14 +11,102 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenvoy_desktop.core.timeutil import format_iso, parse_iso
+from agenvoy_desktop.core.timeutil import check_time_ns, format_iso, parse_iso
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 _CORE_KEYS = frozenset({"id", "role", "content", "time", "ref"})
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""The largest message (its history.json line, UTF-8) the store accepts: 1 MiB.
+
+A single huge message used to be accepted and then trigger a compaction
+that pushed every other message of the session out of history.json (and
+their vectors with it).  At the default history budget (5 MiB, compacted to
+80 %) a message of at most 1 MiB always leaves most of the session in place;
+a pasted book is better kept as a file in an allowed folder.
+"""
+MIN_MESSAGE_LIMIT = 64 * 1024
+"""The per-message limit never drops below this, however small the budget.
+
+The agent's own messages are bounded by construction (tool results are
+clipped to a few thousand characters, answers to ``max_answer_tokens``) and
+must always fit, or a turn would fail on a user's tiny ``max_history_bytes``.
+"""
+
+
+class InvalidMessageError(ValueError):
+    """A message the store must not write; ``str()`` says what is wrong in one line."""
+
+
+def message_limit(max_history_bytes: int) -> int:
+    """Per-message size limit for a session whose history budget is *max_history_bytes*.
+
+    A quarter of the budget, so a message can never be most of the kept 80 %,
+    between :data:`MIN_MESSAGE_LIMIT` and :data:`MAX_MESSAGE_BYTES`.
+    """
+    return min(MAX_MESSAGE_BYTES, max(MIN_MESSAGE_LIMIT, max_history_bytes // 4))
+
+
+def encoded_size(data: object) -> int:
+    """UTF-8 size of *data* as JSON; raises :class:`InvalidMessageError` if it cannot be stored.
+
+    History files are strict JSON in UTF-8: NaN/Infinity have no JSON form
+    and a lone surrogate (``"\\ud800"`` in an import) has no UTF-8 form, so
+    either would leave a file nothing can read back.
+    """
+    try:
+        return len(json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidMessageError(
+            "text with a lone surrogate (a broken \\ud800-style escape), which is not valid Unicode"
+        ) from None
+    except ValueError:
+        raise InvalidMessageError("a NaN or Infinity number, which JSON cannot store") from None
+    except (TypeError, RecursionError) as exc:
+        raise InvalidMessageError(f"data JSON cannot store ({exc})") from None
+
+
+def check_size(size: int, limit: int) -> None:
+    """Refuse a message of *size* bytes over *limit*, saying both in readable units."""
+    if size > limit:
+        raise InvalidMessageError(
+            f"message too large: {_kib(size)}; the limit is {_kib(limit)} per message"
+        )
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MiB" if size >= 1024 * 1024 else f"{size / 1024:.0f} KiB"
+
+
+def check_messages(messages: Sequence[Message], limit: int = MAX_MESSAGE_BYTES) -> None:
+    """Validate messages before anything is written (store ``append`` / ``import``).
+
+    Checks what the archive and history.json cannot take: a role we do not
+    know, content that is not text, a time outside the storable range, NaN,
+    lone surrogates, and messages over *limit* bytes.  The message names the
+    offending message's position so a caller can point at it.
+    """
+    for number, message in enumerate(messages, start=1):
+        try:
+            _check_one(message, limit)
+        except ValueError as exc:
+            where = f"message {number}" if len(messages) > 1 else "message"
+            raise InvalidMessageError(f"{where}: {exc}") from None
+
+
+def _check_one(message: Message, limit: int) -> None:
+    if message.role not in ROLES:
+        raise InvalidMessageError(f"'role' must be one of {sorted(ROLES)}, got {message.role!r}")
+    if not isinstance(message.content, str):
+        raise InvalidMessageError(f"'content' must be text, got {type(message.content).__name__}")
+    if not isinstance(message.time_ns, int) or isinstance(message.time_ns, bool):
+        raise InvalidMessageError(f"time must be integer nanoseconds, got {message.time_ns!r}")
+    check_time_ns(message.time_ns)
+    check_size(encoded_size(message.to_json()), limit)
 
 
 def new_message_id() -> str:
@@ -61,14 +149,20 @@ class Message:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
-        """Parse our own history.json element (see :mod:`importers` for foreign ones)."""
+        """Parse our own history.json element (see :mod:`importers` for foreign ones).
+
+        A time the archive cannot store raises ValueError: a history file
+        written before times were checked then loads without that element
+        (the history loader keeps the original file) instead of failing every
+        command that reads the session.
+        """
         extra = {k: v for k, v in data.items() if k not in _CORE_KEYS}
         ref = data.get("ref")
         return cls(
             id=str(data["id"]),
             role=str(data["role"]),
             content=content_text(data.get("content")),
-            time_ns=parse_iso(str(data["time"])),
+            time_ns=check_time_ns(parse_iso(str(data["time"])), str(data["time"])),
             ref=None if ref is None else str(ref),
             extra=extra,
         )

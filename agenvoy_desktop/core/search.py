@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from agenvoy_desktop.core.archive import ArchivedMessage
-from agenvoy_desktop.core.vectors import from_blobs
+from agenvoy_desktop.core.vectors import from_blobs, message_of
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
@@ -29,10 +29,12 @@ Mode = Literal["semantic", "keyword", "hybrid"]
 MODES: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
 # Fusion measured on LoCoMo (benchmarks/locomo_recall.py, RESULTS.md): the
 # textbook k=60 ranks items found by both routes at middling ranks above each
-# route's own best hit and lost to keyword search alone; a small k with the
-# keyword list weighted slightly higher keeps both routes' top hits on top.
-RRF_K = 1
-HYBRID_WEIGHTS = (0.75, 1.0)  # (semantic, keyword)
+# route's own best hit and lost to keyword search alone.  With the stemmed,
+# context-aware keyword route (R@10 0.69) far ahead of the semantic one
+# (0.47), a small k with the semantic list at half weight keeps keyword's top
+# hits on top and lets semantic add what keyword misses.
+RRF_K = 3
+HYBRID_WEIGHTS = (0.5, 1.0)  # (semantic, keyword)
 EXCERPT_BEFORE = 2
 EXCERPT_AFTER = 1
 
@@ -43,10 +45,21 @@ class SearchError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One matching message, with a mode-specific score (higher is better)."""
+    """One matching message, with a mode-specific score (higher is better).
+
+    ``score`` orders hits within one route and is not comparable across
+    modes (a fused score is a rank sum).  The evidence fields are: ``cosine``,
+    the best cosine similarity between the query and any of the message's
+    vectors, set whenever the semantic route scored it; ``bm25``, the keyword
+    route's relevance (higher is better), set whenever the keyword route found
+    it.  A fused hit keeps both, so a caller can apply one relevance floor
+    whatever the mode.
+    """
 
     item: ArchivedMessage
     score: float
+    cosine: float | None = None
+    bm25: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +116,8 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
             ],
             weights=HYBRID_WEIGHTS,
         )[: query.limit]
-    return SearchResult(hits=hits, excerpts=build_excerpts(store, hits, excluded))
+    excerpts = build_excerpts(store, hits, excluded, include_tool=query.include_tool)
+    return SearchResult(hits=hits, excerpts=excerpts)
 
 
 def _window_ids(store: MemoryStore, session_id: str | None, n: int) -> frozenset[str]:
@@ -124,8 +138,13 @@ def _keyword(
         time_to_ns=query.time_to_ns,
         include_tool=query.include_tool,
         exclude_msg_ids=excluded,
+        with_context=True,
     )
-    return [Hit(item, score) for item, score in found]
+    return [
+        Hit(item, score, bm25=score)
+        for item, score in found
+        if query.include_tool or is_recallable(item)
+    ]
 
 
 def _semantic(
@@ -145,7 +164,7 @@ def _semantic(
             scored += _exact_in_range(store, sid, vector, query)
         else:
             # Over-fetch: excluded window messages and tool traffic are dropped below.
-            scored += store.vectors(sid).search(vector, limit * 2 + len(excluded))
+            scored += store.vectors(sid).search(vector, limit * 2 + len(excluded) + 8)
     scored.sort(key=lambda pair: pair[1], reverse=True)
     rows = store.archive.by_rowids([r for r, _ in scored])
     hits: list[Hit] = []
@@ -153,9 +172,9 @@ def _semantic(
         item = rows.get(rowid)
         if item is None or item.message.id in excluded:
             continue
-        if not query.include_tool and item.message.is_tool_traffic:
+        if not query.include_tool and not is_recallable(item):
             continue
-        hits.append(Hit(item, score))
+        hits.append(Hit(item, score, cosine=score))
         if len(hits) == limit:
             break
     return hits
@@ -164,19 +183,30 @@ def _semantic(
 def _exact_in_range(
     store: MemoryStore, sid: str, vector: np.ndarray, query: SearchQuery
 ) -> list[tuple[int, float]]:
-    """Brute force over one session's vectors inside a time range (exact)."""
+    """Brute force over one session's vectors inside a time range (exact).
+
+    A message with several vectors (a long message in parts) scores its best part.
+    """
     pairs = store.archive.vectors(sid)
     if not pairs:
         return []
-    rows = store.archive.by_rowids([r for r, _ in pairs])
+    rows = store.archive.by_rowids(sorted({message_of(label) for label, _ in pairs}))
     lo = query.time_from_ns if query.time_from_ns is not None else -(2**63)
     hi = query.time_to_ns if query.time_to_ns is not None else 2**63
-    keep = [(r, b) for r, b in pairs if r in rows and lo <= rows[r].message.time_ns <= hi]
+
+    def in_range(label: int) -> bool:
+        row = rows.get(message_of(label))
+        return row is not None and lo <= row.message.time_ns <= hi
+
+    keep = [(label, blob) for label, blob in pairs if in_range(label)]
     if not keep:
         return []
-    matrix = from_blobs([b for _, b in keep], vector.shape[0])
-    sims = matrix @ vector
-    return [(r, float(s)) for (r, _), s in zip(keep, sims, strict=True)]
+    sims = from_blobs([b for _, b in keep], vector.shape[0]) @ vector
+    best: dict[int, float] = {}
+    for (label, _), sim in zip(keep, sims, strict=True):
+        rowid = message_of(label)
+        best[rowid] = max(best.get(rowid, -2.0), float(sim))
+    return list(best.items())
 
 
 def fuse(
@@ -184,41 +214,98 @@ def fuse(
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
 ) -> list[Hit]:
-    """Weighted reciprocal rank fusion: score = Σ w / (k + rank)."""
+    """Weighted reciprocal rank fusion: score = Σ w / (k + rank).
+
+    Each route's evidence (``cosine``, ``bm25``) survives the fusion: a
+    message both routes found carries both.
+    """
     scores: dict[int, float] = {}
-    items: dict[int, ArchivedMessage] = {}
+    first: dict[int, Hit] = {}
+    cosine: dict[int, float] = {}
+    bm25: dict[int, float] = {}
     for number, ranking in enumerate(rankings):
         weight = 1.0 if weights is None else weights[number]
         for rank, hit in enumerate(ranking, start=1):
-            gain = weight / (k + rank)
-            scores[hit.item.rowid] = scores.get(hit.item.rowid, 0.0) + gain
-            items[hit.item.rowid] = hit.item
+            rowid = hit.item.rowid
+            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
+            first.setdefault(rowid, hit)
+            if hit.cosine is not None:
+                cosine[rowid] = max(cosine.get(rowid, hit.cosine), hit.cosine)
+            if hit.bm25 is not None:
+                bm25[rowid] = max(bm25.get(rowid, hit.bm25), hit.bm25)
     order = sorted(scores, key=lambda rowid: scores[rowid], reverse=True)
-    return [Hit(items[rowid], scores[rowid]) for rowid in order]
+    return [Hit(first[r].item, scores[r], cosine=cosine.get(r), bm25=bm25.get(r)) for r in order]
+
+
+def is_recallable(item: ArchivedMessage) -> bool:
+    """Whether a message may be shown as memory: not tool traffic, not empty.
+
+    Tool results, the assistant's tool-call stubs and empty messages carry no
+    conversation; shown to a small model they read as ``you answered: ""``.
+    """
+    return not item.message.is_tool_traffic and bool(item.message.content.strip())
+
+
+# How far past an excerpt's edge to look for readable neighbours, when the
+# adjacent messages are tool traffic or empty.
+_EXCERPT_SLACK = 8
 
 
 def build_excerpts(
-    store: MemoryStore, hits: Sequence[Hit], excluded: frozenset[str] = frozenset()
+    store: MemoryStore,
+    hits: Sequence[Hit],
+    excluded: frozenset[str] = frozenset(),
+    *,
+    include_tool: bool = False,
 ) -> list[Excerpt]:
-    """Widen hits to 2-before / 1-after excerpts, merge overlaps, order by time."""
+    """Widen hits to 2-before / 1-after excerpts, merge overlaps, order by time.
+
+    Unless *include_tool*, the neighbours counted and shown are readable
+    messages only: tool traffic and empty messages are skipped, and the
+    excerpt reaches past them for its context.
+    """
     spans: dict[str, list[tuple[int, int, set[str]]]] = {}
     for hit in hits:
-        lo, hi = hit.item.seq - EXCERPT_BEFORE, hit.item.seq + EXCERPT_AFTER
+        lo, hi = _span(store, hit.item, include_tool)
         spans.setdefault(hit.item.session_id, []).append((lo, hi, {hit.item.message.id}))
     excerpts: list[Excerpt] = []
     for sid, ranges in spans.items():
-        ranges.sort()
-        merged: list[tuple[int, int, set[str]]] = []
-        for lo, hi, ids in ranges:
-            if merged and lo <= merged[-1][1] + 1:
-                plo, phi, pids = merged[-1]
-                merged[-1] = (plo, max(phi, hi), pids | ids)
-            else:
-                merged.append((lo, hi, ids))
-        for lo, hi, ids in merged:
+        for lo, hi, ids in _merge(ranges):
             rows = store.archive.messages(sid, max(lo, 0), hi + 1)
-            rows = [r for r in rows if r.message.id not in excluded or r.message.id in ids]
+            rows = [
+                r
+                for r in rows
+                if r.message.id in ids
+                or (r.message.id not in excluded and (include_tool or is_recallable(r)))
+            ]
             if rows:
                 excerpts.append(Excerpt(sid, rows, frozenset(ids)))
     excerpts.sort(key=lambda e: (e.messages[0].message.time_ns, e.messages[0].seq))
     return excerpts
+
+
+def _span(store: MemoryStore, item: ArchivedMessage, include_tool: bool) -> tuple[int, int]:
+    """Seq range holding EXCERPT_BEFORE shown messages before *item* and EXCERPT_AFTER after."""
+    lo, hi = item.seq - EXCERPT_BEFORE, item.seq + EXCERPT_AFTER
+    if include_tool:
+        return lo, hi
+    near = store.archive.messages(
+        item.session_id, max(lo - _EXCERPT_SLACK, 0), hi + _EXCERPT_SLACK + 1
+    )
+    before = [r.seq for r in near if r.seq < item.seq and is_recallable(r)]
+    after = [r.seq for r in near if r.seq > item.seq and is_recallable(r)]
+    lo = before[-EXCERPT_BEFORE] if len(before) >= EXCERPT_BEFORE else (before or [item.seq])[0]
+    hi = after[EXCERPT_AFTER - 1] if len(after) >= EXCERPT_AFTER else item.seq
+    return lo, hi
+
+
+def _merge(ranges: list[tuple[int, int, set[str]]]) -> list[tuple[int, int, set[str]]]:
+    """Merge overlapping or touching seq ranges, uniting their hit ids."""
+    merged: list[tuple[int, int, set[str]]] = []
+    for lo, hi, ids in sorted(ranges, key=lambda r: (r[0], r[1])):
+        if merged and lo <= merged[-1][1] + 1:
+            plo, phi, pids = merged[-1]
+            merged[-1] = (plo, max(phi, hi), pids | ids)
+        else:
+            merged.append((lo, hi, ids))
+    return merged

@@ -24,9 +24,14 @@ from typing import Any
 import numpy as np
 
 from agenvoy_desktop.core.archive import Archive
-from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.embedding import (
+    EMBED_TEXT_VERSION,
+    TextEmbedder,
+    embedding_parts,
+    with_previous,
+)
 from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
-from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.vectors import SessionVectors
 from agenvoy_desktop.paths import AppPaths
@@ -38,7 +43,8 @@ COMPACT_TO = 0.8
 EMBED_BATCH = 64
 FLUSH_EVERY_S = 60.0
 FLUSH_EVERY_N = 256
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A session id, whole (always ``fullmatch``: ``$`` would accept a trailing newline)."""
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``."""
@@ -76,7 +82,8 @@ class SessionInfo:
 
 
 def check_session_id(session_id: str) -> str:
-    if not _SESSION_ID.match(session_id):
+    """Return *session_id* if it can name a folder on every platform, else raise."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise InvalidSessionIdError(
             f"invalid session id {session_id!r}: use letters, digits, '.', '_' or '-'"
         )
@@ -152,7 +159,8 @@ class MemoryStore:
         """
         if self.embedder is None:
             return
-        current = f"{self.model_name}:{self.embedder.dim}"
+        # What is embedded is part of the model's identity: new text, new vectors.
+        current = f"{self.model_name}:{self.embedder.dim}:text{EMBED_TEXT_VERSION}"
         stored = self.archive.get_meta("vector_model")
         if stored == current:
             return
@@ -194,7 +202,7 @@ class MemoryStore:
         folders = {
             p.name
             for p in self.paths.sessions_dir.iterdir()
-            if p.is_dir() and _SESSION_ID.match(p.name)
+            if p.is_dir() and _SESSION_ID.fullmatch(p.name)
         }
         return sorted(folders | {m.session_id for m in self.archive.sessions()})
 
@@ -225,7 +233,12 @@ class MemoryStore:
     def append(
         self, session_id: str, messages: Sequence[Message], *, embed: bool = True
     ) -> list[Message]:
-        """Write new messages to all layers; compacts when history grows too big."""
+        """Write new messages to all layers; compacts when history grows too big.
+
+        Messages are validated first (:func:`check_messages`): a bad one
+        raises before any layer is touched.
+        """
+        check_messages(messages, message_limit(self.max_history_bytes))
         self.require(session_id)
         self.archive.ensure_session(session_id, self.clock())
         self.history(session_id).append(messages)
@@ -257,9 +270,12 @@ class MemoryStore:
         if not self._dim_recorded:
             self.archive.set_meta("vector_dim", str(self.embedder.dim))
             self._dim_recorded = True
-        result = self.embedder.embed([m.content for _, m in items])
+        jobs = self._embedding_jobs(session_id, items)
+        result = self.embedder.embed([text for _, _, text in jobs])
         vectors = self.vectors(session_id)
-        vectors.add(self.model_name, [r for r, _ in items], np.asarray(result))
+        vectors.add(
+            self.model_name, [r for r, _, _ in jobs], np.asarray(result), [p for _, p, _ in jobs]
+        )
         unsaved = self._unsaved.get(session_id, 0) + len(items)
         now = time.monotonic()
         if unsaved >= FLUSH_EVERY_N or now - self._last_flush.get(session_id, 0.0) > FLUSH_EVERY_S:
@@ -267,6 +283,21 @@ class MemoryStore:
             self._last_flush[session_id] = now
             unsaved = 0
         self._unsaved[session_id] = unsaved
+
+    def _embedding_jobs(
+        self, session_id: str, items: Sequence[tuple[int, Message]]
+    ) -> list[tuple[int, int, str]]:
+        """(rowid, part, text) for each vector the messages need, in order.
+
+        Each message is embedded with the readable history message before it
+        as context (see :func:`embedding_parts`).
+        """
+        previous = with_previous(self.history(session_id).messages, (m.id for _, m in items))
+        return [
+            (rowid, part, text)
+            for rowid, message in items
+            for part, text in enumerate(embedding_parts(message, previous.get(message.id)))
+        ]
 
     def import_messages(
         self,
@@ -277,7 +308,14 @@ class MemoryStore:
         progress: Progress | None = None,
         cancelled: Cancelled | None = None,
     ) -> str:
-        """Bulk import into a new or existing session; embeds what stays in history."""
+        """Bulk import into a new or existing session; embeds what stays in history.
+
+        Everything is validated before the session is created, so a refused
+        import leaves no empty session behind.
+        """
+        check_messages(messages, message_limit(self.max_history_bytes))
+        if session_id is not None:
+            check_session_id(session_id)
         sid = session_id or self.create_session(title)
         if not self.exists(sid):
             self.create_session(title, sid)
@@ -322,15 +360,20 @@ class MemoryStore:
             return 0
         self.archive.set_meta("vector_dim", str(self.embedder.dim))
         vectors = self.vectors(session_id)
-        batches = [todo[i : i + EMBED_BATCH] for i in range(0, len(todo), EMBED_BATCH)]
-        future = self.embedder.submit([m.content for _, m in batches[0]])
+        batches = _whole_messages(self._embedding_jobs(session_id, todo), EMBED_BATCH)
+        future = self.embedder.submit([text for _, _, text in batches[0]])
         done = 0
         for number, batch in enumerate(batches):
             result = future.result()
             if number + 1 < len(batches):
-                future = self.embedder.submit([m.content for _, m in batches[number + 1]])
-            vectors.add(self.model_name, [r for r, _ in batch], np.asarray(result))
-            done += len(batch)
+                future = self.embedder.submit([text for _, _, text in batches[number + 1]])
+            vectors.add(
+                self.model_name,
+                [r for r, _, _ in batch],
+                np.asarray(result),
+                [p for _, p, _ in batch],
+            )
+            done += sum(1 for _, part, _ in batch if part == 0)
             if progress is not None:
                 progress(done, len(todo))
             if cancelled is not None and cancelled():
@@ -378,6 +421,23 @@ class MemoryStore:
         from agenvoy_desktop.core.lifecycle import run_operation
 
         run_operation(self, "remove", self.require(session_id))
+
+
+def _whole_messages(
+    jobs: Sequence[tuple[int, int, str]], size: int
+) -> list[list[tuple[int, int, str]]]:
+    """Embedding jobs in batches of about *size* texts, never splitting a message.
+
+    A batch stops only at a message's first part, so an interrupted run
+    leaves every message with all its vectors or none (the next run embeds
+    the messages that have none).
+    """
+    batches: list[list[tuple[int, int, str]]] = [[]]
+    for job in jobs:
+        if len(batches[-1]) >= size and job[1] == 0:
+            batches.append([])
+        batches[-1].append(job)
+    return [b for b in batches if b]
 
 
 def compaction_cut(messages: Sequence[Message], target_bytes: int) -> int:

@@ -15,11 +15,26 @@ summary for messages that had content — stops the run: earlier chunks stay,
 the cursor stays at the last success, a ``failed`` record is written, and the
 next run resumes at the cursor without redoing anything.
 
-Budget per chunk: the answer gets max(``max_answer_tokens``, previous summary
-+ 256) tokens, so a growing summary is not cut off mid-JSON; the transcript
-gets what is left of the context after the instructions, the previous
-summary and a 64-token margin (token counts cached per text).  A single
-message bigger than that is cut in the middle for the prompt.
+Budget per chunk: the answer gets :data:`ANSWER_TOKENS`, the longest answer
+the schema's grammar allows (every list full, every string at its
+``maxLength``, one token per character), so the answer always closes inside
+its budget.  That needs a context of twice as much (about 5,000 tokens; the
+app's default is 8,192); a smaller context reserves half of itself and
+relies on the retry below.  The transcript gets what is left of the context
+after the instructions, the previous summary and a 64-token margin (token
+counts cached per text).  A single message bigger than that is cut in the
+middle for the prompt.  A pass whose answer still fails (cut off, not JSON,
+a repeated sentence) is retried once with the first half of the chunk; the
+other half goes into the next chunk.  On that retry a sentence said twice
+no longer fails the chunk: its repeats are removed (and noted in the pass
+record), since a summary that says something once is better than none.
+
+Traceable decisions: every transcript line carries a handle (``m1``…) and
+every decision of the previous summary one (``p1``…); the schema makes a
+decision name one of them as its ``source``, and
+:func:`~agenvoy_desktop.core.summary.trace_decisions` turns the handle into
+the message id, dropping decisions whose text does not overlap what they
+cite.
 
 Tool traffic is folded in compact form: a tool result becomes
 ``[tool NAME → first 160 characters]`` and an assistant tool call
@@ -53,7 +68,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -66,22 +81,30 @@ from agenvoy_desktop.core.summary import (
     SUMMARY_SCHEMA,
     HistoryStamp,
     PassRecord,
+    Source,
     Summary,
     SummaryFileError,
     SummaryFormatError,
     SummaryMeta,
+    answer_char_bound,
     append_record,
     build_prompt,
     cut_middle,
+    decision_sources,
     load_meta,
     load_summary,
+    message_handle,
     message_text,
     parse_summary,
+    repeated_sentences,
     save_meta,
     save_summary,
     summary_prompt_json,
+    summary_schema,
+    trace_decisions,
     transcript_line,
     validate_summary,
+    without_repeats,
 )
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 
@@ -98,7 +121,10 @@ LOCK_STALE_NS = 10 * 60 * 1_000_000_000
 SAFETY_TOKENS = 64
 """Room for the chat template's role markers and token-count drift."""
 GROWTH_TOKENS = 256
-"""The answer may be this much longer than the previous summary."""
+"""With an explicit ``max_answer_tokens``: the answer may be this much longer than
+the previous summary."""
+ANSWER_TOKENS = answer_char_bound(SUMMARY_SCHEMA)
+"""The longest answer the schema allows, in characters, hence tokens (module docstring)."""
 MIN_TRANSCRIPT_TOKENS = 48
 PAGE = 256
 _TOKEN_CACHE_MAX = 50_000
@@ -367,19 +393,58 @@ class _Chunk:
     rows: list[ArchivedMessage]
     lines: list[str]
     reserve: int
+    earlier: dict[str, Source]
+    """Handles of the previous summary's decisions (``p1``…)."""
 
     @property
     def has_content(self) -> bool:
         return any(message_text(r.message) for r in self.rows)
+
+    @property
+    def sources(self) -> dict[str, Source]:
+        """Every handle a decision may cite: earlier decisions, then this chunk's messages."""
+        mine = {
+            message_handle(i): Source(row.message.id, message_text(row.message))
+            for i, row in enumerate(self.rows)
+        }
+        return {**self.earlier, **mine}
+
+    def first_half(self) -> _Chunk:
+        """The retry after a failed answer: fewer messages, so less to get wrong."""
+        keep = len(self.rows) // 2
+        return _Chunk(self.rows[:keep], self.lines[:keep], self.reserve, self.earlier)
 
 
 class _ContextTooSmallError(RuntimeError):
     pass
 
 
+class _RetryFailedError(RuntimeError):
+    """The retry with half the chunk failed too; ``chunk`` is that half."""
+
+    def __init__(self, chunk: _Chunk, message: str) -> None:
+        super().__init__(message)
+        self.chunk = chunk
+
+
+@dataclass(slots=True)
+class _Folded:
+    """A good answer for a chunk, its token accounting and notes for the pass record."""
+
+    summary: Summary
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
 # -- the runner ------------------------------------------------------------------------
 class Summarizer:
-    """Folds a session's older messages into its rolling summary (module docstring)."""
+    """Folds a session's older messages into its rolling summary (module docstring).
+
+    ``max_answer_tokens`` replaces the worst-case answer budget
+    (:data:`ANSWER_TOKENS`) with max(it, previous summary + 256): smaller
+    chunks of context for tests, at the risk of an answer cut off.
+    """
 
     def __init__(
         self,
@@ -388,7 +453,7 @@ class Summarizer:
         *,
         window_messages: int = 16,
         clock: Clock = now_ns,
-        max_answer_tokens: int = 768,
+        max_answer_tokens: int | None = None,
         storage: StoreRunner | None = None,
     ) -> None:
         self.store = store
@@ -589,14 +654,15 @@ class _Run:
                 if not chunk.rows:
                     break
                 started = time.perf_counter()
-                answer, prompt_tokens, completion_tokens = await self._summarize(chunk)
+                chunk, folded = await self._summarize_or_retry(chunk)
+            except _RetryFailedError as exc:
+                chunk = exc.chunk
+                return await self._failed(chunk, str(exc), time.perf_counter() - started)
             except Exception as exc:  # noqa: BLE001 - any model or planning failure fails the chunk
                 return await self._failed(chunk, _describe(exc), time.perf_counter() - started)
             duration = time.perf_counter() - started
             try:
-                record = await self.io(
-                    self._commit, chunk, answer, duration, prompt_tokens, completion_tokens
-                )
+                record = await self.io(self._commit, chunk, folded, duration)
             except OSError as exc:  # disk full, read-only...: the atomic writes left the old files
                 return await self._failed(chunk, _describe(exc), duration)
             self.owner.emit(self.sid, record)
@@ -604,19 +670,62 @@ class _Run:
                 self.progress(self.folded, self.pending.total)
         return self.result("done")
 
-    async def _summarize(self, chunk: _Chunk) -> tuple[Summary, int, int]:
-        if not chunk.has_content:  # nothing to learn: advance without a model call
-            return self.summary, 0, 0
-        prompt = build_prompt(self.summary, chunk.lines)
-        completion = await self.owner.model.complete_json(
-            prompt, SUMMARY_SCHEMA, max_tokens=chunk.reserve
+    async def _summarize_or_retry(self, chunk: _Chunk) -> tuple[_Chunk, _Folded]:
+        """One pass; after a bad answer, one more over the first half of the chunk.
+
+        A small model that loses its way over many messages often manages
+        half as many; the other half is planned into the next chunk, so
+        nothing is skipped.  Only answer problems are retried: a model that
+        cannot run at all fails the chunk at once.
+        """
+        try:
+            return chunk, await self._summarize(chunk)
+        except (ModelOutputError, SummaryFormatError) as exc:
+            if len(chunk.rows) < 2:
+                raise
+            first_error = _describe(exc)
+        half = chunk.first_half()
+        log.warning(
+            "summary of %s: %s; retrying with %d of %d messages",
+            self.sid,
+            first_error,
+            len(half.rows),
+            len(chunk.rows),
         )
-        answer = parse_summary(completion.value, "model answer")
+        try:
+            folded = await self._summarize(half, last_try=True)
+        except (ModelOutputError, SummaryFormatError) as exc:
+            raise _RetryFailedError(half, f"{_describe(exc)} (and before: {first_error})") from exc
+        folded.notes["retried_after"] = first_error
+        return half, folded
+
+    async def _summarize(self, chunk: _Chunk, *, last_try: bool = False) -> _Folded:
+        """One model call for *chunk*; the answer validated and its decisions traced.
+
+        On the ``last_try`` a sentence said twice is removed instead of
+        failing the chunk (see :func:`~agenvoy_desktop.core.summary.without_repeats`).
+        """
+        if not chunk.has_content:  # nothing to learn: advance without a model call
+            return _Folded(self.summary)
+        prompt = build_prompt(self.summary, chunk.lines)
+        sources = chunk.sources
+        completion = await self.owner.model.complete_json(
+            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve
+        )
+        answer = parse_summary(completion.value, "model answer", repeats=last_try)
+        notes: dict[str, Any] = {}
+        if last_try and (twice := repeated_sentences(answer)):
+            answer = without_repeats(answer)
+            notes["repeats_removed"] = twice
+        answer, dropped = trace_decisions(answer, sources)
         if answer.is_empty:
             raise SummaryFormatError(
                 f"model answer: empty summary for {len(chunk.rows)} messages with content"
             )
-        return answer, completion.prompt_tokens, completion.completion_tokens
+        if dropped:
+            log.info("summary of %s: dropped untraced decisions: %s", self.sid, dropped)
+            notes["dropped_decisions"] = dropped
+        return _Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
 
     # -- planning ------------------------------------------------------------------------
     async def _row(self, index: int) -> ArchivedMessage | None:
@@ -627,8 +736,10 @@ class _Run:
     async def _plan(self) -> _Chunk:
         """The next chunk: as many messages as fit beside instructions, summary and answer."""
         count = self.owner.count_tokens
-        summary_tokens = await count(summary_prompt_json(self.summary))
-        reserve = max(self.owner.max_answer_tokens, summary_tokens + GROWTH_TOKENS)
+        reserve = min(ANSWER_TOKENS, self.owner.model.context_size // 2)
+        if self.owner.max_answer_tokens is not None:
+            summary_tokens = await count(summary_prompt_json(self.summary))
+            reserve = max(self.owner.max_answer_tokens, summary_tokens + GROWTH_TOKENS)
         frame = build_prompt(self.summary, [])
         fixed = await count(SUMMARIZE_INSTRUCTIONS) + await count(frame[1]["content"])
         budget = self.owner.model.context_size - reserve - fixed - SAFETY_TOKENS
@@ -637,10 +748,10 @@ class _Run:
                 f"model {self.owner.model.name}: context of {self.owner.model.context_size} "
                 f"tokens leaves {budget} for messages (need {MIN_TRANSCRIPT_TOKENS}+)"
             )
-        chunk = _Chunk([], [], reserve)
+        chunk = _Chunk([], [], reserve, decision_sources(self.summary))
         used = 0
         while (row := await self._row(self.index + len(chunk.rows))) is not None:
-            line = transcript_line(row.message)
+            line = transcript_line(row.message, message_handle(len(chunk.rows)))
             cost = await count(line) + 1  # + the newline
             if used + cost > budget:
                 if chunk.rows:
@@ -663,10 +774,9 @@ class _Run:
         return cut_middle(line, 0)
 
     # -- recording -----------------------------------------------------------------------
-    def _commit(
-        self, chunk: _Chunk, answer: Summary, duration: float, prompt: int, completion: int
-    ) -> PassRecord:
+    def _commit(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
         """Save order: summary, meta (cursor), history line, timeline event."""
+        answer = folded.summary
         if not self.folder.is_dir():  # removed meanwhile: never recreate it
             raise FileNotFoundError(f"session {self.sid} was removed during the summary")
         before, after = self.cursor, _Cursor.of(chunk.rows[-1])
@@ -697,7 +807,15 @@ class _Run:
         )
         self.passes += 1
         self.folded += len(chunk.rows)
-        record = self._record("pass", chunk, before, duration, prompt=prompt, completion=completion)
+        record = self._record(
+            "pass",
+            chunk,
+            before,
+            duration,
+            prompt=folded.prompt_tokens,
+            completion=folded.completion_tokens,
+            notes=folded.notes,
+        )
         self._write_record(record)
         self.lock.refresh()
         return record
@@ -712,6 +830,7 @@ class _Run:
         prompt: int = 0,
         completion: int = 0,
         error: str | None = None,
+        notes: dict[str, Any] | None = None,
     ) -> PassRecord:
         rows = chunk.rows if chunk else []
         return PassRecord(
@@ -727,6 +846,7 @@ class _Run:
             prompt_tokens=prompt,
             completion_tokens=completion,
             error=error,
+            extra=dict(notes or {}),
         )
 
     def _write_record(self, record: PassRecord) -> None:

@@ -8,10 +8,19 @@ break free-form JSON, so generation is constrained by :data:`SUMMARY_SCHEMA`
 :func:`parse_summary`, which rejects anything off-shape instead of repairing
 it: a bad answer is a failed chunk, never a corrupted summary.
 
+Two rules keep the summary true.  A sentence said twice is a bad answer
+(small models loop).  A key decision must cite the message that states it:
+the prompt gives every message a handle, the schema lets a decision name
+only those (and the previous decisions' handles), and
+:func:`trace_decisions` stores the message id, dropping decisions whose
+words are not in the message they cite.  Only traced decisions (and the
+user's own) are binding in the system prompt.
+
 Files in the session folder:
 
 ``summary.json``
-    the summary plus ``version`` (atomic writes).
+    the summary plus ``version`` (atomic writes); version 1 had no decision
+    sources and loads unchanged (its decisions are then not binding).
 ``summary.meta.json``
     the incremental cursor (:class:`SummaryMeta`, atomic writes).
 ``summary.history.jsonl``
@@ -43,17 +52,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+"""2: key decisions carry ``source`` (the message that states them) and ``by_user``."""
+META_VERSION = 1
 SUMMARY_FILE = "summary.json"
 META_FILE = "summary.meta.json"
 LOG_FILE = "summary.history.jsonl"
 
+# What a stored summary may hold (files written by earlier versions, user edits).
 MAX_DECISIONS = 8
 MAX_DISCUSSIONS = 8
 DECISION_CHARS = 200
 TOPIC_CHARS = 80
 DESCRIPTION_CHARS = 300
 CURRENT_CHARS = 600
+SOURCE_CHARS = 128
+# What one model answer may hold: tighter, so that its worst case (every list
+# full, every string at its limit) fits the token budget beside the transcript.
+ANSWER_DECISIONS = 5
+ANSWER_DECISION_CHARS = 100
+ANSWER_DISCUSSIONS = 5
+ANSWER_TOPIC_CHARS = 40
+ANSWER_DESCRIPTION_CHARS = 150
+ANSWER_CURRENT_CHARS = 300
+HANDLE_CHARS = 5
+"""``m1``…``m9999`` for the chunk's messages, ``p1``…``p99`` for earlier decisions."""
 TOOL_RESULT_CHARS = 160
 TOOL_ARGS_CHARS = 80
 
@@ -71,15 +94,34 @@ class SummaryFileError(RuntimeError):
 # -- data ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class KeyDecision:
-    """A final choice; binding for the assistant until the user changes it."""
+    """A final choice; binding for the assistant until the user changes it.
+
+    ``source`` is the id of the message that states the decision, so a
+    person can check it (the Summary tab links to it); inside a raw model
+    answer it is still the prompt's short handle (``m3``) until
+    :func:`trace_decisions` resolves it.  ``by_user`` marks a decision the
+    user added or reworded in the Summary tab: the user is its source.  A
+    decision with neither (files from version 1) is kept and shown, but is
+    not binding (:func:`render_for_prompt`).
+    """
 
     decision: str
     decided_at: str | None = None
+    source: str | None = None
+    by_user: bool = False
 
-    def to_json(self) -> dict[str, str]:
-        data = {"decision": self.decision}
+    @property
+    def binding(self) -> bool:
+        return self.source is not None or self.by_user
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"decision": self.decision}
         if self.decided_at is not None:
             data["decided_at"] = self.decided_at
+        if self.source is not None:
+            data["source"] = self.source
+        if self.by_user:
+            data["by_user"] = True
         return data
 
 
@@ -135,39 +177,90 @@ def _text(max_chars: int, min_chars: int = 1) -> dict[str, Any]:
 
 _DATE_SCHEMA: dict[str, Any] = {"type": "string", "format": "date"}
 
-SUMMARY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "key_decisions": {
-            "type": "array",
-            "maxItems": MAX_DECISIONS,
-            "items": {
-                "type": "object",
-                "properties": {"decision": _text(DECISION_CHARS), "decided_at": _DATE_SCHEMA},
-                "required": ["decision"],
-                "additionalProperties": False,
-            },
-        },
-        "past_discussions": {
-            "type": "array",
-            "maxItems": MAX_DISCUSSIONS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "topic": _text(TOPIC_CHARS),
-                    "description": _text(DESCRIPTION_CHARS),
-                    "last_discussed": _DATE_SCHEMA,
+
+def summary_schema(handles: Sequence[str] | None = None) -> dict[str, Any]:
+    """The JSON schema of one model answer (llama.cpp turns it into a grammar).
+
+    Every string has a ``maxLength`` and every list a ``maxItems``, which
+    llama.cpp's schema-to-grammar conversion turns into bounded repetitions,
+    so the longest possible answer is known (:func:`answer_char_bound`).
+    With *handles* a decision's ``source`` must be one of them (an ``enum``:
+    the grammar itself keeps the model from citing a message that is not in
+    the prompt); without, any short string (for tests and the bound).
+    """
+    source = {"type": "string", "enum": list(handles)} if handles else _text(HANDLE_CHARS)
+    return {
+        "type": "object",
+        "properties": {
+            "key_decisions": {
+                "type": "array",
+                "maxItems": ANSWER_DECISIONS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "decision": _text(ANSWER_DECISION_CHARS),
+                        "decided_at": _DATE_SCHEMA,
+                        "source": source,
+                    },
+                    "required": ["decision", "decided_at", "source"],
+                    "additionalProperties": False,
                 },
-                "required": ["topic", "description", "last_discussed"],
-                "additionalProperties": False,
             },
+            "past_discussions": {
+                "type": "array",
+                "maxItems": ANSWER_DISCUSSIONS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "topic": _text(ANSWER_TOPIC_CHARS),
+                        "description": _text(ANSWER_DESCRIPTION_CHARS),
+                        "last_discussed": _DATE_SCHEMA,
+                    },
+                    "required": ["topic", "description", "last_discussed"],
+                    "additionalProperties": False,
+                },
+            },
+            "current_discussion": _text(ANSWER_CURRENT_CHARS, 0),
         },
-        "current_discussion": _text(CURRENT_CHARS, 0),
-    },
-    "required": ["key_decisions", "past_discussions", "current_discussion"],
-    "additionalProperties": False,
-}
-"""The JSON schema given to the model (llama.cpp turns it into a grammar)."""
+        "required": ["key_decisions", "past_discussions", "current_discussion"],
+        "additionalProperties": False,
+    }
+
+
+SUMMARY_SCHEMA: dict[str, Any] = summary_schema()
+"""The answer schema with a generic ``source`` (any handle-sized string)."""
+
+
+def answer_char_bound(schema: Mapping[str, Any]) -> int:
+    """The most characters an answer matching *schema* can have under llama.cpp's grammar.
+
+    The grammar allows at most one space where JSON allows whitespace
+    (llama.cpp's ``space ::= " "?``), so the bound is exact for the
+    constructs used here: objects (every property present), arrays at
+    ``maxItems``, strings at ``maxLength``, enums at their longest member,
+    ``format: date``.  Every token of an answer is at least one character
+    long, so this bounds its tokens too, except for string characters that
+    take several: JSON escapes (``\\n``, ``\\u00e9``, one ``char`` of the
+    grammar each) and some characters outside ASCII.  Summaries rarely have
+    enough of them to matter; the summarizer's retry with half the chunk
+    covers the rest.
+    """
+    kind = schema.get("type")
+    if kind == "object":
+        props: Mapping[str, Any] = schema.get("properties", {})
+        # {"key": value, "key": value} with a space after { : , and each value
+        members = sum(len(json.dumps(k)) + 2 + answer_char_bound(v) for k, v in props.items())
+        return 2 + members + 2 * max(0, len(props) - 1) + 2
+    if kind == "array":
+        items = int(schema["maxItems"])
+        return 2 + items * answer_char_bound(schema["items"]) + 2 * max(0, items - 1) + 2
+    if "enum" in schema:
+        return max(len(json.dumps(v, ensure_ascii=False)) for v in schema["enum"]) + 1
+    if schema.get("format") == "date":
+        return 12 + 1
+    if kind == "string":
+        return 2 + int(schema["maxLength"]) + 1
+    raise ValueError(f"no bound for schema {schema!r}")
 
 
 # -- validation ------------------------------------------------------------------
@@ -212,11 +305,17 @@ def _array(value: object, where: str, max_items: int) -> list[Any]:
 
 
 def _decision(value: object, where: str) -> KeyDecision:
-    data = _object(value, where, {"decision"}, {"decided_at"})
+    data = _object(value, where, {"decision"}, {"decided_at", "source", "by_user"})
     decided = data.get("decided_at")
+    source = data.get("source")
+    by_user = data.get("by_user", False)
+    if not isinstance(by_user, bool):
+        raise SummaryFormatError(f"{where}.by_user: expected true or false")
     return KeyDecision(
         decision=_string(data["decision"], f"{where}.decision", DECISION_CHARS),
         decided_at=None if decided is None else _date(decided, f"{where}.decided_at"),
+        source=None if source is None else _string(source, f"{where}.source", SOURCE_CHARS),
+        by_user=by_user,
     )
 
 
@@ -229,12 +328,23 @@ def _discussion(value: object, where: str) -> PastDiscussion:
     )
 
 
-def parse_summary(data: object, where: str = "summary") -> Summary:
+def parse_summary(data: object, where: str = "summary", *, repeats: bool = False) -> Summary:
     """Validate a summary object strictly; raise :class:`SummaryFormatError` naming the field.
 
     Nothing is trimmed or repaired: an over-long field, an extra key or a
     wrong type is an error, so a bad model answer can never slip in halfway.
+    A sentence said twice (within a field or across fields, compared
+    normalised) is an error too — a small model stuck in a loop repeats
+    itself, and the summary goes into every prompt — except with
+    ``repeats=True``, which files written before this rule use.
     """
+    summary = _parse_fields(data, where)
+    if not repeats and (twice := repeated_sentences(summary)):
+        raise SummaryFormatError(f"{where}: repeats the sentence {twice[0]!r}")
+    return summary
+
+
+def _parse_fields(data: object, where: str) -> Summary:
     fields = _object(
         data, where, {"key_decisions", "past_discussions", "current_discussion"}, set()
     )
@@ -261,21 +371,100 @@ def validate_summary(summary: Summary) -> Summary:
     return parse_summary(summary.to_json())
 
 
+# -- repeated sentences ------------------------------------------------------------
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；])\s*|\n+")
+_NON_WORD = re.compile(r"[\W_]+")
+MIN_SENTENCE_CHARS = 20
+"""Shorter pieces ("OK.", "Let's go with") may well recur; they are not a loop.
+Chinese and Japanese say as much in fewer characters: 8 there."""
+_MIN_CJK_SENTENCE_CHARS = 8
+
+
+def _normalised(piece: str) -> str | None:
+    """A sentence as compared: lower case, no punctuation; None when too short to count."""
+    text = " ".join(_NON_WORD.sub(" ", piece.lower()).split())
+    shortest = _MIN_CJK_SENTENCE_CHARS if _CJK.search(text) else MIN_SENTENCE_CHARS
+    return text if len(text) >= shortest else None
+
+
+def sentences(text: str) -> list[str]:
+    """*text* split at sentence ends and line breaks, normalised for comparison.
+
+    Pieces shorter than :data:`MIN_SENTENCE_CHARS` after normalising are left out.
+    """
+    return [n for p in _SENTENCE_END.split(text) if (n := _normalised(p)) is not None]
+
+
+def summary_texts(summary: Summary) -> list[str]:
+    """The free-text fields whose sentences must not repeat (topics are labels)."""
+    return [
+        *(d.decision for d in summary.key_decisions),
+        *(p.description for p in summary.past_discussions),
+        summary.current_discussion,
+    ]
+
+
+def repeated_sentences(summary: Summary) -> list[str]:
+    """Normalised sentences that occur more than once in the summary, first seen first."""
+    seen: set[str] = set()
+    twice: list[str] = []
+    for text in summary_texts(summary):
+        for sentence in sentences(text):
+            if sentence in seen and sentence not in twice:
+                twice.append(sentence)
+            seen.add(sentence)
+    return twice
+
+
+def without_repeats(summary: Summary) -> Summary:
+    """*summary* with every sentence's second and later occurrences removed.
+
+    The summarizer's last resort, for an answer that is good but for a
+    sentence copied into two fields: keeping the sentence once loses
+    nothing, whereas failing the chunk would leave no summary at all.  A
+    decision or discussion left with no text goes.
+    """
+    seen: set[str] = set()
+
+    def keep(text: str) -> str:
+        kept: list[str] = []
+        for piece in _SENTENCE_END.split(text):
+            norm = _normalised(piece)
+            if norm is None or norm not in seen:
+                kept.append(piece.strip())
+            if norm is not None:
+                seen.add(norm)
+        return " ".join(p for p in kept if p)
+
+    decisions = [replace(d, decision=keep(d.decision)) for d in summary.key_decisions]
+    discussions = [replace(p, description=keep(p.description)) for p in summary.past_discussions]
+    return Summary(
+        key_decisions=tuple(d for d in decisions if d.decision),
+        past_discussions=tuple(p for p in discussions if p.description),
+        current_discussion=keep(summary.current_discussion),
+    )
+
+
 # -- prompt text -----------------------------------------------------------------
 BINDING_HEADER = "Key decisions (binding — follow them unless the user changes them):"
+UNCONFIRMED_HEADER = "Noted earlier, not traced to a message (not binding):"
 
 
 def render_for_prompt(summary: Summary | None) -> str:
-    """The summary as system-prompt text; "" when there is nothing to say."""
+    """The summary as system-prompt text; "" when there is nothing to say.
+
+    Only decisions traced to a message (or made by the user) are listed as
+    binding; untraced ones from older files are listed apart as notes, so a
+    model's guess never becomes a rule the assistant must follow.
+    """
     if summary is None or summary.is_empty:
         return ""
     sections: list[str] = []
-    if summary.key_decisions:
-        lines = [BINDING_HEADER]
-        for d in summary.key_decisions:
-            when = f" (decided {d.decided_at})" if d.decided_at else ""
-            lines.append(f"- {d.decision.strip()}{when}")
-        sections.append("\n".join(lines))
+    binding = [d for d in summary.key_decisions if d.binding]
+    notes = [d for d in summary.key_decisions if not d.binding]
+    for header, decisions in ((BINDING_HEADER, binding), (UNCONFIRMED_HEADER, notes)):
+        if decisions:
+            sections.append("\n".join([header, *map(_decision_line, decisions)]))
     if summary.past_discussions:
         lines = ["Past discussions:"]
         lines += [
@@ -286,6 +475,11 @@ def render_for_prompt(summary: Summary | None) -> str:
     if summary.current_discussion.strip():
         sections.append(f"Current discussion: {summary.current_discussion.strip()}")
     return "\n\n".join(sections)
+
+
+def _decision_line(decision: KeyDecision) -> str:
+    when = f" (decided {decision.decided_at})" if decision.decided_at else ""
+    return f"- {decision.decision.strip()}{when}"
 
 
 def prompt_text(store: MemoryStore, session_id: str) -> str:
@@ -304,31 +498,113 @@ def prompt_text(store: MemoryStore, session_id: str) -> str:
 SUMMARIZE_INSTRUCTIONS = f"""\
 You maintain the rolling summary of a long conversation between a user and an \
 assistant. You get the current summary as JSON and the next messages of the \
-conversation, oldest first, one per line as "[date time] role: text". Lines in \
-[brackets] after the role are the assistant's tool use.
+conversation, oldest first, one per line as "[handle date time] role: text". \
+Lines in [brackets] after the role are the assistant's tool use.
 
 Return the updated summary as one JSON object with exactly these fields:
-- "key_decisions": final choices the user made or agreed to, at most \
-{MAX_DECISIONS}, each {{"decision": text of at most {DECISION_CHARS} characters, \
-"decided_at": "YYYY-MM-DD"}}. They are binding: keep every earlier decision \
-unless the new messages change or cancel it, then replace it.
-- "past_discussions": topics that were discussed, at most {MAX_DISCUSSIONS}, each \
-{{"topic": at most {TOPIC_CHARS} characters, "description": at most \
-{DESCRIPTION_CHARS} characters, "last_discussed": "YYYY-MM-DD"}}. Update a topic \
-when it comes up again; when there are too many, merge related ones or drop the \
-oldest and least important.
+- "key_decisions": at most {ANSWER_DECISIONS} final choices the user made or \
+agreed to, each {{"decision": at most {ANSWER_DECISION_CHARS} characters, \
+"decided_at": "YYYY-MM-DD", "source": handle}}. "source" is the handle of the \
+message that states the decision (e.g. "m3"), or the "source" it already has \
+in the current summary. A decision is a choice someone settled ("we will \
+use…", "let's go with…", "I booked…", "agreed"); a place, product or topic \
+that was only mentioned is not a decision. Keep every earlier decision unless \
+the new messages change or cancel it, then replace it.
+- "past_discussions": at most {ANSWER_DISCUSSIONS} topics, each {{"topic": at \
+most {ANSWER_TOPIC_CHARS} characters, "description": at most \
+{ANSWER_DESCRIPTION_CHARS} characters, "last_discussed": "YYYY-MM-DD"}}. \
+Update a topic when it comes up again; merge related topics.
 - "current_discussion": what the newest messages are about and what is still \
-open, at most {CURRENT_CHARS} characters.
+open, at most {ANSWER_CURRENT_CHARS} characters.
 
 Merge, do not append: your answer replaces the current summary, so carry over \
 everything from it that still holds. Use only facts from the summary and the \
-messages. Keep every field short. Write in the language of the conversation.
+messages, with their names, places, numbers and dates. Never write the same \
+sentence twice. Write in the language of the conversation.
 
-Whenever a message settles something ("we will use…", "let's go with…", \
-"decision:", "agreed", "I chose…"), add it to key_decisions, even if the current \
-summary has none. Example: from the line \
-"[2024-05-02 10:00] user: OK, we'll host it on Hetzner." the answer contains \
-"key_decisions": [{{"decision": "Host it on Hetzner", "decided_at": "2024-05-02"}}]."""
+Example: from the line "[m4 2024-05-02 10:00] user: OK, we'll host it on \
+Hetzner." the answer contains "key_decisions": [{{"decision": "Host it on \
+Hetzner", "decided_at": "2024-05-02", "source": "m4"}}]."""
+
+
+# -- sources of decisions ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a handle in the prompt stands for: a message, or an earlier decision.
+
+    ``message_id`` is None for an earlier decision without a source (kept
+    as it was); ``text`` is what a decision citing the handle must overlap.
+    """
+
+    message_id: str | None
+    text: str
+    by_user: bool = False
+
+
+def message_handle(index: int) -> str:
+    """The prompt's handle of the chunk's *index*-th message (``m1`` first)."""
+    return f"m{index + 1}"
+
+
+def decision_sources(summary: Summary) -> dict[str, Source]:
+    """Handles ``p1``… for the previous summary's decisions, so they keep their source."""
+    return {
+        f"p{i + 1}": Source(d.source, d.decision, d.by_user)
+        for i, d in enumerate(summary.key_decisions)
+    }
+
+
+_TERM = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_STOP_WORDS = """\
+the and for with that this these those will would should could shall we you our your
+they them their are was were been being have has had not but from all any can its into
+onto over then than also just only some what when which who whom how why there here
+about after before again very more most much such use used using let lets going get got
+decide decided decision decisions choose chose chosen choice agree agreed agreement
+settle settled final finally okay yes sure user assistant"""
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+def terms(text: str) -> set[str]:
+    """Content terms for the overlap check: words (5-letter prefixes), numbers, CJK bigrams.
+
+    The prefix lets "hotels" meet "hotel"; words that any decision may use
+    ("decided", "we", "will") do not count as overlap.
+    """
+    found: set[str] = set()
+    for word in _TERM.findall(text.lower()):
+        if _CJK.search(word):
+            found.update(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+        elif word.isdigit():
+            if len(word) >= 2:
+                found.add(word)
+        elif len(word) >= 3 and word not in _STOP:
+            found.add(word[:5])
+    return found
+
+
+def trace_decisions(answer: Summary, sources: Mapping[str, Source]) -> tuple[Summary, list[str]]:
+    """Resolve each decision's handle to its message id; drop what cannot be traced.
+
+    A decision is dropped — not the whole answer — when its handle is
+    unknown or when its text shares no content term with the message (or
+    earlier decision) it cites: the rest of the answer is still good, and a
+    decision that cannot be shown to come from the conversation must not
+    become binding.  Returns the traced summary and one note per dropped
+    decision.
+    """
+    kept: list[KeyDecision] = []
+    dropped: list[str] = []
+    for decision in answer.key_decisions:
+        source = sources.get(decision.source) if decision.source else None
+        if source is None:
+            dropped.append(f"{decision.decision!r}: unknown source {decision.source!r}")
+        elif not terms(decision.decision) & terms(source.text):
+            dropped.append(f"{decision.decision!r}: not stated in {decision.source}")
+        else:
+            kept.append(replace(decision, source=source.message_id, by_user=source.by_user))
+    return replace(answer, key_decisions=tuple(kept)), dropped
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -360,9 +636,10 @@ def message_text(message: Message) -> str:
     return text
 
 
-def transcript_line(message: Message) -> str:
-    """``[YYYY-MM-DD HH:MM] role: text`` (local time, as the user saw it)."""
-    return f"[{format_local(message.time_ns)}] {message.role}: {message_text(message)}"
+def transcript_line(message: Message, handle: str | None = None) -> str:
+    """``[handle YYYY-MM-DD HH:MM] role: text`` (local time, as the user saw it)."""
+    prefix = f"{handle} " if handle else ""
+    return f"[{prefix}{format_local(message.time_ns)}] {message.role}: {message_text(message)}"
 
 
 def cut_middle(text: str, keep: int) -> str:
@@ -376,8 +653,17 @@ def cut_middle(text: str, keep: int) -> str:
 
 
 def summary_prompt_json(summary: Summary) -> str:
-    """The previous summary as it appears in the prompt (compact, readable)."""
-    return json.dumps(summary.to_json(), ensure_ascii=False)
+    """The previous summary as it appears in the prompt (compact, readable).
+
+    Each decision's source shows as its handle (``p1``…, see
+    :func:`decision_sources`): message ids are long and mean nothing to the
+    model, and the handle is what it must copy to keep the decision.
+    """
+    data = summary.to_json()
+    for i, decision in enumerate(data["key_decisions"]):
+        decision.pop("by_user", None)
+        decision["source"] = f"p{i + 1}"
+    return json.dumps(data, ensure_ascii=False)
 
 
 def build_prompt(summary: Summary, transcript_lines: Sequence[str]) -> list[ChatMessage]:
@@ -402,14 +688,14 @@ def _read_json(path: Path) -> Any:
         raise SummaryFileError(f"{path}: cannot read ({exc})") from exc
 
 
-def _check_version(path: Path, data: object) -> dict[str, Any]:
+def _check_version(path: Path, data: object, known: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SummaryFileError(f"{path}: expected a JSON object")
-    version = data.get("version", SUMMARY_VERSION)
-    if not isinstance(version, int) or version > SUMMARY_VERSION:
+    version = data.get("version", 1)
+    if not isinstance(version, int) or version > known:
         raise SummaryFileError(
             f"{path}: format version {version!r} is newer than this app knows "
-            f"({SUMMARY_VERSION}); update Agenvoy Desktop"
+            f"({known}); update Agenvoy Desktop"
         )
     return data
 
@@ -418,15 +704,19 @@ def load_summary(folder: Path) -> Summary | None:
     """A session's summary, None when there is none yet.
 
     Files without ``version`` (a bare summary object) are read as version 1.
+    A version-1 file needs no conversion: it is a version-2 file whose
+    decisions have no ``source``.
     """
     path = folder / SUMMARY_FILE
     try:
-        data = _check_version(path, _read_json(path))
+        data = _check_version(path, _read_json(path), SUMMARY_VERSION)
     except FileNotFoundError:
         return None
     data.pop("version", None)
     try:
-        return parse_summary(data)
+        # Version 1 had no sources: its decisions load untraced (not binding)
+        # and may repeat sentences; the next pass rewrites them under the rules.
+        return parse_summary(data, repeats=True)
     except SummaryFormatError as exc:
         raise SummaryFileError(f"{path}: {exc}") from exc
 
@@ -460,7 +750,7 @@ class SummaryMeta:
     window_messages: int = 0
     caught_up: bool = False
     history_stamp: HistoryStamp | None = None
-    version: int = SUMMARY_VERSION
+    version: int = META_VERSION
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -500,7 +790,7 @@ class SummaryMeta:
 def load_meta(folder: Path) -> SummaryMeta | None:
     path = folder / META_FILE
     try:
-        data = _check_version(path, _read_json(path))
+        data = _check_version(path, _read_json(path), META_VERSION)
         return SummaryMeta.from_json(data)
     except FileNotFoundError:
         return None

@@ -19,6 +19,26 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SUB_MICRO = re.compile(r"(?<=\.\d{6})(\d{1,3})(?!\d)")
 HEADER_RE = re.compile(r"^\s*當前時間[:：]\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\s*\n?")
 
+MIN_TIME_NS = 0
+"""1970-01-01T00:00:00Z, the earliest time a message may carry.
+
+No conversation predates the Unix epoch, and negative stamps break
+``datetime.fromtimestamp`` on Windows, which the CLI and the window use to
+show local times.
+"""
+MAX_TIME_NS = 9_214_646_400 * 1_000_000_000
+"""2262-01-01T00:00:00Z (exclusive), the latest time a message may carry.
+
+Times are stored as SQLite INTEGER nanoseconds, a signed 64-bit number that
+ends at 2262-04-11; stopping at the start of that year leaves room for the
+day-sized arithmetic search does on a bound (``until`` a date means the end of
+that day) without ever reaching the overflow that used to brick a profile.
+"""
+
+
+class TimeRangeError(ValueError):
+    """A time the archive cannot store; ``str()`` names the time and the range."""
+
 
 def now_ns() -> int:
     """The default clock."""
@@ -46,8 +66,26 @@ def parse_iso(text: str) -> int:
         cleaned = cleaned[: match.start()] + cleaned[match.end() :]
     try:
         return _to_ns(datetime.fromisoformat(cleaned)) + sub_micro
-    except ValueError:
+    except (ValueError, OverflowError):  # overflow: year 1 or 9999 shifted by its offset
         raise ValueError(f"not an ISO 8601 time: {text!r}") from None
+
+
+def check_time_ns(ns: int, shown: str | None = None) -> int:
+    """Return *ns* if the archive can store it, else raise :class:`TimeRangeError`.
+
+    *shown* is how the caller's input spelled the time (for the message).
+    """
+    if MIN_TIME_NS <= ns < MAX_TIME_NS:
+        return ns
+    what = repr(shown) if shown is not None else f"{ns} ns"
+    raise TimeRangeError(
+        f"time {what} is out of range: times must lie between 1970-01-01 and 2261-12-31 (UTC)"
+    )
+
+
+def parse_iso_in_range(text: str) -> int:
+    """:func:`parse_iso`, refusing times outside what the archive can store."""
+    return check_time_ns(parse_iso(text), text)
 
 
 def format_iso(ns: int) -> str:
@@ -74,7 +112,6 @@ def split_time_header(content: str) -> tuple[int | None, str]:
     stamp = match.group(1).replace("T", " ")
     fmt = "%Y-%m-%d %H:%M:%S" if stamp.count(":") == 2 else "%Y-%m-%d %H:%M"
     try:
-        moment = datetime.strptime(stamp, fmt)
-    except ValueError:
+        return _to_ns(datetime.strptime(stamp, fmt)), content[match.end() :]
+    except (ValueError, OverflowError):
         return None, content
-    return _to_ns(moment), content[match.end() :]

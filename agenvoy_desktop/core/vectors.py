@@ -3,8 +3,10 @@
 The vectors themselves live in the archive database; the hnswlib file next
 to history.json is a cache of them.  Opening checks the file against the
 database and heals it: a missing, unreadable or stale file is rebuilt or
-topped up from the database, silently.  Labels are archive rowids, so a hit
-leads straight to its message.
+topped up from the database, silently.  A message may have several vectors
+(a long message is embedded in parts); labels pack the message's archive
+rowid and the part (:func:`~agenvoy_desktop.core.archive.vector_label`), so
+a hit leads straight to its message, and a message scores its best part.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import hnswlib
 import numpy as np
 import numpy.typing as npt
 
-from agenvoy_desktop.core.archive import Archive
+from agenvoy_desktop.core.archive import Archive, label_message, vector_label
 from agenvoy_desktop.core.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,13 @@ META_FILE = "vectors.meta.json"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 96
+LABELS = "rowid<<6|part"
+"""How labels are made; an index file that says otherwise is rebuilt."""
+
+
+def message_of(label: int) -> int:
+    """The archive rowid a vector label belongs to."""
+    return label_message(label)
 
 
 def to_blob(vector: FloatArray) -> bytes:
@@ -62,6 +71,13 @@ class SessionVectors:
 
     @property
     def count(self) -> int:
+        """Messages indexed (a message in several parts counts once)."""
+        self._ensure()
+        return len({message_of(label) for label in self._labels})
+
+    @property
+    def vector_count(self) -> int:
+        """Vectors indexed (parts counted one by one)."""
         self._ensure()
         return len(self._labels)
 
@@ -76,7 +92,7 @@ class SessionVectors:
     def _ensure(self) -> hnswlib.Index:
         if self._index is not None:
             return self._index
-        stored = self.archive.vector_rowids(self.session_id)
+        stored = self.archive.vector_labels(self.session_id)
         index, labels = self._load_file()
         if index is None or not labels <= stored:
             if index is not None or stored:
@@ -97,7 +113,7 @@ class SessionVectors:
             return None, set()
         try:
             meta = json.loads(meta_path.read_text("utf-8"))
-            if meta.get("dim") != self.dim:
+            if meta.get("dim") != self.dim or meta.get("labels") != LABELS:
                 return None, set()
             index = hnswlib.Index(space="ip", dim=self.dim)
             index.load_index(str(self.index_path), max_elements=int(meta["capacity"]))
@@ -110,47 +126,61 @@ class SessionVectors:
             return None, set()
         return index, labels
 
-    def _rebuild(self, rowids: set[int]) -> None:
-        self._index = self._new_index(len(rowids) * 2)
+    def _rebuild(self, labels: set[int]) -> None:
+        self._index = self._new_index(len(labels) * 2)
         self._labels = set()
-        if rowids:
-            self._add_from_archive(sorted(rowids))
+        if labels:
+            self._add_from_archive(sorted(labels))
         # Nothing to save for an empty session unless a stale file must be replaced:
         # a search must not leave empty index files behind.
-        self._dirty = bool(rowids) or self.index_path.exists()
+        self._dirty = bool(labels) or self.index_path.exists()
 
-    def _add_from_archive(self, rowids: Sequence[int]) -> None:
-        wanted = set(rowids)
+    def _add_from_archive(self, labels: Sequence[int]) -> None:
+        wanted = set(labels)
         pairs = [(r, b) for r, b in self.archive.vectors(self.session_id) if r in wanted]
         self._insert([r for r, _ in pairs], from_blobs([b for _, b in pairs], self.dim))
 
-    def _insert(self, rowids: Sequence[int], vectors: FloatArray) -> None:
-        if not rowids:
+    def _insert(self, labels: Sequence[int], vectors: FloatArray) -> None:
+        if not labels:
             return
         index = self._index
         assert index is not None
-        needed = len(self._labels) + len(rowids)
+        needed = len(self._labels) + len(labels)
         if needed > index.get_max_elements():
             index.resize_index(max(needed, index.get_max_elements() * 2))
-        index.add_items(vectors, np.asarray(rowids, dtype=np.int64))
-        self._labels.update(rowids)
+        index.add_items(vectors, np.asarray(labels, dtype=np.int64))
+        self._labels.update(labels)
         self._dirty = True
 
     # -- public -----------------------------------------------------------
-    def add(self, model: str, rowids: Sequence[int], vectors: FloatArray) -> None:
-        """Persist vectors in the archive, then add them to the index."""
+    def add(
+        self,
+        model: str,
+        rowids: Sequence[int],
+        vectors: FloatArray,
+        parts: Sequence[int] | None = None,
+    ) -> None:
+        """Persist vectors in the archive, then add them to the index.
+
+        ``rowids[i]`` is the message of ``vectors[i]`` and ``parts[i]`` which
+        part of it that vector embeds (default: part 0, a message in one piece).
+        """
         self._ensure()
+        numbers = parts if parts is not None else [0] * len(rowids)
+        labels = [vector_label(r, p) for r, p in zip(rowids, numbers, strict=True)]
         self.archive.add_vectors(
-            self.session_id, model, [(r, to_blob(v)) for r, v in zip(rowids, vectors, strict=True)]
+            self.session_id,
+            model,
+            [(lb, to_blob(v)) for lb, v in zip(labels, vectors, strict=True)],
         )
-        self._insert(rowids, vectors)
+        self._insert(labels, vectors)
 
     def remove(self, rowids: Sequence[int]) -> None:
-        """Drop vectors (compaction): the index is rebuilt from what remains."""
+        """Drop every vector of these messages (compaction): the index is rebuilt."""
         if not rowids:
             return
         self.archive.delete_vectors(rowids)
-        self._rebuild(self.archive.vector_rowids(self.session_id))
+        self._rebuild(self.archive.vector_labels(self.session_id))
         self.flush()
 
     def clear(self) -> None:
@@ -163,20 +193,34 @@ class SessionVectors:
     def search(
         self, query: FloatArray, k: int, exclude: frozenset[int] = frozenset()
     ) -> list[tuple[int, float]]:
-        """Nearest live vectors as (rowid, cosine similarity), best first."""
+        """Nearest messages as (rowid, cosine similarity of its best part), best first."""
         index = self._ensure()
         live = len(self._labels)
         if live == 0 or k <= 0:
             return []
         want = min(live, k + len(exclude))
+        while True:
+            best = self._knn(index, query, want)
+            for rowid in exclude:
+                best.pop(rowid, None)
+            if len(best) >= k or want >= live:
+                break
+            want = min(live, want * 2)  # parts of one message crowded the list
+        order = sorted(best.items(), key=lambda pair: pair[1], reverse=True)
+        return order[:k]
+
+    @staticmethod
+    def _knn(index: hnswlib.Index, query: FloatArray, want: int) -> dict[int, float]:
+        """The *want* nearest vectors folded to their messages (best part kept)."""
         index.set_ef(max(HNSW_EF_SEARCH, want))
         labels, distances = index.knn_query(np.asarray(query, dtype=np.float32), k=want)
-        out = [
-            (int(label), 1.0 - float(dist))
-            for label, dist in zip(labels[0], distances[0], strict=True)
-            if int(label) not in exclude
-        ]
-        return out[:k]
+        best: dict[int, float] = {}
+        for label, dist in zip(labels[0], distances[0], strict=True):
+            rowid = message_of(int(label))
+            sim = 1.0 - float(dist)
+            if sim > best.get(rowid, -2.0):
+                best[rowid] = sim
+        return best
 
     def flush(self) -> None:
         """Save the index file if it changed (cheap to skip: the archive has the truth)."""
@@ -191,6 +235,7 @@ class SessionVectors:
             json.dumps(
                 {
                     "dim": self.dim,
+                    "labels": LABELS,
                     "count": len(self._labels),
                     "capacity": self._index.get_max_elements(),
                 }

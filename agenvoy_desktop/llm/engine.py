@@ -46,6 +46,7 @@ from agenvoy_desktop.llm.llama_model import (
     Tokens,
     effective_context,
 )
+from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
 from agenvoy_desktop.llm.worker import ModelWorker
 from agenvoy_desktop.settings import ModelSettings, default_threads
@@ -64,6 +65,8 @@ _T = TypeVar("_T")
 
 JSON_TEMPERATURE = 0.2
 """Low but not zero: greedy decoding gets stuck in loops more easily inside a grammar."""
+GRAMMAR_CACHE = 8
+"""Grammars kept per engine (see ``ChatEngine._grammar``)."""
 
 
 class PromptTooLongError(ModelOutputError):
@@ -483,7 +486,12 @@ class ChatEngine:
                 f"answer that exceeds the {model.n_ctx}-token context"
             )
         answer = bytearray()
-        sampler = model.make_sampler(temperature=JSON_TEMPERATURE, seed=self.seed, grammar=grammar)
+        sampler = model.make_sampler(
+            temperature=JSON_TEMPERATURE,
+            seed=self.seed,
+            grammar=grammar,
+            repetition=JSON_REPETITION_GUARD,
+        )
         try:
             reason, generated = model.generate(
                 tokens,
@@ -512,9 +520,15 @@ class ChatEngine:
         return JsonCompletion(value, text, len(tokens), generated)
 
     def _grammar(self, schema_text: str) -> str:
-        """GBNF for a JSON schema, built once per schema (worker thread)."""
-        grammar = self._grammars.get(schema_text)
+        """GBNF for a JSON schema, built once per schema (worker thread).
+
+        Only the last few schemas are kept: the summary's schema names the
+        chunk's message handles, so it changes with the chunk size.
+        """
+        grammar = self._grammars.pop(schema_text, None)
         if grammar is None:
-            grammar = LlamaGrammar.from_json_schema(schema_text)._grammar
-            self._grammars[schema_text] = grammar
+            grammar = LlamaGrammar.from_json_schema(schema_text, verbose=False)._grammar
+        self._grammars[schema_text] = grammar  # newest last
+        while len(self._grammars) > GRAMMAR_CACHE:
+            del self._grammars[next(iter(self._grammars))]
         return grammar

@@ -36,7 +36,7 @@ from agenvoy_desktop.llm.chat_format import ChatTemplate
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
-from agenvoy_desktop.llm.sampler import Sampler
+from agenvoy_desktop.llm.sampler import RepetitionGuard, Sampler
 
 FloatArray = npt.NDArray[np.float32]
 Tokens = list[int]
@@ -199,9 +199,18 @@ class LlamaModel:
             size = -n
 
     # -- generation ---------------------------------------------------------------------------
-    def make_sampler(self, *, temperature: float, seed: int | None, grammar: str | None) -> Sampler:
+    def make_sampler(
+        self,
+        *,
+        temperature: float,
+        seed: int | None,
+        grammar: str | None,
+        repetition: RepetitionGuard | None = None,
+    ) -> Sampler:
         """Sampling state for one request; the caller closes it."""
-        return Sampler(self, temperature=temperature, seed=seed, grammar=grammar)
+        return Sampler(
+            self, temperature=temperature, seed=seed, grammar=grammar, repetition=repetition
+        )
 
     def generate(
         self,

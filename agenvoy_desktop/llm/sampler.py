@@ -1,17 +1,19 @@
 """Choosing the next token: llama.cpp's sampler chain and a lazily checked JSON grammar.
 
 :class:`Sampler` owns the llama.cpp sampler objects of one request (greedy, or
-top-k / top-p / min-p / temperature / seeded draw, plus an optional grammar) and
-frees them in :meth:`Sampler.close`.  It lives apart from
-:class:`~agenvoy_desktop.llm.llama_model.LlamaModel` because its state is per
-request (a grammar's parse position, the seeded random stream) while the model
-and its KV cache outlive every request, and because the grammar shortcut is
-sampling policy, not model plumbing.
+top-k / top-p / min-p / temperature / seeded draw, plus an optional grammar and
+an optional repetition guard) and frees them in :meth:`Sampler.close`.  It
+lives apart from :class:`~agenvoy_desktop.llm.llama_model.LlamaModel` because
+its state is per request (a grammar's parse position, the tokens a penalty has
+seen, the seeded random stream) while the model and its KV cache outlive every
+request, and because the grammar shortcut is sampling policy, not model
+plumbing.
 """
 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import llama_cpp
@@ -26,6 +28,37 @@ TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
+@dataclass(frozen=True, slots=True)
+class RepetitionGuard:
+    """llama.cpp's DRY penalty ("don't repeat yourself"), tuned for JSON answers.
+
+    DRY lowers the logit of a token that would continue a run of tokens the
+    answer has already produced, more steeply the longer the run
+    (``multiplier * base ** (run - allowed_length)``), so a sentence is not
+    written a second time while short phrases and names may recur.  A run
+    never crosses a *sequence breaker*: with JSON's punctuation as breakers
+    the keys and separators that every list item repeats go unpunished, and
+    with ``-`` a date that recurs ("2024-05-02") stays a run of at most four
+    digits, below ``allowed_length``.  Only generated tokens count, never the
+    prompt, so copying a name from the transcript is free.
+
+    llama.cpp's flat repeat / frequency / presence penalties are left out
+    (``repeat_penalty`` 1.0): they would also punish the quote that closes a
+    string or the comma between items — tokens a JSON answer must repeat —
+    and so make strings run on.
+    """
+
+    multiplier: float = 0.8
+    base: float = 1.75
+    allowed_length: int = 4
+    last_n: int = 4096
+    """Tokens of the answer searched for runs (a whole summary answer fits)."""
+    breakers: tuple[str, ...] = ("\n", '"', ":", ",", "{", "}", "[", "]", "-")
+
+
+JSON_REPETITION_GUARD = RepetitionGuard()
+
+
 class Sampler:
     """Token sampling for one request (worker thread only).
 
@@ -37,11 +70,21 @@ class Sampler:
     """
 
     def __init__(
-        self, model: LlamaModel, *, temperature: float, seed: int | None, grammar: str | None
+        self,
+        model: LlamaModel,
+        *,
+        temperature: float,
+        seed: int | None,
+        grammar: str | None,
+        repetition: RepetitionGuard | None = None,
     ) -> None:
         self._ctx = model.context
         self._grammar: Any = None
-        self._chain = self._new_chain(temperature, seed)
+        self._guarded = repetition is not None
+        self._chain = self._new_chain(model, temperature, seed, repetition)
+        self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
+        self._ids = np.arange(self._n_vocab, dtype=np.int32)
+        self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
         if grammar is not None:
             self._grammar = llama_cpp.llama_sampler_init_grammar(
                 model.vocab, grammar.encode("utf-8"), b"root"
@@ -54,16 +97,17 @@ class Sampler:
             self._one_array = llama_cpp.llama_token_data_array(
                 data=self._one, size=1, selected=-1, sorted=False
             )
-            self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
-            self._ids = np.arange(self._n_vocab, dtype=np.int32)
-            self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
 
     @staticmethod
-    def _new_chain(temperature: float, seed: int | None) -> Any:
+    def _new_chain(
+        model: LlamaModel, temperature: float, seed: int | None, guard: RepetitionGuard | None
+    ) -> Any:
         params = llama_cpp.llama_sampler_chain_default_params()
         params.no_perf = True
         chain = llama_cpp.llama_sampler_chain_init(params)
         add = llama_cpp.llama_sampler_chain_add
+        if guard is not None:  # first, as in llama.cpp's common sampler: it edits raw logits
+            add(chain, _dry(model, guard))
         if temperature <= 0:
             add(chain, llama_cpp.llama_sampler_init_greedy())
             return chain
@@ -75,13 +119,21 @@ class Sampler:
         return chain
 
     def sample(self) -> int:
-        """The next token from the context's last logits."""
-        token = int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, -1))
-        if self._grammar is None:
-            return token
-        if not self._allowed(token):
-            token = self._resample()
-        llama_cpp.llama_sampler_accept(self._grammar, token)
+        """The next token from the context's last logits.
+
+        Without grammar and guard, llama.cpp samples and records the token in
+        one call.  Otherwise the chain runs on our own candidate array and
+        only the token finally chosen is recorded (``accept``): a token the
+        grammar turned down must not count as said for the repetition guard.
+        """
+        if self._grammar is None and not self._guarded:
+            return int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, -1))
+        token = self._pick(grammar=False)
+        if self._grammar is not None:
+            if not self._allowed(token):
+                token = self._pick(grammar=True)
+            llama_cpp.llama_sampler_accept(self._grammar, token)
+        llama_cpp.llama_sampler_accept(self._chain, token)
         return token
 
     def _allowed(self, token: int) -> bool:
@@ -91,8 +143,8 @@ class Sampler:
         llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(self._one_array))
         return bool(np.isfinite(self._one[0].logit))
 
-    def _resample(self) -> int:
-        """Grammar over the whole vocabulary, then the usual chain."""
+    def _pick(self, *, grammar: bool) -> int:
+        """Run the chain (after the grammar over the whole vocabulary, if asked); no accept."""
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         candidates = self._candidates
         candidates["id"] = self._ids  # the chain sorted the last round's candidates in place
@@ -104,7 +156,8 @@ class Sampler:
             selected=-1,
             sorted=False,
         )
-        llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(array))
+        if grammar:
+            llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(array))
         llama_cpp.llama_sampler_apply(self._chain, ctypes.byref(array))
         if array.selected < 0:
             raise RuntimeError("the grammar left no token to sample")
@@ -116,6 +169,23 @@ class Sampler:
             if sampler is not None:
                 llama_cpp.llama_sampler_free(sampler)
                 setattr(self, attr, None)
+
+
+def _dry(model: LlamaModel, guard: RepetitionGuard) -> Any:
+    breakers = [b.encode("utf-8") for b in guard.breakers]
+    array = (ctypes.c_char_p * len(breakers))(*breakers)
+    sampler = llama_cpp.llama_sampler_init_dry(
+        model.vocab,
+        guard.multiplier,
+        guard.base,
+        guard.allowed_length,
+        guard.last_n,
+        array,
+        len(breakers),
+    )
+    if not sampler:
+        raise ValueError("llama.cpp could not make the DRY sampler")
+    return sampler
 
 
 def _seed(seed: int | None) -> int:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -37,6 +37,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import (
     AnswerDelta,
     MessageSaved,
+    RecallInjected,
     ToolCallFinished,
     ToolCallStarted,
     TurnEvent,
@@ -44,7 +45,13 @@ from agenvoy_desktop.agent.turn import (
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.chat_widgets import ChatBubble, ChatView, ModelBanner, ToolChip
+from agenvoy_desktop.ui.chat_widgets import (
+    ChatBubble,
+    ChatView,
+    ModelBanner,
+    RecallChip,
+    ToolChip,
+)
 from agenvoy_desktop.ui.markdown_view import WrappingLabel
 from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
 
@@ -66,6 +73,8 @@ class Page:
     messages: list[Message]
     first_seq: int
     has_earlier: bool
+    recalls: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """User message id → (recall block sent with it, how many lines)."""
 
 
 def load_page(store: MemoryStore, session_id: str, before_seq: int | None, size: int) -> Page:
@@ -78,7 +87,21 @@ def load_page(store: MemoryStore, session_id: str, before_seq: int | None, size:
     start = max(0, end - size)
     rows = store.archive.messages(session_id, start, end)
     earlier = store.archive.count(session_id) - store.archive.count_from(session_id, start)
-    return Page([r.message for r in rows], start, earlier > 0)
+    messages = [r.message for r in rows]
+    return Page(messages, start, earlier > 0, recalls_for(store, session_id, messages))
+
+
+def recalls_for(
+    store: MemoryStore, session_id: str, messages: Sequence[Message]
+) -> dict[str, tuple[str, int]]:
+    """The recall blocks sent with these messages' turns (storage thread)."""
+    ids = {m.id for m in messages if m.role == "user"}
+    found: dict[str, tuple[str, int]] = {}
+    for _time, kind, detail in store.archive.events(session_id):
+        target = detail.get("message_id")
+        if kind == "recall" and target in ids:
+            found[str(target)] = (str(detail.get("text", "")), len(detail.get("ids") or []))
+    return found
 
 
 def seq_of(store: MemoryStore, message_id: str) -> int | None:
@@ -267,7 +290,7 @@ class ChatPanel(QWidget):
         if generation != self._generation:
             return
         self._first_seq = page.first_seq
-        await self._render(page.messages, generation, prepend=False)
+        await self._render(page.messages, generation, prepend=False, recalls=page.recalls)
         self.view.set_has_earlier(page.has_earlier)
         if self._turn is not None and self._turn_sid == sid and self._partial:
             self._render_partial()
@@ -290,7 +313,7 @@ class ChatPanel(QWidget):
             if generation != self._generation:
                 return
             self._first_seq = page.first_seq
-            await self._render(page.messages, generation, prepend=True)
+            await self._render(page.messages, generation, prepend=True, recalls=page.recalls)
             self.view.set_has_earlier(page.has_earlier)
             if until_seq is None or self._first_seq <= until_seq or not page.has_earlier:
                 return
@@ -315,7 +338,14 @@ class ChatPanel(QWidget):
                 await self._load_earlier(sid, generation, until_seq=seq)
         self.view.reveal(message_id)
 
-    async def _render(self, messages: Sequence[Message], generation: int, *, prepend: bool) -> None:
+    async def _render(
+        self,
+        messages: Sequence[Message],
+        generation: int,
+        *,
+        prepend: bool,
+        recalls: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
         """Add widgets a batch at a time, yielding to the loop in between."""
         chips: dict[str, ToolChip] = {}
         batch: list[QWidget] = []
@@ -323,6 +353,8 @@ class ChatPanel(QWidget):
         for number, message in enumerate(messages, 1):
             if self.view.widget_for(message.id) is None:  # a live turn may have shown it
                 batch += self._widgets_for(message, chips)
+                if recalls and message.id in recalls:
+                    batch.append(RecallChip(*recalls[message.id]))
             if number % RENDER_BATCH == 0 or number == len(messages):
                 if prepend:
                     self.view.insert_top(placed, batch)
@@ -460,6 +492,8 @@ class ChatPanel(QWidget):
                 self._render_timer.start()
         elif isinstance(event, MessageSaved):
             self._on_saved(event.message)
+        elif isinstance(event, RecallInjected) and self._shown():
+            self._append_all([RecallChip(event.text, len(event.message_ids))])
         elif isinstance(event, ToolCallStarted | ToolCallFinished) and self._shown():
             chip = self.view.chip(event.call_id)
             if chip is not None:

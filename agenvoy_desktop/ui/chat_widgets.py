@@ -97,14 +97,46 @@ class ChatBubble(QFrame):
         flash(self)
 
 
-class ToolChip(QFrame):
+class ExpandableChip(QFrame):
+    """A one-line header that folds out a details area (tool calls, recalled memories)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ToolChip")
+        self.header = QToolButton()
+        self.header.setCheckable(True)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setArrowType(Qt.ArrowType.RightArrow)
+        self.header.setAutoRaise(True)
+        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.toggled.connect(self.set_expanded)
+        self.details = QWidget()
+        self.details_box = QVBoxLayout(self.details)
+        self.details_box.setContentsMargins(22, 0, 8, 8)
+        self.details.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.details)
+
+    @property
+    def expanded(self) -> bool:
+        return self.details.isVisibleTo(self)
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.header.setChecked(expanded)
+        self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self.details.setVisible(expanded)
+
+
+class ToolChip(ExpandableChip):
     """A tool call, compact: name, arguments and outcome; click for the details."""
 
     def __init__(
         self, call_id: str, name: str, arguments: Mapping[str, Any], parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
-        self.setObjectName("ToolChip")
         self.call_id = call_id
         self.name = name
         self.arguments = dict(arguments)
@@ -114,34 +146,18 @@ class ToolChip(QFrame):
         self.empty = False
         self.hint = ""
         self.running = False
-        self.header = QToolButton()
-        self.header.setCheckable(True)
-        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.header.setArrowType(Qt.ArrowType.RightArrow)
-        self.header.setAutoRaise(True)
-        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.header.toggled.connect(self.set_expanded)
         self.args_label = self._mono()
         self.result_label = self._mono()
         self.hint_label = WrappingLabel()
         self.hint_label.setObjectName("ToolHint")
         self.hint_label.setTextFormat(Qt.TextFormat.RichText)
         self.hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details = QWidget()
-        box = QVBoxLayout(self.details)
-        box.setContentsMargins(22, 0, 8, 8)
         for caption, label in (("Arguments", self.args_label), ("Result", self.result_label)):
             section = QLabel(caption)
             section.setObjectName("ToolSection")
-            box.addWidget(section)
-            box.addWidget(label)
-        box.addWidget(self.hint_label)
-        self.details.hide()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.setSpacing(0)
-        layout.addWidget(self.header)
-        layout.addWidget(self.details)
+            self.details_box.addWidget(section)
+            self.details_box.addWidget(label)
+        self.details_box.addWidget(self.hint_label)
         self._refresh()
 
     @classmethod
@@ -169,15 +185,6 @@ class ToolChip(QFrame):
         label.setTextFormat(Qt.TextFormat.PlainText)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         return label
-
-    @property
-    def expanded(self) -> bool:
-        return self.details.isVisibleTo(self)
-
-    def set_expanded(self, expanded: bool) -> None:
-        self.header.setChecked(expanded)
-        self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
-        self.details.setVisible(expanded)
 
     def apply_event(self, event: ToolCallStarted | ToolCallFinished) -> None:
         if isinstance(event, ToolCallStarted):
@@ -237,6 +244,26 @@ class ToolChip(QFrame):
         )
         self.hint_label.setVisible(bool(self.hint))
         set_flag(self, "failed", self.is_error)
+
+
+class RecallChip(ExpandableChip):
+    """What proactive recall put in front of the model for this turn; click for the lines.
+
+    The user sees when an answer leans on memory, and on which of their own
+    words (the same block the Context tab shows as sent).
+    """
+
+    def __init__(self, text: str, count: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setProperty("kind", "recall")
+        things = "1 thing" if count == 1 else f"{count} things"
+        self.header.setText(f"Remembered {things} you said before")
+        self.header.setToolTip("Found in earlier conversations and given to the model")
+        self.lines = WrappingLabel()
+        self.lines.setTextFormat(Qt.TextFormat.PlainText)
+        self.lines.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.lines.setText("\n".join(text.splitlines()[1:]))
+        self.details_box.addWidget(self.lines)
 
 
 class ModelBanner(QFrame):

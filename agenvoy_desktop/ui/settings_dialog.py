@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -70,6 +71,7 @@ class SettingsForm:
     max_answer_tokens: int
     gpu_layers: int
     allowed_folders: list[str] = field(default_factory=list)
+    proactive_recall: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SettingsForm:
@@ -86,6 +88,7 @@ class SettingsForm:
             max_answer_tokens=models.max_answer_tokens,
             gpu_layers=models.gpu_layers,
             allowed_folders=list(settings.allowed_folders),
+            proactive_recall=memory.proactive_recall,
         )
 
     def apply_to(self, settings: Settings) -> None:
@@ -93,6 +96,7 @@ class SettingsForm:
         memory.window_messages = self.window_messages
         memory.max_history_bytes = self.max_history_bytes
         memory.summary_idle_seconds = self.summary_idle_seconds
+        memory.proactive_recall = self.proactive_recall
         models.chat_model = self.chat_model
         models.embedding_model = self.embedding_model
         models.threads = self.threads
@@ -261,6 +265,7 @@ class SettingsDialog(QDialog):
         self.idle_spin.setRange(*IDLE_RANGE)
         self.idle_spin.setSingleStep(30)
         self.idle_spin.setSuffix(" s")
+        self.recall_check = QCheckBox("Bring up what I said before when it is relevant")
         form = QFormLayout()
         _add_row(
             form,
@@ -281,6 +286,14 @@ class SettingsDialog(QDialog):
             "Summarize after idle:",
             self.idle_spin,
             "A summary pass runs when a session has been quiet this long.",
+        )
+        _add_row(
+            form,
+            "Proactive recall:",
+            self.recall_check,
+            "Before each answer, your earlier messages that match what you asked are searched "
+            "and the relevant ones are given to the model (shown above the answer and in the "
+            "Context tab). Off: the model only searches when it decides to.",
         )
         return _page(form)
 
@@ -363,6 +376,7 @@ class SettingsDialog(QDialog):
         self.window_spin.setValue(form.window_messages)
         self.history_spin.setValue(form.max_history_bytes / MIB)
         self.idle_spin.setValue(form.summary_idle_seconds)
+        self.recall_check.setChecked(form.proactive_recall)
         self.chat_picker.set_value(form.chat_model)
         self.embed_picker.set_value(form.embedding_model)
         self.threads_spin.setValue(form.threads)
@@ -386,6 +400,7 @@ class SettingsDialog(QDialog):
             max_answer_tokens=self.answer_spin.value(),
             gpu_layers=self.gpu_spin.value(),
             allowed_folders=self.allowed_folders(),
+            proactive_recall=self.recall_check.isChecked(),
         )
 
     def allowed_folders(self) -> list[str]:

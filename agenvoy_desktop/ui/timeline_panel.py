@@ -49,6 +49,7 @@ from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 KINDS: dict[str, str] = {
     "message": "Messages",
     "tool": "Tool calls",
+    "recall": "Recall",
     "summary": "Summary",
     "compaction": "Compaction",
     "reset": "Resets",
@@ -58,6 +59,7 @@ KINDS: dict[str, str] = {
 KIND_LABELS: dict[str, str] = {
     "message": "Message",
     "tool": "Tool call",
+    "recall": "Recall",
     "summary": "Summary",
     "compaction": "Compaction",
     "reset": "Reset",
@@ -202,6 +204,14 @@ def archive_event(
         )
     if kind == "error_hint":
         return None  # the tool result that carries the hint is shown instead
+    if kind == "recall":
+        ids = detail.get("ids") or []
+        lines = str(detail.get("text", "")).splitlines()[1:]
+        text = f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}: " + " ".join(
+            line.removeprefix("- ") for line in lines
+        )
+        target = detail.get("message_id")
+        return TimelineEvent(time_ns, "recall", _clip(text), str(target) if target else None)
     return TimelineEvent(
         time_ns, kind if kind in KINDS else "errors", f"{kind}: {_clip(str(detail))}"
     )

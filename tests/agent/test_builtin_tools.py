@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agenvoy_desktop.agent import builtin_tools
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolOutcome, ToolRegistry
@@ -126,5 +129,93 @@ def test_search_tool_excludes_window_and_reports_empty(store: MemoryStore) -> No
         bad = _call(tools, "search_chat_history", {"query": "x", "since": "yesterday"}, sid)
         assert bad.is_error
         assert "since must be an ISO date" in bad.content
+        future = _call(tools, "search_chat_history", {"query": "x", "since": "2300-01-01"}, sid)
+        assert future.is_error
+        assert "since must be an ISO date" in future.content
     finally:
         storage.close()
+
+
+# -- file tools against a hostile folder ---------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_a_fifo_is_refused_without_blocking(allowed: Path) -> None:
+    os.mkfifo(allowed / "pipe")
+    tools = file_tools(lambda: [str(allowed)])
+    outcome = _call(tools, "read_text_file", {"path": "pipe"})
+    assert outcome.is_error
+    assert "not a regular file" in outcome.content  # not the tool's timeout
+    listing = _call(tools, "list_files", {"path": str(allowed)})
+    assert "pipe  (not a regular file)" in listing.content
+
+
+def test_listing_does_not_stat_symlink_targets_outside(allowed: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"s" * 12345)
+    (allowed / "out").symlink_to(secret)
+    (allowed / "in").symlink_to(allowed / "todo.txt")
+    listing = _call(file_tools(lambda: [str(allowed)]), "list_files", {"path": str(allowed)})
+    assert "12345" not in listing.content
+    assert "out  (link to outside the allowed folders)" in listing.content
+    assert "in  (link)" in listing.content
+
+
+def test_a_final_component_swapped_after_resolving_is_refused(
+    allowed: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "secret.txt").write_text("secret", encoding="utf-8")
+    roots = [allowed.resolve()]
+    path = builtin_tools._allowed_path("note.txt", roots)  # resolved while it was a file
+    assert path is not None
+    path.symlink_to(tmp_path / "secret.txt")  # then swapped for a link
+    with pytest.raises(PermissionError, match="permission denied"):
+        builtin_tools._read_text(path, roots, 100)
+
+
+def test_a_folder_swapped_after_resolving_is_refused(allowed: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "todo.txt").write_text("secret", encoding="utf-8")
+    roots = [allowed.resolve()]
+    (allowed / "sub" / "todo.txt").write_text("fine", encoding="utf-8")
+    path = builtin_tools._allowed_path("sub/todo.txt", roots)
+    assert path is not None
+    (allowed / "sub").rename(tmp_path / "moved")
+    (allowed / "sub").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(PermissionError, match="outside the allowed folders"):
+        builtin_tools._read_text(path, roots, 100)
+    with pytest.raises(PermissionError):  # listing the folder resolved before the swap
+        builtin_tools._list_folder(allowed / "sub", roots)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="atomic symlink replacement")
+def test_a_symlink_swapped_in_a_loop_never_leaks(allowed: Path, tmp_path: Path) -> None:
+    """The race from the bug report (18 leaks in 3,000 tries before the fix)."""
+    (tmp_path / "secret.txt").write_text("SECRET", encoding="utf-8")
+    link = allowed / "flip.txt"
+    link.symlink_to(allowed / "todo.txt")
+    stop = threading.Event()
+
+    def flip() -> None:
+        targets = [tmp_path / "secret.txt", allowed / "todo.txt"]
+        n = 0
+        while not stop.is_set():
+            tmp = allowed / f".flip{n % 2}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(targets[n % 2])
+            tmp.replace(link)
+            n += 1
+
+    registry = ToolRegistry(file_tools(lambda: [str(allowed)]))
+
+    async def reads() -> list[ToolOutcome]:
+        return [await registry.call("read_text_file", {"path": "flip.txt"}) for _ in range(1500)]
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        outcomes = asyncio.run(reads())
+    finally:
+        stop.set()
+        flipper.join()
+    assert not [o for o in outcomes if "SECRET" in o.content]
+    assert any(o.content == "buy milk\n" for o in outcomes)

@@ -1,18 +1,31 @@
-"""One real turn with the starter model: a fact only search_chat_history can find.
+"""Real turns with the starter model: a fact from an earlier session is recalled.
 
-Greedy decoding and a fixed clock make the prompt and the answer repeatable.
-Slow (about a minute on 2 cores), and run in CI like every other test.
+What must hold on every CPU, not one machine's greedy tokens: the fact said
+in an earlier session reaches the prompt of a turn in a new session (the
+recall block, filled before the first model round by a search over all
+sessions, holds it and is part of the system message the model receives),
+and the answer then contains it.  Which other tokens the model picks, and
+whether it also calls a tool, differs between llama.cpp's kernel sets
+(``AGENVOY_LLAMA_EXTRA_BUFFERS``) and is not asserted.  ``make test`` runs this
+file under both settings (``scripts/cpu_variant_tests.py``).
+
+The embedder is the hashing test double: the fact shares its key words with
+the question, so the keyword route finds it on its own.  Slow (tens of
+seconds a turn on 2 cores), and run in CI like every other test.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.agent.turn import ToolCallStarted, TurnEvent
+from agenvoy_desktop.agent.turn import TurnResult
+from agenvoy_desktop.core.model_api import ChatEvent, ChatMessage
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import Settings
@@ -21,35 +34,75 @@ from tests.fakes import HashingEmbedder
 
 pytestmark = pytest.mark.slow
 
+SMALL_TALK = [
+    "Did you finish the book you were reading?",
+    "Almost, two chapters left. The ending is supposed to be great.",
+    "We went hiking on Saturday, the weather was perfect.",
+    "That sounds lovely. Which trail did you take?",
+]
 
-def test_answers_from_a_planted_fact_via_search(paths: AppPaths, starter_model: Path) -> None:
-    engine = ChatEngine(starter_model, context_size=4096, threads=2, temperature=0.0, seed=0)
+CASES = {
+    "en": ("Note for later: my bike lock code is 4721.", "What is my bike lock code?", "4721"),
+    "zh": ("记一下：我的自行车锁密码是6083。", "我的自行车锁密码是多少？", "6083"),
+}
+
+
+class RecordingEngine(ChatEngine):
+    """The real engine, keeping every prompt it was given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prompts: list[list[ChatMessage]] = []
+
+    async def chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> AsyncGenerator[ChatEvent, None]:
+        self.prompts.append([m.copy() for m in messages])
+        async for event in super().chat(messages, **kwargs):
+            yield event
+
+
+@pytest.fixture
+def services(paths: AppPaths, starter_model: Path) -> Iterator[AppServices]:
+    engine = RecordingEngine(starter_model, context_size=4096, threads=2, temperature=0.0, seed=0)
     clock = FakeClock(start=T0 + 30 * 86400 * SECOND)
-    services = AppServices.open(
+    opened = AppServices.open(
         paths, settings=Settings(), embedder=HashingEmbedder(), chat_model=engine, clock=clock
     )
-    events: list[TurnEvent] = []
-    try:
-        store = services.store
+    yield opened
+    opened.close()
 
-        async def main() -> str:
-            # fixed ids: session ids appear in the search result, so the prompt (and the
-            # greedy answer) would otherwise change from run to run
-            planted = await services.storage.run(store.create_session, "bike", "notes-1")
-            facts = conversation(
-                ["Note for later: my bike lock code is 4721.", "Got it, I'll remember that."]
-            )
-            await services.storage.run(store.append, planted, facts)
-            sid = await services.storage.run(store.create_session, "today", "today-1")
-            assert services.agent is not None
-            result = await services.agent.run_turn(
-                sid, "What is my bike lock code? Search the chat history.", on_event=events.append
-            )
-            return result.answer
 
-        answer = asyncio.run(main())
-    finally:
-        services.close()
-    called = [e.name for e in events if isinstance(e, ToolCallStarted)]
-    assert "search_chat_history" in called
-    assert "4721" in answer
+def ask_after_planting(services: AppServices, fact: str, question: str) -> tuple[TurnResult, str]:
+    """Plant *fact* amid small talk in one session; ask *question* in a new one."""
+    store = services.store
+
+    async def main() -> tuple[TurnResult, str]:
+        earlier = await services.storage.run(store.create_session, "earlier")
+        messages = conversation([*SMALL_TALK, fact, "Noted.", *SMALL_TALK])
+        await services.storage.run(store.append, earlier, messages)
+        planted = next(m.id for m in messages if m.content == fact)
+        today = await services.storage.run(store.create_session, "today")
+        assert services.agent is not None
+        result = await services.agent.run_turn(today, question)
+        await services.agent.idle()
+        return result, planted
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_a_fact_from_an_earlier_session_reaches_the_prompt_and_the_answer(
+    services: AppServices, lang: str
+) -> None:
+    fact, question, value = CASES[lang]
+    result, planted = ask_after_planting(services, fact, question)
+
+    assert value in result.recall_text
+    assert planted in result.recall_ids
+    engine = services.chat_model
+    assert isinstance(engine, RecordingEngine)
+    first_prompt = engine.prompts[0]
+    assert first_prompt[0]["role"] == "system"
+    assert result.recall_text in str(first_prompt[0]["content"])
+    assert value in result.answer, result.answer

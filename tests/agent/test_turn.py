@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from agenvoy_desktop.agent.context import build_messages
+from agenvoy_desktop.agent.context import TOOL_FAILURE_GUIDANCE, build_messages
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry, ToolResult
 from agenvoy_desktop.agent.turn import (
@@ -25,15 +24,7 @@ from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from tests.scripted_chat import WAIT, Call, ScriptedChatModel
 
-
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Pin local time so golden prompts do not depend on the machine's zone."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 class FixedHints:
@@ -145,15 +136,17 @@ def test_context_is_summary_plus_window_golden(
     )
     _run(agent, sid, "q5")
     sent = model.seen[0].messages
-    now = sent[0]["content"].split("\n\n")[1]
+    now = sent[0]["content"].split("\n\n")[2]
     assert now.startswith("Current local time: 2023-11-14 ")
     assert now.endswith("(Tuesday, UTC+00:00)")
     assert sent == [
         {
             "role": "system",
-            "content": "You are a test.\n\n"
-            + now
-            + "\n\nSummary of the earlier conversation:\nKey decisions (binding):\n- use SQLite",
+            "content": "You are a test. "
+            + TOOL_FAILURE_GUIDANCE
+            + "\n\nSummary of the earlier conversation:\nKey decisions (binding):\n- use SQLite"
+            + "\n\n"
+            + now,
         },
         {"role": "user", "content": "q4"},
         {"role": "assistant", "content": "a4"},
@@ -439,3 +432,41 @@ def test_settle_runs_after_the_answer_even_when_embedding_fails(
 
     asyncio.run(main())
     assert settled == [0, 1]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any], str]] = []
+
+    def record_failure(
+        self, tool: str, error_text: str, arguments: dict[str, Any], session_id: str
+    ) -> int | None:
+        self.calls.append((tool, error_text, arguments, session_id))
+        return 41 + len(self.calls)
+
+
+def test_the_loop_remembers_tool_errors_after_the_answer(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    """A small model is never offered remember_error: the loop records failures itself."""
+    sid = store.create_session("t")
+    recorder = Recorder()
+    agent, _ = make_agent(
+        [[Call("broken"), Call("nothing")], [Call("broken")], ["gave up"]], failures=recorder
+    )
+
+    async def main() -> list[tuple[str, str, dict[str, Any], str]]:
+        await agent.run_turn(sid, "read my notes")
+        seen_before_idle = list(recorder.calls)
+        await agent.idle()
+        return seen_before_idle
+
+    assert asyncio.run(main()) == []  # nothing on the answer's path
+    # one record: the empty result is no error, the repeated call adds nothing
+    assert recorder.calls == [
+        ("broken", "broken failed: FileNotFoundError: no such file: notes.txt", {}, sid)
+    ]
+    events = [(kind, d) for _t, kind, d in store.archive.events(sid) if kind == "error_memory"]
+    assert events == [
+        ("error_memory", {"record_id": 42, "tool": "broken", "outcome": "failed", "auto": True})
+    ]

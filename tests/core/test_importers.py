@@ -86,6 +86,12 @@ BAD_INPUTS: list[tuple[str, str | bytes, str]] = [
     ("broken array", '[{"role": "user", "content": "x"},', r"invalid JSON at line 1"),
     ("array of junk", "[1, 2]", r"message 1: expected a JSON object"),
     ("object not array", '{"role": "user", "content": "x"} trailing', r":1: invalid JSON"),
+    ("time not text", '{"role": "user", "content": "x", "time": 1700000000}\n', r":1: 'time' must"),
+    ("id a boolean", '{"role": "user", "content": "x", "id": true}\n', r":1: 'id' must be"),
+    ("content parts", '{"role": "user", "content": [{"text": 1}]}\n', r":1: 'content' must"),
+    ("null, no tool call", '{"role": "assistant", "content": null}\n', r"got null"),
+    ("nan in an array", '[{"role": "user", "content": "x", "p": NaN}]', r"in\.jsonl: NaN is not"),
+    ("deep nesting", '{"role": "user", "content": "x", "d": ' + "[" * 100_000 + "\n", "deeply"),
 ]
 
 
@@ -119,3 +125,15 @@ def test_message_json_round_trip() -> None:
     assert Message.from_json(data) == message
     assert message.extra_json() == '{"tool_call_id": "c"}'
     assert Message("x", "user", "", T0).extra_json() is None
+
+
+def test_jsonl_lines_end_at_newline_only(tmp_path: Path) -> None:
+    """U+2028/U+2029/U+0085 are legal raw inside JSON strings; CRLF files work too."""
+    rows = [
+        '{"role": "user", "content": "a\u2028b\u2029c\x85d"}',
+        '{"role": "user", "content": "f"}',
+    ]
+    path = _write(tmp_path, "\r\n".join(rows) + "\r\n")
+    first, second = read_import_file(path, T0)
+    assert first.content == "a\u2028b\u2029c\x85d"
+    assert second.content == "f"

@@ -80,7 +80,11 @@ def test_modes_find_the_hotel(
     store, trip, _ = seeded
     result = search_chat_history(store, SearchQuery("Granvia hotel booked", mode=mode, limit=3))  # type: ignore[arg-type]
     assert result.hits
-    assert result.hits[0].item.message.id == trip[6].id
+    if mode == "semantic":
+        # The reply after it is embedded with it as context: either may lead.
+        assert trip[6].id in {h.item.message.id for h in result.hits[:2]}
+    else:
+        assert result.hits[0].item.message.id == trip[6].id
     scores = [h.score for h in result.hits]
     assert scores == sorted(scores, reverse=True)
     assert len({h.item.message.id for h in result.hits}) == len(result.hits)
@@ -139,8 +143,11 @@ def test_overlapping_excerpts_are_merged(
 def test_search_returns_excerpts(seeded: tuple[MemoryStore, list[Message], list[Message]]) -> None:
     store, trip, _ = seeded
     result = search_chat_history(store, SearchQuery("Dotonbori", mode="keyword"))
+    assert result.hits[0].item.message.id == trip[3].id
+    # The message after it is found through its context (weaker), widening the excerpt.
+    assert [h.item.message.id for h in result.hits] == [trip[3].id, trip[4].id]
     assert len(result.excerpts) == 1
-    assert [r.message.id for r in result.excerpts[0].messages] == [m.id for m in trip[1:5]]
+    assert [r.message.id for r in result.excerpts[0].messages] == [m.id for m in trip[1:6]]
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
@@ -281,4 +288,69 @@ def test_results_survive_compaction(open_store: StoreFactory) -> None:
     store.import_messages(conversation(texts), "c")
     assert len(store.history("c").messages) < 40
     keyword = search_chat_history(store, SearchQuery("swordfish", mode="keyword")).hits
-    assert [h.item.message.content for h in keyword] == [texts[2]]
+    # The message itself first; the one after it matches through its context.
+    assert [h.item.message.content for h in keyword] == [texts[2], texts[3]]
+    assert keyword[0].score > keyword[1].score
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_hits_carry_route_evidence(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, trip, _ = seeded
+    query = SearchQuery("Granvia hotel booked", mode=mode, limit=5, session_id="trip")  # type: ignore[arg-type]
+    hits = search_chat_history(store, query).hits
+    assert hits
+    for hit in hits:
+        if mode != "keyword":
+            assert hit.cosine is not None
+            assert -1.0 <= hit.cosine <= 1.0 + 1e-6
+        if mode != "semantic":
+            assert hit.bm25 is not None or mode == "hybrid"
+    if mode == "keyword":
+        assert all(h.cosine is None and h.bm25 == h.score for h in hits)
+    if mode == "semantic":
+        assert all(h.bm25 is None and h.cosine == h.score for h in hits)
+    if mode == "hybrid":
+        top = next(h for h in hits if h.item.message.id == trip[6].id)
+        assert top.cosine is not None
+        assert top.bm25 is not None
+
+
+def test_fuse_keeps_each_routes_evidence() -> None:
+    a, b = _item(1), _item(2)
+    fused = fuse([[Hit(a, 0.9, cosine=0.9), Hit(b, 0.2, cosine=0.2)], [Hit(b, 7.0, bm25=7.0)]])
+    by_id = {h.item.rowid: h for h in fused}
+    assert (by_id[1].cosine, by_id[1].bm25) == (0.9, None)
+    assert (by_id[2].cosine, by_id[2].bm25) == (0.2, 7.0)
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_tool_stubs_and_empty_messages_never_show(store: MemoryStore, mode: str) -> None:
+    messages = [
+        msg("user", "what is in the kyoto folder", T0),
+        msg("assistant", "", T0 + 1, tool_calls=[{"id": "c1", "function": {"name": "ls"}}]),
+        msg("tool", "kyoto_hotel.pdf", T0 + 2, tool_call_id="c1"),
+        msg("assistant", "", T0 + 3),
+        msg("assistant", "  \n", T0 + 4),
+        msg("assistant", "the kyoto folder holds a hotel booking", T0 + 5),
+        msg("user", "thanks", T0 + 6),
+    ]
+    store.import_messages(messages, "tools")
+    result = search_chat_history(store, SearchQuery("kyoto folder", mode=mode, limit=10))  # type: ignore[arg-type]
+    assert result.hits
+    shown = [r.message for e in result.excerpts for r in e.messages]
+    for message in [h.item.message for h in result.hits] + shown:
+        assert message.content.strip()
+        assert not message.is_tool_traffic
+    # The excerpt reaches past the unreadable messages for its context.
+    answer = next(
+        e for e in result.excerpts if messages[5].id in {r.message.id for r in e.messages}
+    )
+    assert [r.message.id for r in answer.messages][:2] == [messages[0].id, messages[5].id]
+    with_tool = search_chat_history(
+        store,
+        SearchQuery("kyoto folder", mode=mode, limit=10, include_tool=True),  # type: ignore[arg-type]
+    )
+    shown = [r.message for e in with_tool.excerpts for r in e.messages]
+    assert any(m.is_tool_traffic for m in shown)

@@ -20,6 +20,7 @@ from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ModelOutputError
 from agenvoy_desktop.core.store import MemoryStore, UnknownSessionError
 from agenvoy_desktop.core.summarizer import (
+    ANSWER_TOKENS,
     LOCK_FILE,
     LOCK_STALE_NS,
     SessionLock,
@@ -71,6 +72,15 @@ def tags(prompt: str) -> list[int]:
     return [int(n) for n in TAG.findall(transcript)]
 
 
+def stored(
+    model: ScriptedJsonModel, call: int, first: Message, index: int | None = None
+) -> Summary:
+    """The scripted answer to *call* as it is saved: its decision cites *first* by id."""
+    data = numbered_summary(call if index is None else index, model.calls[call].messages)
+    data["key_decisions"][0]["source"] = first.id
+    return Summary.from_json(data)
+
+
 def make(store: MemoryStore, model: ScriptedJsonModel, **kw: Any) -> Summarizer:
     kw.setdefault("clock", FakeClock(start=T0 + 10_000 * SECOND))
     return Summarizer(store, model, **kw)
@@ -90,7 +100,9 @@ def test_first_run_folds_everything_older_than_the_window(store: MemoryStore) ->
     assert progress == [(24, 24)]
     assert len(model.calls) == 1
     assert tags(model.prompts[0]) == list(range(24))  # the window (24..39) stays verbatim
-    assert load_summary(folder(store)) == Summary.from_json(numbered_summary(0))
+    summary = load_summary(folder(store))
+    assert summary == stored(model, 0, messages[0])
+    assert summary.key_decisions[0].decision == "decision from chunk 0: msg-000 about topic"
     meta = load_meta(folder(store))
     assert meta is not None
     assert (meta.cursor_seq, meta.cursor_message_id) == (23, messages[23].id)
@@ -132,7 +144,7 @@ def test_small_context_makes_several_chunks_each_merging_the_previous(
     store: MemoryStore,
 ) -> None:
     seed(store, 56)  # 40 pending
-    model = ScriptedJsonModel(numbered_summary, context_size=955)
+    model = ScriptedJsonModel(numbered_summary, context_size=1000)
     result = run(make(store, model, max_answer_tokens=100).run(SID))
     assert result.stopped == "done"
     assert result.folded == 40
@@ -141,7 +153,9 @@ def test_small_context_makes_several_chunks_each_merging_the_previous(
     assert [n for chunk in seen for n in chunk] == list(range(40))  # each once, in order
     assert "chunk" not in model.prompts[0]
     for i, prompt in enumerate(model.prompts[1:]):
-        assert json.dumps(numbered_summary(i)) in prompt  # the previous answer, merged into
+        previous = numbered_summary(i, model.calls[i].messages)
+        previous["key_decisions"][0]["source"] = "p1"  # its handle in this prompt
+        assert json.dumps(previous, ensure_ascii=False) in prompt  # merged into
     for call in model.calls:
         prompt_tokens = sum(len(m["content"]) // 4 for m in call.messages)
         assert prompt_tokens + call.max_tokens <= model.context_size
@@ -151,67 +165,95 @@ def test_small_context_makes_several_chunks_each_merging_the_previous(
 def test_a_message_bigger_than_the_budget_is_cut_in_the_middle(store: MemoryStore) -> None:
     big = "BEGIN " + "word " * 4000 + " END"
     store.import_messages([msg("user", big, T0), *conversation(texts(17), start=T0 + 1)], SID)
-    model = ScriptedJsonModel(numbered_summary, context_size=1305)
+    model = ScriptedJsonModel(numbered_summary, context_size=1345)
     result = run(make(store, model, max_answer_tokens=100).run(SID))
     assert result.stopped == "done"
     first = model.prompts[0]
     assert "BEGIN" in first
     assert "END" in first
     assert "characters cut" in first
-    assert sum(len(m["content"]) // 4 for m in model.calls[0].messages) < 1200
+    assert sum(len(m["content"]) // 4 for m in model.calls[0].messages) < 1240
 
 
 def test_token_counts_are_cached(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=1155, fail_on={1})
+    model = ScriptedJsonModel(numbered_summary, context_size=1195, fail_on={1, 2})
     summarizer = make(store, model, max_answer_tokens=100)
     run(summarizer.run(SID))
     before = model.token_counts
     model.fail_on.clear()
     run(summarizer.run(SID))
-    lines = sum(len(tags(p)) for p in model.prompts[2:])
+    lines = sum(len(tags(p)) for p in model.prompts[3:])
     assert model.token_counts - before < lines  # message lines were not counted again
 
 
 # -- failures --------------------------------------------------------------------------------
 def test_failed_chunk_keeps_earlier_ones_and_retry_resumes(store: MemoryStore) -> None:
-    seed(store, 40)  # 24 pending: three chunks (11, 7, 6) with this context
-    model = ScriptedJsonModel(numbered_summary, context_size=925, fail_on={1})
+    messages = seed(store, 40)  # 24 pending: three chunks (11, 7, 6) with this context
+    model = ScriptedJsonModel(numbered_summary, context_size=960, fail_on={1, 2})
     summarizer = make(store, model, max_answer_tokens=100)
     first = run(summarizer.run(SID))
     chunks = [tags(p) for p in model.prompts]
-    assert len(chunks) == 2
+    assert len(chunks) == 3  # chunk 2 failed, and so did its retry with the first half
+    assert chunks[2] == chunks[1][: len(chunks[1]) // 2]
     end_of_first = chunks[0][-1]
     assert first.stopped == "failed"
-    assert first.error == "scripted failure"
+    assert first.error == "scripted failure (and before: scripted failure)"
     assert (first.passes, first.folded, first.cursor_after) == (1, len(chunks[0]), end_of_first)
-    assert load_summary(folder(store)) == Summary.from_json(numbered_summary(0))
+    assert load_summary(folder(store)) == stored(model, 0, messages[0])
     meta = load_meta(folder(store))
     assert meta is not None
     assert meta.cursor_seq == end_of_first
     assert not meta.caught_up
     kinds = [(r.kind, r.error) for r in read_records(folder(store))]
-    assert kinds == [("pass", None), ("failed", "scripted failure")]
+    assert kinds == [("pass", None), ("failed", first.error)]
+    assert read_records(folder(store))[-1].messages == len(chunks[2])
     assert "summary_failed" in [k for _, k, _ in store.archive.events(SID)]
 
-    retry_model = ScriptedJsonModel(lambda i, _m: numbered_summary(10 + i), context_size=925)
+    retry_model = ScriptedJsonModel(lambda i, m: numbered_summary(10 + i, m), context_size=960)
     second = run(make(store, retry_model, max_answer_tokens=100).run(SID))
     retried = [tags(p) for p in retry_model.prompts]
     assert second.stopped == "done"
     assert second.cursor_before == end_of_first
-    assert retried[0] == chunks[1]  # resumes exactly where the failure stopped
+    assert retried[0][0] == chunks[1][0]  # resumes exactly where the failure stopped
     assert [n for c in [chunks[0], *retried] for n in c] == list(range(24))  # nothing twice
-    assert len(retried) == 2
-    assert json.dumps(numbered_summary(0)) in retry_model.prompts[0]
+    assert "decision from chunk 0: msg-000 about topic" in retry_model.prompts[0]
     assert second.cursor_after == 23
+
+
+def test_a_bad_answer_is_retried_once_with_half_the_chunk(store: MemoryStore) -> None:
+    seed(store, 40)  # 24 pending, one chunk
+    model = ScriptedJsonModel(numbered_summary, fail_on={0})
+    result = run(make(store, model).run(SID))
+    assert (result.stopped, result.folded, result.passes) == ("done", 24, 2)
+    assert [tags(p) for p in model.prompts] == [
+        list(range(24)),
+        list(range(12)),
+        list(range(12, 24)),
+    ]
+    first, second = read_records(folder(store))
+    assert first.messages == 12
+    assert first.extra == {"retried_after": "scripted failure"}
+    assert second.extra == {}
+
+
+def test_a_model_that_cannot_run_is_not_retried(store: MemoryStore) -> None:
+    seed(store, 40)
+    model = ScriptedJsonModel(numbered_summary, fail_on={0}, error=RuntimeError("no memory"))
+    result = run(make(store, model).run(SID))
+    assert (result.stopped, result.error) == ("failed", "RuntimeError: no memory")
+    assert len(model.calls) == 1
 
 
 def test_empty_answer_is_a_failure(store: MemoryStore) -> None:
     seed(store, 30)
     empty = {"key_decisions": [], "past_discussions": [], "current_discussion": ""}
-    result = run(make(store, ScriptedJsonModel([empty])).run(SID))
+    result = run(make(store, ScriptedJsonModel([empty, empty])).run(SID))
     assert result.stopped == "failed"
-    assert result.error == "model answer: empty summary for 14 messages with content"
+    assert result.error == (
+        "model answer: empty summary for 7 messages with content "
+        "(and before: model answer: empty summary for 14 messages with content)"
+    )
     assert not (folder(store) / SUMMARY_FILE).exists()
     assert not (folder(store) / META_FILE).exists()
     assert [r.kind for r in read_records(folder(store))] == ["failed"]
@@ -237,13 +279,111 @@ def test_bad_answer_leaves_summary_and_cursor_unchanged(
     summary_bytes = (folder(store) / SUMMARY_FILE).read_bytes()
     meta_before = load_meta(folder(store))
     store.append(SID, conversation(texts(6, start=30), start=T0 + 100 * SECOND))
-    result = run(make(store, ScriptedJsonModel([answer])).run(SID))
+    result = run(make(store, ScriptedJsonModel([answer, answer])).run(SID))
     assert result.stopped == "failed"
     assert result.error is not None
     assert error in result.error
     assert (folder(store) / SUMMARY_FILE).read_bytes() == summary_bytes
     assert load_meta(folder(store)) == meta_before
     assert read_records(folder(store))[-1].kind == "failed"
+
+
+def test_a_repeated_sentence_is_retried_then_removed(store: MemoryStore) -> None:
+    seed(store, 40)
+    looped = {
+        "key_decisions": [],
+        "past_discussions": [],
+        "current_discussion": "We talked about the hotels. We talked about the hotels.",
+    }
+    model = ScriptedJsonModel(lambda i, m: looped if i < 2 else numbered_summary(i, m))
+    result = run(make(store, model).run(SID))
+    assert (result.stopped, result.folded) == ("done", 24)
+    first = read_records(folder(store))[0]
+    assert (
+        first.extra["retried_after"]
+        == "model answer: repeats the sentence 'we talked about the hotels'"
+    )
+    assert first.extra["repeats_removed"] == ["we talked about the hotels"]
+    assert first.messages == 12
+    summary = load_summary(folder(store))
+    assert summary is not None
+    assert summary.current_discussion.startswith("chunk")  # the next pass merged over it
+
+
+# -- traceable decisions -------------------------------------------------------------------------
+def test_decisions_are_traced_to_their_message(store: MemoryStore) -> None:
+    texts_ = [
+        "Which hotel should we book in Kyoto?",
+        "Hotel Sakura is near the station; Ryokan Aoi has a garden.",
+        "OK, we'll book Hotel Sakura for three nights.",
+        "Booked. Take the Haruka Express from the airport.",
+        *texts(16, start=10),
+    ]
+    messages = conversation(texts_)
+    store.import_messages(messages, SID)
+
+    def answer(_i: int, _m: list[Any]) -> dict[str, Any]:
+        decision = {"decided_at": "2023-11-14"}
+        return {
+            "key_decisions": [
+                {**decision, "decision": "Book Hotel Sakura for three nights", "source": "m3"},
+                {**decision, "decision": "Haruka Express", "source": "m1"},  # not in m1
+                {**decision, "decision": "Fly business class", "source": "m9"},  # no such message
+            ],
+            "past_discussions": [],
+            "current_discussion": "Getting from the airport to Kyoto.",
+        }
+
+    model = ScriptedJsonModel(answer)
+    assert run(make(store, model).run(SID)).stopped == "done"
+    schema = model.calls[0].schema
+    source = schema["properties"]["key_decisions"]["items"]["properties"]["source"]
+    assert source["enum"] == ["m1", "m2", "m3", "m4"]  # the grammar allows only these
+    assert "[m3 " in model.prompts[0]
+    summary = load_summary(folder(store))
+    assert summary is not None
+    assert [(d.decision, d.source) for d in summary.key_decisions] == [
+        ("Book Hotel Sakura for three nights", messages[2].id)
+    ]
+    (record,) = read_records(folder(store))
+    assert record.extra["dropped_decisions"] == [
+        "'Haruka Express': not stated in m1",
+        "'Fly business class': unknown source 'm9'",
+    ]
+
+
+def test_earlier_decisions_keep_their_source_through_their_handle(store: MemoryStore) -> None:
+    messages = seed(store, 40)
+    run(make(store, ScriptedJsonModel(numbered_summary)).run(SID))
+    store.append(SID, conversation(texts(6, start=40), start=T0 + 100 * SECOND))
+
+    def keep(_i: int, _m: list[Any]) -> dict[str, Any]:
+        kept = {"decision": "decision from chunk 0 on msg-000", "decided_at": "2023-11-14"}
+        return {
+            "key_decisions": [{**kept, "source": "p1"}],
+            "past_discussions": [],
+            "current_discussion": "more",
+        }
+
+    model = ScriptedJsonModel(keep)
+    assert run(make(store, model).run(SID)).stopped == "done"
+    assert '"source": "p1"' in model.prompts[0]
+    source = model.calls[0].schema["properties"]["key_decisions"]["items"]["properties"]
+    assert source["source"]["enum"][0] == "p1"
+    summary = load_summary(folder(store))
+    assert summary is not None
+    assert summary.key_decisions[0].source == messages[0].id
+
+
+def test_the_answer_budget_covers_the_longest_answer(store: MemoryStore) -> None:
+    seed(store, 40)
+    model = ScriptedJsonModel(numbered_summary, context_size=8192)
+    run(make(store, model).run(SID))
+    assert model.calls[0].max_tokens == ANSWER_TOKENS
+    small = ScriptedJsonModel(numbered_summary, context_size=4096)
+    seed(store, 40, sid="s2")
+    run(make(store, small).run("s2"))
+    assert small.calls[0].max_tokens == min(ANSWER_TOKENS, 2048)
 
 
 def test_corrupt_summary_file_fails_without_touching_it(store: MemoryStore) -> None:
@@ -346,7 +486,7 @@ def test_store_work_runs_on_the_given_runner(store: MemoryStore) -> None:
 
             return await asyncio.get_running_loop().run_in_executor(pool, call)
 
-    model = ScriptedJsonModel(numbered_summary, context_size=925)
+    model = ScriptedJsonModel(numbered_summary, context_size=960)
     loop_thread: list[str] = []
     summarizer = make(store, model, storage=Runner(), max_answer_tokens=100)
     summarizer.on_pass(lambda _s, _r: loop_thread.append(threading.current_thread().name))
@@ -362,7 +502,7 @@ def test_store_work_runs_on_the_given_runner(store: MemoryStore) -> None:
 
 def test_gate_is_not_armed_by_a_failed_run_nor_for_another_window(store: MemoryStore) -> None:
     seed(store, 40)
-    model = ScriptedJsonModel(numbered_summary, fail_on={0})
+    model = ScriptedJsonModel(numbered_summary, fail_on={0, 1})
     summarizer = make(store, model)
     assert run(summarizer.run(SID)).stopped == "failed"
     assert run(summarizer.run(SID)).stopped == "done"
@@ -385,7 +525,7 @@ def test_reset_keeps_the_summary_and_new_messages_fold_into_it(store: MemoryStor
     assert result.stopped == "done"
     assert result.folded == 4
     assert tags(model.prompts[0]) == [100, 101, 102, 103]
-    assert json.dumps(numbered_summary(0)) in model.prompts[0]
+    assert "decision from chunk 0: msg-000 about topic" in model.prompts[0]
 
 
 def test_remove_deletes_the_summary(store: MemoryStore) -> None:
@@ -397,7 +537,7 @@ def test_remove_deletes_the_summary(store: MemoryStore) -> None:
 
 def test_stop_session_then_remove(store: MemoryStore) -> None:
     seed(store, 56)
-    model = ScriptedJsonModel(numbered_summary, context_size=955)
+    model = ScriptedJsonModel(numbered_summary, context_size=1000)
     summarizer = make(store, model, max_answer_tokens=100)
 
     async def scenario() -> SummaryRunResult:
@@ -647,7 +787,7 @@ def test_idle_tick_runs_quiet_sessions_and_backs_off_after_failure(store: Memory
     seed(store, 20, sid="a")
     seed(store, 20, sid="b")
     clock = ManualClock()
-    model = ScriptedJsonModel(numbered_summary, fail_on={1})
+    model = ScriptedJsonModel(numbered_summary, fail_on={1, 2})
     scheduler = SummaryScheduler(make(store, model), idle_seconds=60, clock=clock)
     clock.now += 30 * SECOND
     scheduler.note_activity("b")  # "b" just had a turn

@@ -10,22 +10,27 @@ import pytest
 
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import (
+    ANSWER_CURRENT_CHARS,
+    ANSWER_DECISION_CHARS,
+    ANSWER_DECISIONS,
+    ANSWER_DESCRIPTION_CHARS,
+    ANSWER_DISCUSSIONS,
+    ANSWER_TOPIC_CHARS,
     CURRENT_CHARS,
     DECISION_CHARS,
-    DESCRIPTION_CHARS,
     LOG_FILE,
     MAX_DECISIONS,
-    MAX_DISCUSSIONS,
     SUMMARY_FILE,
     SUMMARY_SCHEMA,
-    TOPIC_CHARS,
     KeyDecision,
     PassRecord,
     PastDiscussion,
+    Source,
     Summary,
     SummaryFileError,
     SummaryFormatError,
     SummaryMeta,
+    answer_char_bound,
     append_record,
     build_prompt,
     cut_middle,
@@ -36,18 +41,24 @@ from agenvoy_desktop.core.summary import (
     prompt_text,
     read_records,
     render_for_prompt,
+    repeated_sentences,
     save_meta,
     save_summary,
+    summary_schema,
+    terms,
+    trace_decisions,
     transcript_line,
     validate_summary,
+    without_repeats,
 )
 from agenvoy_desktop.core.timeutil import format_local
 from tests.conftest import T0, msg
 
 SAMPLE = Summary(
     key_decisions=(
-        KeyDecision("Use PostgreSQL 16 for the main database", "2024-05-01"),
-        KeyDecision("Ship on Fridays only"),
+        KeyDecision("Use PostgreSQL 16 for the main database", "2024-05-01", source="m-pg"),
+        KeyDecision("Ship on Fridays only", by_user=True),
+        KeyDecision("Haruka Express", "2024-05-02"),  # from a version-1 file: no source
     ),
     past_discussions=(
         PastDiscussion("Hotel", "Compared three hotels near the station.", "2024-05-02"),
@@ -62,7 +73,8 @@ def _valid() -> dict[str, Any]:
 
 def test_round_trip() -> None:
     data = _valid()
-    assert data["key_decisions"][1] == {"decision": "Ship on Fridays only"}
+    assert data["key_decisions"][1] == {"decision": "Ship on Fridays only", "by_user": True}
+    assert data["key_decisions"][2] == {"decision": "Haruka Express", "decided_at": "2024-05-02"}
     assert Summary.from_json(json.loads(json.dumps(data))) == SAMPLE
     assert validate_summary(SAMPLE) is not SAMPLE
     assert Summary().is_empty
@@ -123,16 +135,67 @@ def test_validator_rejects_non_objects() -> None:
         parse_summary("text", "model answer")
 
 
-def test_schema_limits_match_the_validator() -> None:
+def test_schema_bounds_every_string_and_list() -> None:
     props = SUMMARY_SCHEMA["properties"]
-    decision = props["key_decisions"]["items"]["properties"]["decision"]
+    decision = props["key_decisions"]["items"]["properties"]
     discussion = props["past_discussions"]["items"]["properties"]
-    assert props["key_decisions"]["maxItems"] == MAX_DECISIONS
-    assert props["past_discussions"]["maxItems"] == MAX_DISCUSSIONS
-    assert decision["maxLength"] == DECISION_CHARS
-    assert discussion["topic"]["maxLength"] == TOPIC_CHARS
-    assert discussion["description"]["maxLength"] == DESCRIPTION_CHARS
-    assert props["current_discussion"]["maxLength"] == CURRENT_CHARS
+    assert props["key_decisions"]["maxItems"] == ANSWER_DECISIONS <= MAX_DECISIONS
+    assert props["past_discussions"]["maxItems"] == ANSWER_DISCUSSIONS
+    assert decision["decision"]["maxLength"] == ANSWER_DECISION_CHARS <= DECISION_CHARS
+    assert discussion["topic"]["maxLength"] == ANSWER_TOPIC_CHARS
+    assert discussion["description"]["maxLength"] == ANSWER_DESCRIPTION_CHARS
+    assert props["current_discussion"]["maxLength"] == ANSWER_CURRENT_CHARS <= CURRENT_CHARS
+    assert decision["source"]["maxLength"] == 5
+    assert summary_schema(["p1", "m1"])["properties"]["key_decisions"]["items"]["properties"][
+        "source"
+    ] == {"type": "string", "enum": ["p1", "m1"]}
+
+
+def _longest_answer() -> str:
+    """The longest JSON llama.cpp's grammar lets the model write for SUMMARY_SCHEMA."""
+    decision = {
+        "decision": "x" * ANSWER_DECISION_CHARS,
+        "decided_at": "2024-05-01",
+        "source": "m1234",
+    }
+    discussion = {
+        "topic": "t" * ANSWER_TOPIC_CHARS,
+        "description": "d" * ANSWER_DESCRIPTION_CHARS,
+        "last_discussed": "2024-05-01",
+    }
+    data = {
+        "key_decisions": [decision] * ANSWER_DECISIONS,
+        "past_discussions": [discussion] * ANSWER_DISCUSSIONS,
+        "current_discussion": "c" * ANSWER_CURRENT_CHARS,
+    }
+    # json.dumps puts one space after ":" and ","; the grammar allows one more after
+    # every value and bracket (its "space" rule is at most one " ").
+    return json.dumps(data)
+
+
+def test_answer_bound_covers_the_longest_answer() -> None:
+    longest = _longest_answer()
+    bound = answer_char_bound(SUMMARY_SCHEMA)
+    assert len(longest) <= bound <= len(longest) * 1.5
+    parse_summary(json.loads(longest.replace('"x', '"y', 1)), repeats=True)
+    with pytest.raises(ValueError, match="no bound"):
+        answer_char_bound({"type": "number"})
+
+
+def test_grammar_bounds_strings_and_lists() -> None:
+    """llama.cpp's schema-to-grammar conversion keeps every maxLength and maxItems."""
+    import llama_cpp
+
+    grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(SUMMARY_SCHEMA), verbose=False)
+    rules = dict(
+        line.split(" ::= ", 1) for line in grammar._grammar.splitlines() if " ::= " in line
+    )
+    assert not any("char*" in body or "char+" in body for body in rules.values())
+    assert rules["current-discussion"].count("char") == ANSWER_CURRENT_CHARS
+    assert rules["key-decisions"].count("key-decisions-item") == ANSWER_DECISIONS
+    assert rules["past-discussions"].count("past-discussions-item") == ANSWER_DISCUSSIONS
+    item = rules["key-decisions-item-decision"]
+    assert item.count("char") == ANSWER_DECISION_CHARS
 
 
 def test_schema_is_a_working_llama_cpp_grammar(tmp_path: Path) -> None:
@@ -158,6 +221,9 @@ Key decisions (binding — follow them unless the user changes them):
 - Use PostgreSQL 16 for the main database (decided 2024-05-01)
 - Ship on Fridays only
 
+Noted earlier, not traced to a message (not binding):
+- Haruka Express (decided 2024-05-02)
+
 Past discussions:
 - Hotel (last discussed 2024-05-02): Compared three hotels near the station.
 
@@ -172,20 +238,106 @@ def test_render_for_prompt_golden() -> None:
     assert render_for_prompt(only_current) == "Current discussion: Just started."
 
 
-def test_prompt_carries_the_previous_summary_and_lines() -> None:
-    messages = build_prompt(SAMPLE, ["[2024-05-03 10:00] user: hi"])
+def test_prompt_carries_the_previous_summary_with_handles_and_lines() -> None:
+    messages = build_prompt(SAMPLE, ["[m1 2024-05-03 10:00] user: hi"])
     assert messages[0]["role"] == "system"
     assert "JSON" in messages[0]["content"]
     body = messages[1]["content"]
-    assert json.dumps(SAMPLE.to_json(), ensure_ascii=False) in body
-    assert body.index("Current summary") < body.index("[2024-05-03 10:00] user: hi")
+    shown = json.loads(body.split("\n")[1])
+    assert [d.get("source") for d in shown["key_decisions"]] == ["p1", "p2", "p3"]
+    assert "by_user" not in body
+    assert body.index("Current summary") < body.index("[m1 2024-05-03 10:00] user: hi")
+
+
+# -- repeated sentences and traced decisions ------------------------------------------
+def test_repeated_sentences_are_rejected_within_and_across_fields() -> None:
+    data = _valid()
+    data["current_discussion"] = (
+        "Planning the hotel stay. Booking trains! planning   THE hotel-stay"
+    )
+    with pytest.raises(SummaryFormatError, match="repeats the sentence 'planning the hotel stay'"):
+        parse_summary(data)
+    data["current_discussion"] = "Compared three hotels near the station"
+    with pytest.raises(SummaryFormatError, match="compared three hotels"):
+        parse_summary(data)  # also a past discussion's description
+    data["current_discussion"] = "OK. OK. Let's go with. Let's go with."  # too short for a loop
+    assert parse_summary(data).current_discussion == "OK. OK. Let's go with. Let's go with."
+    looped = Summary(current_discussion="现在讨论酒店的预订。现在讨论酒店的预订。")
+    assert repeated_sentences(looped) == ["现在讨论酒店的预订"]
+
+
+def test_without_repeats_keeps_each_sentence_once() -> None:
+    looped = Summary(
+        key_decisions=(
+            KeyDecision("Take the Haruka Express from the airport.", source="a"),
+            KeyDecision("Take the Haruka Express from the airport", source="b"),
+        ),
+        past_discussions=(
+            PastDiscussion(
+                "Trains", "Sunrise there is around 5:40 in April. Cash only.", "2024-04-01"
+            ),
+        ),
+        current_discussion="Sunrise there is around 5:40 in April.\n"
+        "Sunrise there is around 5:40 in April. What to pack for the trip?",
+    )
+    clean = without_repeats(looped)
+    assert repeated_sentences(clean) == []
+    assert [d.source for d in clean.key_decisions] == ["a"]
+    assert clean.past_discussions == looped.past_discussions
+    assert clean.current_discussion == "What to pack for the trip?"
+    assert without_repeats(SAMPLE) == SAMPLE
+
+
+def test_terms_for_the_overlap_check() -> None:
+    assert terms("We decided: book Hotel Sakura for 3 nights on 2024-05-02") == {
+        "book",
+        "hotel",
+        "sakur",
+        "nights"[:5],
+        "2024",
+        "05",
+        "02",
+    }
+    assert "京都" in terms("去京都的旅館")
+    assert terms("hotels") == terms("Hotel")
+
+
+def test_trace_decisions_resolves_handles_and_drops_the_untraceable() -> None:
+    answer = Summary(
+        key_decisions=(
+            KeyDecision("Book Hotel Sakura", "2024-05-02", source="m2"),
+            KeyDecision("Haruka Express", "2024-05-02", source="m1"),
+            KeyDecision("Use PostgreSQL 16", "2024-05-01", source="p1"),
+            KeyDecision("Ship on Fridays", source="p2"),
+            KeyDecision("Invented", source="m7"),
+        ),
+        current_discussion="Hotels.",
+    )
+    sources = {
+        "p1": Source("id-pg", "Use PostgreSQL 16 for the main database"),
+        "p2": Source(None, "Ship on Fridays only", by_user=True),
+        "m1": Source("id-1", "Which hotel do we take?"),
+        "m2": Source("id-2", "OK, let's book the Sakura hotel."),
+    }
+    traced, dropped = trace_decisions(answer, sources)
+    assert [(d.decision, d.source, d.by_user) for d in traced.key_decisions] == [
+        ("Book Hotel Sakura", "id-2", False),
+        ("Use PostgreSQL 16", "id-pg", False),
+        ("Ship on Fridays", None, True),
+    ]
+    assert dropped == [
+        "'Haruka Express': not stated in m1",
+        "'Invented': unknown source 'm7'",
+    ]
 
 
 def test_summary_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert load_summary(tmp_path) is None
     save_summary(tmp_path, SAMPLE)
     stored = json.loads((tmp_path / SUMMARY_FILE).read_text("utf-8"))
-    assert stored["version"] == 1
+    assert stored["version"] == 2
+    assert stored["key_decisions"][0]["source"] == "m-pg"
+    assert stored["key_decisions"][1]["by_user"] is True
     assert load_summary(tmp_path) == SAMPLE
     # A bare object (no version, as another tool might write it) is read as v1.
     (tmp_path / SUMMARY_FILE).write_text(json.dumps(SAMPLE.to_json()), "utf-8")
@@ -201,6 +353,23 @@ def test_summary_file_round_trip_and_errors(tmp_path: Path) -> None:
         assert str(tmp_path / SUMMARY_FILE) in str(info.value)
         assert text in str(info.value)
         assert (tmp_path / SUMMARY_FILE).read_text("utf-8") == bad  # never touched
+
+
+def test_version_1_files_load_untraced_and_with_their_repeats(tmp_path: Path) -> None:
+    old = {
+        "version": 1,
+        "key_decisions": [{"decision": "Haruka Express", "decided_at": "2023-11-14"}],
+        "past_discussions": [],
+        "current_discussion": "Current trip plans. " * 6,  # a loop an old pass let through
+    }
+    (tmp_path / SUMMARY_FILE).write_text(json.dumps(old), "utf-8")
+    summary = load_summary(tmp_path)
+    assert summary is not None
+    assert summary.key_decisions == (KeyDecision("Haruka Express", "2023-11-14"),)
+    assert not summary.key_decisions[0].binding
+    assert "binding" not in render_for_prompt(summary).split("\n")[0].replace("not binding", "")
+    save_summary(tmp_path, summary)
+    assert json.loads((tmp_path / SUMMARY_FILE).read_text("utf-8"))["version"] == 2
 
 
 def test_meta_round_trip(tmp_path: Path) -> None:
@@ -248,6 +417,7 @@ def test_transcript_lines_and_tool_traffic() -> None:
         ],
     )
     assert message_text(call) == '[calls search_chat_history({"q": "Kyoto"})]'
+    assert transcript_line(user, "m3").startswith(f"[m3 {format_local(T0)}] user:")
     result = msg("tool", "hit one\n" + "long " * 100, T0, name="search_chat_history")
     text = message_text(result)
     assert text.startswith("[tool search_chat_history → hit one long")

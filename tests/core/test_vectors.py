@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agenvoy_desktop.core.embedding import EMBED_TEXT_VERSION
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.vectors import INDEX_FILE, META_FILE, SessionVectors, from_blobs, to_blob
@@ -157,7 +158,9 @@ def test_search_scores_are_cosine(store: MemoryStore) -> None:
     sid = _seed(store)
     query = HashingEmbedder(256).embed([TEXTS[2]])[0]
     hits = store.vectors(sid).search(query, 3)
-    assert hits[0][1] == pytest.approx(1.0, abs=1e-4)
+    stored = dict(store.archive.vectors(sid))
+    best = max(float(from_blobs([b], 256)[0] @ query) for b in stored.values())
+    assert hits[0][1] == pytest.approx(best, abs=1e-4)
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     assert store.vectors(sid).search(query, 0) == []
 
@@ -195,8 +198,33 @@ def test_changing_the_embedding_model_re_embeds_everything(open_store: StoreFact
     # Same profile, a different model (another dimension): old vectors are dropped
     # and every history message is embedded again by the new model.
     second = open_store(embedder=HashingEmbedder(128), model_name="other-model")
-    assert second.archive.get_meta("vector_model") == "other-model:128"
+    assert second.archive.get_meta("vector_model") == f"other-model:128:text{EMBED_TEXT_VERSION}"
     assert len(second.archive.vector_rowids(sid)) == len(TEXTS)
     blob = second.archive.vectors(sid)[0][1]
     assert len(blob) == 128 * 4
     assert _top(second, sid, "ramen in Sapporo") == TEXTS[4]
+
+
+def test_a_long_message_gets_several_vectors_and_is_found_by_any_part(
+    open_store: StoreFactory,
+) -> None:
+    store = open_store()
+    sid = store.create_session(session_id="long")
+    head = " ".join(f"The garden path number {i} is lined with roses." for i in range(60))
+    long_text = head + " At the very end we planted a persimmon tree."
+    store.import_messages(conversation([long_text, "short reply about lunch"]), sid)
+    rowid = min(store.archive.vector_rowids(sid))
+    labels = store.archive.vector_labels(sid)
+    assert len(labels) > 2  # the long message in parts, the reply in one
+    vec = store.vectors(sid)
+    assert vec.count == 2
+    assert vec.vector_count == len(labels)
+    hits = vec.search(HashingEmbedder(256).embed(["persimmon tree planted"])[0], 5)
+    assert [r for r, _ in hits].count(rowid) == 1
+    assert hits[0][0] == rowid
+    store.close()
+    again = open_store()
+    assert again.vectors(sid).healed is None
+    again.vectors(sid).remove([rowid])
+    assert again.archive.vector_rowids(sid) == {rowid + 1}
+    assert again.vectors(sid).vector_count == 1

@@ -27,7 +27,14 @@ from agenvoy_desktop.core.model_api import (
     TextDelta,
     ToolCallRequest,
 )
-from agenvoy_desktop.llm.engine import ChatEngine, ModelLoadError, PromptTooLongError
+from agenvoy_desktop.llm.engine import (
+    GRAMMAR_CACHE,
+    ChatEngine,
+    ModelLoadError,
+    PromptTooLongError,
+)
+from agenvoy_desktop.llm.llama_model import LlamaModel
+from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD, RepetitionGuard, Sampler
 from agenvoy_desktop.settings import ModelSettings
 from tests.tiny_gguf import write_tiny_llama
 
@@ -401,6 +408,68 @@ def test_complete_json_never_trims_its_prompt(tiny_model: Path) -> None:
         pytest.raises(PromptTooLongError, match="512-token context"),
     ):
         asyncio.run(engine.complete_json(long_input, SCHEMA, max_tokens=50))
+
+
+def test_json_answers_get_the_repetition_guard_and_chat_does_not(engine: ChatEngine) -> None:
+    asyncio.run(engine.load())
+    model = engine._model
+    assert model is not None
+    guards: list[RepetitionGuard | None] = []
+    original = model.make_sampler
+
+    def spy(**kwargs: Any) -> Sampler:
+        guards.append(kwargs.get("repetition"))
+        return original(**kwargs)
+
+    model.make_sampler = spy  # type: ignore[method-assign]
+    asyncio.run(engine.complete_json(HELLO, SCHEMA, max_tokens=400))
+    asyncio.run(collect(engine.chat(HELLO, max_tokens=4)))
+    assert guards == [JSON_REPETITION_GUARD, None]
+
+
+def longest_repeat(tokens: list[int]) -> int:
+    """The length of the longest token sequence that occurs twice."""
+    length = 0
+    while True:
+        grams = [tuple(tokens[i : i + length + 1]) for i in range(len(tokens) - length)]
+        if len(set(grams)) == len(grams):
+            return length
+        length += 1
+
+
+@pytest.mark.parametrize("prompt", ["abc", "the quick brown fox"])
+def test_repetition_guard_breaks_loops(tiny_model: Path, prompt: str) -> None:
+    """Greedy decoding of the random model loops; with DRY no long run comes back.
+
+    The penalty grows with the length of the run it would continue, so
+    runs up to ``allowed_length`` stay possible and longer ones do not.
+    """
+    model = LlamaModel(tiny_model, n_ctx=512, threads=1, gpu_layers=0, name="tiny")
+    try:
+        sampler = model.make_sampler(
+            temperature=0.0, seed=1, grammar=None, repetition=JSON_REPETITION_GUARD
+        )
+        out: list[int] = []
+        try:
+            model.generate(model.tokenize(prompt), sampler, 120, lambda: False, out.append)
+        finally:
+            sampler.close()
+    finally:
+        model.close()
+    assert len(out) == 120
+    assert longest_repeat(out) <= 2 * JSON_REPETITION_GUARD.allowed_length
+
+
+def test_grammar_cache_keeps_the_newest_schemas(engine: ChatEngine) -> None:
+    for n in range(GRAMMAR_CACHE + 3):
+        schema = {
+            "type": "object",
+            "properties": {f"k{n}": {"type": "integer"}},
+            "required": [f"k{n}"],
+        }
+        asyncio.run(engine.complete_json(HELLO, schema, max_tokens=40))
+    assert len(engine._grammars) == GRAMMAR_CACHE
+    assert f'"k{GRAMMAR_CACHE + 2}"' in next(reversed(engine._grammars))
 
 
 def test_embeddings_are_pooled_and_normalised(engine: ChatEngine) -> None:

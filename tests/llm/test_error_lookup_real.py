@@ -4,6 +4,13 @@ The lookup embeds a shortened form of the error (:func:`lookup_query`: no
 tool prefix, paths cut to their last component, clipped).  These tests check
 that the shortened query still finds the record a person would pick, for the
 messages our own file tools produce, and that it costs fewer tokens.
+
+Cosines are compared with a tolerance: llama.cpp sums in a different order on
+a different CPU (or kernel set), and two records can sit closer than that
+noise ("not found: the file does not exist" and "the path is a folder, not a
+file" are 0.001 apart for a missing file).  Such a pair is a tie, and either
+may come first; what must hold everywhere is that the right record is
+returned as similar and is not beaten by more than the noise.
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ import pytest
 from agenvoy_desktop.core.error_memory import ErrorMemory
 from agenvoy_desktop.core.error_types import lookup_query
 from agenvoy_desktop.llm.embedder import Embedder
+
+pytestmark = pytest.mark.slow
+
+NOISE = 0.01
+"""Largest cosine difference that still counts as a tie (see the module docstring)."""
 
 DEEP = "/home/someone/Documents/projects/2026/agenvoy-notes/archive/old"
 ALLOWED = "/home/someone/Documents/projects/2026/agenvoy-notes, /media/usb-stick/backup/notes"
@@ -51,9 +63,11 @@ def memory(tmp_path: Path, minilm_embedder: Embedder) -> ErrorMemory:
 def test_raw_tool_errors_find_their_record_first(memory: ErrorMemory, kind: str) -> None:
     hints = memory.lookup_for_failure("read_text_file", RAW_ERRORS[kind])
     assert hints, kind
-    assert hints[0].record.symptom == RECORDS[kind]
-    assert hints[0].reason == "similar"
     assert all(h.record.tool == "read_text_file" for h in hints)
+    ours = [h for h in hints if h.record.symptom == RECORDS[kind]]
+    assert ours, [(h.record.symptom, h.score) for h in hints]
+    assert ours[0].reason == "similar"
+    assert ours[0].score >= hints[0].score - NOISE, [(h.record.symptom, h.score) for h in hints]
 
 
 def test_the_query_is_much_shorter_than_the_error(minilm_embedder: Embedder) -> None:

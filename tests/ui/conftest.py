@@ -10,6 +10,17 @@ now" flag set and makes every later nested event loop (``waitSignal``)
 return at once.  Teardown cancels what is left, lets it unwind, and closes
 the loop.  Everything is deterministic: tests wait on conditions, never on
 wall-clock sleeps.
+
+Qt objects die on the GUI thread.  A Python-owned QObject (a window, an
+``AsyncRunner``, qasync's timer object) is destroyed when its wrapper is
+freed, and a wrapper caught in a reference cycle is freed by whichever
+thread's allocation triggers the next garbage collection — often the
+storage worker.  ``~QObject`` on the wrong thread cannot stop the object's
+timers: they stay registered and the next one fires into freed memory (a
+segfault in ``QTimerInfoList::activateTimers``, several tests later).  So
+teardown deletes what the fixtures made with :func:`delete_now`, automatic
+collection is off while a window test runs, and what the test left is
+collected at its end, here.
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 import qasync
+import shiboken6
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -44,6 +57,47 @@ from tests.fakes import HashingEmbedder
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 WAIT_MS = 10_000
+
+
+def delete_now(*objects: QObject | None) -> None:
+    """Destroy Qt objects now, on this (the GUI) thread; see the module docstring."""
+    for obj in objects:
+        if obj is not None and shiboken6.isValid(obj):
+            shiboken6.delete(obj)
+
+
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the qasync loop and destroy its timer object on the GUI thread.
+
+    ``QEventLoop.close`` only marks qasync's timer object stopped: the Qt
+    timers of pending ``call_later`` handles (a 20 s tool timeout, say) stay
+    registered until they fire.  Deleting the object here unregisters them.
+    """
+    asyncio.events._set_running_loop(None)
+    loop.close()
+    asyncio.set_event_loop(None)
+    timer = getattr(loop, "_timer", None)
+    delete_now(timer if isinstance(timer, QObject) else None)
+
+
+@pytest.fixture(autouse=True)
+def _collect_on_the_gui_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No automatic garbage collection during a window test; collect its garbage here.
+
+    Autouse fixtures are set up first and torn down last, so this runs after
+    the windows and the loop have been closed.  A module that measures the
+    app's responsiveness sets ``AUTOMATIC_GC = True``: there collections run
+    as in the app, and only the final one is moved here.
+    """
+    was_enabled = gc.isenabled()
+    if not getattr(request.module, "AUTOMATIC_GC", False):
+        gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if was_enabled:
+            gc.enable()
 
 
 @pytest.fixture
@@ -64,9 +118,7 @@ def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
             task.cancel()
         qtbot = QtBot(qapp)
         qtbot.waitUntil(lambda: all(task.done() for task in pending), timeout=WAIT_MS)
-        asyncio.events._set_running_loop(None)
-        loop.close()
-        asyncio.set_event_loop(None)
+        close_loop(loop)
 
 
 def run(qtbot: QtBot, coro: Coroutine[Any, Any, T], timeout: int = WAIT_MS) -> T:
@@ -130,7 +182,7 @@ def make_window(qtbot: QtBot, make_services: ServicesFactory) -> Iterator[Window
     for runner, window in made:  # stop the work first, then the widgets it reports to
         run(qtbot, runner.shutdown())
         window.close()
-        window.deleteLater()
+        delete_now(window, runner)
 
 
 def seed(services: AppServices, title: str | None, messages: list[Message]) -> str:

@@ -43,6 +43,7 @@ from tests.conftest import SECOND, T0, FakeClock, msg
 from tests.fakes import HashingEmbedder
 from tests.scripted_chat import ScriptedChatModel
 from tests.scripted_model import ScriptedJsonModel, numbered_summary
+from tests.ui.conftest import close_loop, delete_now
 
 DAY = 86_400 * SECOND
 MAIN_TEXTS = [
@@ -104,9 +105,7 @@ def inspector_loop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
             if all(t.done() for t in pending):
                 break
             qapp.processEvents()
-        asyncio.events._set_running_loop(None)
-        loop.close()
-        asyncio.set_event_loop(None)
+        close_loop(loop)
 
 
 @pytest.fixture
@@ -117,7 +116,7 @@ def runner(inspector_loop: asyncio.AbstractEventLoop) -> Iterator[AsyncRunner]:
     bridge.error_reported.connect(errors.append)
     bridge.setProperty("test_errors", errors)
     yield bridge
-    bridge.deleteLater()
+    delete_now(bridge)
 
 
 @dataclass
@@ -145,10 +144,18 @@ def _write_summary(folder: Path, messages: list[Message]) -> None:
     summary = Summary(
         key_decisions=(
             KeyDecision(
-                "Stay two nights in a ryokan, then a hotel near Kyoto station", "2023-11-14"
+                "Stay two nights in a ryokan, then a hotel near Kyoto station",
+                "2023-11-14",
+                source=messages[2].id,
             ),
-            KeyDecision("Keep the budget under 2000 euros including flights", "2023-11-14"),
-            KeyDecision("Visit Fushimi Inari at sunrise on day one", "2023-11-14"),
+            KeyDecision(
+                "Keep the budget under 2000 euros including flights",
+                "2023-11-14",
+                source=messages[4].id,
+            ),
+            KeyDecision(
+                "Visit Fushimi Inari at sunrise on day one", "2023-11-14", source=messages[8].id
+            ),
         ),
         past_discussions=(
             PastDiscussion(

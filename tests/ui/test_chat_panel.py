@@ -15,7 +15,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.tools import Tool
 from agenvoy_desktop.agent.turn import AnswerDelta, TurnEvent
 from agenvoy_desktop.llm.engine import ChatEngine
-from agenvoy_desktop.ui import chat_panel
+from agenvoy_desktop.ui import chat_panel, chat_widgets
 from agenvoy_desktop.ui.main_window import MainWindow
 from agenvoy_desktop.ui.markdown_view import prose_blocks, split_markdown
 from tests.conftest import SECOND, T0, conversation, msg
@@ -293,3 +293,31 @@ def test_prose_blocks_cut_long_lists_where_markdown_starts_a_block() -> None:
     assert "\n".join(lists) == items  # nothing lost or reordered
     assert all(p.split("\n")[0].split(".")[0].isdigit() for p in lists)  # each starts at an item
     assert prose_blocks("a\n\n    indented continuation") == ["a\n\n    indented continuation"]
+
+
+def test_recalled_memories_show_above_the_answer_and_after_a_reload(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    services = make_services(ScriptedChatModel([["You live in Graz."]]))
+    seed(services, "intro", conversation(["Hi! My name is Lena and I live in Graz.", "Hello!"]))
+    window = make_window(services)
+    wait_op(qtbot, window.new_session())
+    type_and_send(qtbot, window, "Where do I live?")
+    qtbot.waitUntil(lambda: not window.chat.busy)
+
+    def recall_chips() -> list[chat_widgets.RecallChip]:
+        return window.chat.view.findChildren(chat_widgets.RecallChip)
+
+    qtbot.waitUntil(lambda: len(recall_chips()) == 1)
+    chip = recall_chips()[0]
+    assert chip.header.text() == "Remembered 1 thing you said before"
+    assert "Lena and I live in Graz" in chip.lines.text()
+    chip.header.click()
+    assert chip.expanded
+    sid = window.session_id
+    assert sid is not None
+    window.chat.set_session(None)
+    qtbot.waitUntil(lambda: not recall_chips())
+    wait_op(qtbot, window.chat.set_session(sid))
+    qtbot.waitUntil(lambda: len(recall_chips()) == 1)
+    assert [b.text() for b in window.chat.bubbles()] == ["Where do I live?", "You live in Graz."]

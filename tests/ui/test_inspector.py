@@ -17,7 +17,14 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QWidget
 from pytestqt.qtbot import QtBot
 
-from agenvoy_desktop.core.summary import Summary, load_summary, prompt_text, read_records
+from agenvoy_desktop.core.summary import (
+    KeyDecision,
+    Summary,
+    load_summary,
+    prompt_text,
+    read_records,
+    save_summary,
+)
 from agenvoy_desktop.llm.discovery import DiscoveredModel
 from agenvoy_desktop.llm.gguf_info import read_gguf_info
 from agenvoy_desktop.ui.async_runner import AsyncRunner
@@ -79,8 +86,39 @@ def test_summary_tab_shows_sections_cursor_and_history(
     assert tab.history.item(2, 2).text() == "#0–#5 (6)"
     assert tab.history.item(2, 3).text() == "start → #5"
     tab.raw_button.click()
-    assert json.loads(tab.raw_view.toPlainText())["version"] == 1
+    assert json.loads(tab.raw_view.toPlainText())["version"] == 2
     assert tab.stack.currentIndex() == 1
+
+
+def test_a_key_decision_links_to_its_source_message(
+    panel: InspectorPanel, inspected: Profile, qtbot: QtBot, wait_for: Wait
+) -> None:
+    tab = panel.summary_tab
+    folder = inspected.folder(inspected.main)
+    source = inspected.messages[inspected.main][3]
+    save_summary(
+        folder,
+        Summary(
+            key_decisions=(
+                KeyDecision("Book the ryokan in Arashiyama", "2023-11-14", source=source.id),
+                KeyDecision("Pack a light jacket", "2023-11-14", by_user=True),
+                KeyDecision("Haruka Express", "2023-11-14"),  # an older file: no source
+            ),
+            current_discussion="Trip plans.",
+        ),
+    )
+    open_tab(panel, "summary", inspected.main)
+    wait_for(lambda: tab.decisions.rowCount() == 3 and tab.source_button(0) is not None)
+    button = tab.source_button(0)
+    assert button is not None
+    assert button.text() == "Show"
+    with qtbot.waitSignal(panel.message_activated) as signal:
+        button.click()
+    assert signal.args == [source.id]
+    assert tab.source_button(1) is None
+    assert tab.decisions.item(1, 2).text() == "you"
+    assert tab.decisions.item(2, 2).text() == "—"
+    assert "not binding" in tab.decisions.item(2, 0).toolTip()
 
 
 def test_summary_pass_history_row_activates_its_first_message(
@@ -175,9 +213,11 @@ def test_summarize_now_folds_waiting_messages_with_progress(
     wait_for(lambda: not tab.progress.isVisible())
     summary = load_summary(folder)
     assert summary is not None
-    assert summary.key_decisions[0].decision == "decision from chunk 0"
+    assert summary.key_decisions[0].decision.startswith("decision from chunk 0")
+    assert summary.key_decisions[0].source is not None  # traced to a message
     assert read_records(folder)[-1].kind == "pass"
-    wait_for(lambda: tab.decisions.item(0, 0).text() == "decision from chunk 0")
+    wait_for(lambda: tab.decisions.item(0, 0).text().startswith("decision from chunk 0"))
+    assert tab.source_button(0) is not None
     assert "Waiting" not in tab.info_label.text()
 
 
@@ -317,7 +357,10 @@ def test_recall_shows_hits_with_scores_and_highlighted_excerpts(
     search(panel, "ryokan", "keyword", wait_for)
     answer = tab.answer
     assert answer is not None
-    assert len(answer.result.hits) == 3
+    # the three messages that say it, then a reply that follows one (matched by its context)
+    texts = [hit.item.message.content.lower() for hit in answer.result.hits]
+    assert all("ryokan" in text for text in texts[:3])
+    assert len(texts) == 4
     html = tab.results.toHtml()
     assert "relevance" in html
     assert "#ffe082" in html

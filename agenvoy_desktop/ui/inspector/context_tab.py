@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.recall import BLOCK_HEADER
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.summary import prompt_text
@@ -59,6 +60,8 @@ class ContextView:
     tool_tokens: int = 0
     exact_total: int | None = None
     """The model's own count of the templated prompt, when it can give one."""
+    small_model: bool = False
+    """Tools are chosen per message (the small-model turn), so none are listed."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -96,7 +99,8 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
             now_ns=services.clock(),
         )
     view = ContextView(messages, window, answer_reserve=services.settings.models.max_answer_tokens)
-    specs = services.tools.specs()
+    view.small_model = services.model_profile.small
+    specs = [] if view.small_model else services.tools.specs()
     view.tools = [str(spec["function"]["name"]) for spec in specs]
     model: Any = services.chat_model
     if model is None:
@@ -110,6 +114,14 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
     if exact is not None:
         view.exact_total = int(await exact(messages, tools=specs or None))
     return view
+
+
+def recalled_count(system_prompt: str) -> int:
+    """Lines of the proactive-recall block in a system prompt (0: no block)."""
+    if BLOCK_HEADER not in system_prompt:
+        return 0
+    block = system_prompt.split(BLOCK_HEADER, 1)[1]
+    return sum(1 for line in block.splitlines() if line.startswith("- "))
 
 
 def render_html(view: ContextView, *, dark: bool = False) -> str:
@@ -220,10 +232,20 @@ class ContextTab(InspectorTab):
         has_summary = "Summary of the earlier conversation" in (
             view.messages[0].get("content", "") if view.messages else ""
         )
+        system = view.messages[0].get("content", "") if view.messages else ""
+        recalled = recalled_count(system)
         parts = [
-            f"<b>System prompt</b> ({'with' if has_summary else 'no'} rolling summary)",
+            f"<b>System prompt</b> ({'with' if has_summary else 'no'} rolling summary"
+            + (
+                f", {plural(recalled, 'recalled message')} from your last message"
+                if recalled
+                else ""
+            )
+            + ")",
             f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})",
-            plural(len(view.tools), "tool") + " offered",
+            "tools chosen per message (small model)"
+            if view.small_model
+            else plural(len(view.tools), "tool") + " offered",
         ]
         total = view.total_tokens
         if total is None or view.context_size is None:

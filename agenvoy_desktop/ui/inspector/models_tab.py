@@ -42,6 +42,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.llm.catalogue import CatalogueEntry
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo
+from agenvoy_desktop.llm.model_profile import profile_from_info
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
@@ -157,6 +158,10 @@ def info_html(entry: CatalogueEntry) -> str:
             ("Layers", str(info.block_count or "?")),
             ("Tokenizer", esc(info.tokenizer_model or "?")),
             ("Chat template", "yes" if info.has_chat_template else "no"),
+        ]
+        if entry.role == "chat":
+            rows.append(("Turn shape", esc(profile_from_info(info).describe())))
+        rows += [
             ("File size", human_bytes(info.size_bytes)),
             ("GGUF version", str(info.gguf_version)),
         ]

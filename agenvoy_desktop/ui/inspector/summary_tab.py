@@ -4,9 +4,12 @@ Shows the three sections of ``summary.json`` (key decisions — binding — past
 discussions with dates, the current discussion), the cursor and the last
 pass from ``summary.meta.json``, every pass/failure/edit of
 ``summary.history.jsonl``, and the raw JSON on demand.  "Summarize now" runs
-the summarizer with progress.  A key decision can be added, edited or
-deleted; the change is saved like a pass (``save_user_edit``: validated,
-written atomically, logged as an ``edit`` record) and can be undone once.
+the summarizer with progress.  Each key decision links to the message that
+states it ("Show" reveals it in the chat); one without a source (written by
+an earlier version) is shown greyed out as not binding.  A key decision can
+be added, edited or deleted; the change is saved like a pass
+(``save_user_edit``: validated, written atomically, logged as an ``edit``
+record) and can be undone once, and the user becomes its source.
 """
 
 from __future__ import annotations
@@ -114,9 +117,13 @@ def read_snapshot(
 
 # -- edits (pure) ------------------------------------------------------------------------
 def with_decision(summary: Summary, index: int, text: str) -> Summary:
-    """*summary* with decision *index* reworded (its date kept)."""
+    """*summary* with decision *index* reworded (its date and source message kept).
+
+    The words are now the user's, so the decision is binding on their
+    authority even if it had no source message.
+    """
     items = list(summary.key_decisions)
-    items[index] = replace(items[index], decision=text.strip())
+    items[index] = replace(items[index], decision=text.strip(), by_user=True)
     return replace(summary, key_decisions=tuple(items))
 
 
@@ -128,7 +135,15 @@ def without_decision(summary: Summary, index: int) -> Summary:
 
 def plus_decision(summary: Summary, text: str, today: date | None = None) -> Summary:
     when = (today or date.today()).isoformat()
-    return replace(summary, key_decisions=(*summary.key_decisions, KeyDecision(text.strip(), when)))
+    added = KeyDecision(text.strip(), when, by_user=True)
+    return replace(summary, key_decisions=(*summary.key_decisions, added))
+
+
+def source_text(decision: KeyDecision) -> tuple[str, str]:
+    """(cell text, tooltip) of a decision's Source column when it has no message to show."""
+    if decision.by_user:
+        return "you", "You added or changed this decision in the Summary tab."
+    return "—", "Not traced to a message (from an older summary): not binding."
 
 
 def cursor_text(cursor: dict[str, Any] | None) -> str:
@@ -274,8 +289,8 @@ class SummaryTab(InspectorTab):
         return page
 
     def _decision_controls(self) -> QHBoxLayout:
-        self.decisions = QTableWidget(0, 2)
-        self.decisions.setHorizontalHeaderLabels(["Decision", "Decided"])
+        self.decisions = QTableWidget(0, 3)
+        self.decisions.setHorizontalHeaderLabels(["Decision", "Decided", "Source"])
         _stretch_first(self.decisions)
         self.decisions.setEditTriggers(
             QAbstractItemView.EditTrigger.DoubleClicked
@@ -430,14 +445,40 @@ class SummaryTab(InspectorTab):
             for row, decision in enumerate(summary.key_decisions):
                 text = QTableWidgetItem(decision.decision)
                 text.setToolTip(decision.decision)
+                if not decision.binding:
+                    text.setForeground(QColor(colors(self.palette()).muted))
+                    text.setToolTip(f"{decision.decision}\n\n{source_text(decision)[1]}")
                 when = QTableWidgetItem(decision.decided_at or "—")
                 when.setFlags(when.flags() & ~Qt.ItemFlag.ItemIsEditable)
                 self.decisions.setItem(row, 0, text)
                 self.decisions.setItem(row, 1, when)
+                self._fill_source(row, decision)
             self.decisions.resizeRowsToContents()
             _fit_height(self.decisions, placeholder_rows=1)
         finally:
             self._syncing = False
+
+    def _fill_source(self, row: int, decision: KeyDecision) -> None:
+        """A "Show" button that reveals the source message, or why there is none."""
+        self.decisions.removeCellWidget(row, 2)
+        cell = QTableWidgetItem()
+        cell.setFlags(cell.flags() & ~Qt.ItemFlag.ItemIsEditable)
+        self.decisions.setItem(row, 2, cell)
+        source = decision.source
+        if source is None:
+            cell.setText(source_text(decision)[0])
+            cell.setToolTip(source_text(decision)[1])
+            return
+        button = QPushButton("Show")
+        button.setFlat(True)
+        button.setToolTip("Show the message that states this decision in the chat")
+        button.clicked.connect(lambda: self.message_activated.emit(source))
+        self.decisions.setCellWidget(row, 2, button)
+
+    def source_button(self, row: int) -> QPushButton | None:
+        """The Show button of decision *row* (None when it has no source message)."""
+        widget = self.decisions.cellWidget(row, 2)
+        return widget if isinstance(widget, QPushButton) else None
 
     def _fill_discussions(self, summary: Summary) -> None:
         self.discussions.setRowCount(len(summary.past_discussions))
@@ -544,6 +585,9 @@ class SummaryTab(InspectorTab):
         when = QTableWidgetItem(date.today().isoformat())
         when.setFlags(when.flags() & ~Qt.ItemFlag.ItemIsEditable)
         self.decisions.setItem(row, 1, when)
+        source = QTableWidgetItem(source_text(KeyDecision("", by_user=True))[0])
+        source.setFlags(source.flags() & ~Qt.ItemFlag.ItemIsEditable)
+        self.decisions.setItem(row, 2, source)
         _fit_height(self.decisions, placeholder_rows=1)
         self._syncing = False
         self._adding_row = row
@@ -711,7 +755,8 @@ def _stretch_first(table: QTableWidget) -> None:
     _refit_on_resize(table)
     header = table.horizontalHeader()
     header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-    header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+    for col in range(1, table.columnCount()):
+        header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
     table.verticalHeader().hide()
     table.setWordWrap(True)
 

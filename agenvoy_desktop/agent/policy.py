@@ -1,0 +1,136 @@
+"""Which tools a turn offers, by model size and by what the message asks.
+
+A capable model gets every available tool and decides itself.  A small
+model (``llm/model_profile.py``) calls whatever it is shown — a greeting
+triggered seven tool calls with the 0.5B starter — so its turn is shaped:
+
+- no tool at all unless the message needs one: greetings and small talk go
+  straight to an answer (and the prompt is shorter without the tool list);
+- file tools only when the message names a file or a folder;
+- time tools only when it asks about the time or a date;
+- ``search_chat_history`` only when it asks about the past *and* proactive
+  recall found nothing (otherwise the answer is already in the prompt);
+- the error-memory tools never: the loop records and looks up failures
+  itself, and a small model only loops on them;
+- at most two tool rounds.
+
+The cues are plain word lists in English, German and Chinese — cheap,
+predictable, and easy to extend; a missed cue costs a tool the model could
+have used, never a wrong answer from memory (recall still runs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SEARCH_TOOL = "search_chat_history"
+FILE_TOOLS = frozenset({"list_files", "read_text_file"})
+TIME_TOOLS = frozenset({"current_time", "date_calc"})
+ERROR_TOOLS = frozenset({"remember_error", "search_error_history", "read_error"})
+SMALL_MODEL_TOOL_ROUNDS = 2
+
+
+def _words(text: str) -> str:
+    return "|".join(re.escape(w) for w in text.split())
+
+
+_FILE_CUE = re.compile(
+    r"(?:[~.]?/[\w.-]+|\\[\w.-]+|\b[\w-]+\.(?:txt|md|csv|json|log|py|ini|cfg|yaml|yml|toml|"
+    r"html|xml|rst|conf)\b|\b(?:"
+    + _words(
+        "file files folder folders directory directories document documents "
+        "datei dateien ordner verzeichnis dokument"
+    )
+    + r")\b|文件|文件夹|目录|檔案|資料夾)",
+    re.IGNORECASE,
+)
+_TIME_CUE = re.compile(
+    r"\b(?:"
+    + _words(
+        "time date today tomorrow yesterday weekday clock days weeks months "
+        "uhr uhrzeit datum heute gestern wochentag tage wochen"
+    )
+    + r")\b|几点|時間|时间|日期|今天|明天|昨天|星期|幾點",
+    re.IGNORECASE,
+)
+_PAST_CUE = re.compile(
+    r"\b(?:"
+    + _words(
+        "remember recall earlier before previously last told mentioned said discussed "
+        "decided agreed forgot forget again history ago did "
+        "erinnerst erinnern vorhin früher letzte letztes letzten gesagt erwähnt besprochen "
+        "entschieden vergessen"
+    )
+    + r")\b|\b(?:what|which|where|when|who)\b[^?]*\b(?:my|i|we|our)\b"
+    r"|之前|以前|上次|记得|記得|说过|說過|提过|提過|我的.*(?:什么|什麼|哪|多少|吗|嗎)",
+    re.IGNORECASE,
+)
+
+
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|my|mine|me|myself|we|our|us|ich|mein|meine|meinen|meinem|meiner|mir|"
+    r"mich|wir|unser|unsere|uns)\b|我|我們|我们",
+    re.IGNORECASE,
+)
+
+
+def is_personal(text: str) -> bool:
+    """The message is about the user (first person) or about something said before.
+
+    Such a message likely needs memory, so proactive recall applies its
+    lower floor (``RecallFloor.personal_*``).
+    """
+    return _FIRST_PERSON.search(text) is not None or asks_about_the_past(text)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What one turn offers the model."""
+
+    tools: frozenset[str] | None
+    """Tool names allowed this turn (None: every available tool)."""
+    max_tool_rounds: int | None
+    """Rounds that may call tools before the model must answer (None: the agent's limit)."""
+
+
+FULL = TurnPlan(tools=None, max_tool_rounds=None)
+
+
+def plan_turn(text: str, *, small_model: bool, recalled: bool) -> TurnPlan:
+    """The turn's plan; see the module docstring."""
+    if not small_model:
+        return FULL
+    return TurnPlan(
+        tools=needed_tools(text, recalled=recalled), max_tool_rounds=SMALL_MODEL_TOOL_ROUNDS
+    )
+
+
+def needed_tools(text: str, *, recalled: bool) -> frozenset[str]:
+    """The tools a message needs, by its cues (empty for greetings and small talk)."""
+    names: set[str] = set()
+    if _FILE_CUE.search(text):
+        names |= FILE_TOOLS
+    if _TIME_CUE.search(text):
+        names |= TIME_TOOLS
+    if not recalled and asks_about_the_past(text):
+        names.add(SEARCH_TOOL)
+    return frozenset(names)
+
+
+def asks_about_the_past(text: str) -> bool:
+    """True when the message refers to something said or done before."""
+    return _PAST_CUE.search(text) is not None
+
+
+def filter_specs(specs: Sequence[dict[str, object]], plan: TurnPlan) -> list[dict[str, object]]:
+    """The tool specs the plan allows, in registry order."""
+    if plan.tools is None:
+        return list(specs)
+    return [s for s in specs if _name(s) in plan.tools]
+
+
+def _name(spec: dict[str, object]) -> str:
+    function = spec.get("function")
+    return str(function.get("name", "")) if isinstance(function, dict) else ""

@@ -1,0 +1,370 @@
+"""Proactive recall: what the user said before, in front of the model without a tool call.
+
+A small local model does not decide to search its memory; it answers from
+what is in its prompt, and invents the rest.  So before the first model round
+of every turn the agent runs a hybrid search of the user's message over all
+sessions (the current window excluded: the model sees it anyway) and puts the
+hits that clear a relevance floor into a short, labelled block at the end of
+the system prompt.  An unrelated message (a greeting, a general question)
+should leave the block empty: every false line costs prompt tokens and can
+mislead the model.
+
+The floor is evidence from either route of the hybrid search:
+
+- the **semantic** route's cosine similarity between the message and the
+  hit (MiniLM: a question and the statement that answers it usually score
+  above 0.5, unrelated chat below 0.35);
+- the **keyword** route: the share of the message's content words (stopwords
+  out, CJK as bigrams) that the hit contains, weighted by how rare each word
+  is in the archive, so "bike lock code" counts and "what do you" does not.
+
+The floor values are measured, not guessed: ``benchmarks/recall_floor.py``
+sweeps them over planted facts (hit rate) and unrelated questions (false
+injections), and benchmarks/RESULTS.md records the chosen point.
+
+Everything here runs on the storage thread (it reads the archive and the
+vector index); :func:`format_block` is pure.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agenvoy_desktop.agent.policy import is_personal
+from agenvoy_desktop.core.fts_text import STOPWORDS, normalize, query_terms
+from agenvoy_desktop.core.search import SearchError, SearchQuery, search_chat_history
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import format_local
+
+log = logging.getLogger(__name__)
+
+RECALL_CANDIDATES = 20
+"""Hybrid hits considered per turn (the floor and the budget keep fewer)."""
+RECALL_MAX_ITEMS = 5
+RECALL_BUDGET_CHARS = 1_200
+"""About 300 tokens: small next to the window, large enough for five facts."""
+ITEM_MAX_CHARS = 320
+IDF_CAP = 5_000
+"""Document frequencies are counted up to this many (rarer words are what matter)."""
+BLOCK_HEADER = (
+    'What the user told you in earlier conversations (their own words: "I" and "my" '
+    "mean the user). Use it when it answers the user's message, and ignore it otherwise:"
+)
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_LATIN_WORD = re.compile(rf"[^\W{_CJK}_]+")
+_MIN_WORD = 3
+
+
+QueryKind = Literal["personal", "general", "cjk"]
+"""Which floor a message gets (see :func:`query_kind`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFloor:
+    """Which hits count as relevant enough to show the model unasked.
+
+    Three floors, by the kind of message (:func:`query_kind`):
+
+    - **personal** (about the user or the past: "where do I live?", "what did
+      we decide?"): likely to need memory, so moderate evidence is enough;
+    - **general** (anything else in a Latin script: a general question, a
+      greeting): strong evidence only — a greeting resembles every earlier
+      greeting, and that is no reason to show one;
+    - **cjk** (mostly Chinese/Japanese/Korean): MiniLM, an English model,
+      puts almost any two CJK texts at cosine 0.6-0.8, so only shared words
+      (bigrams) count.
+    """
+
+    personal_min_terms: int = 1
+    """Content words of the message a personal hit must share, and then either..."""
+    personal_cosine: float = 0.35
+    """...this similarity, or..."""
+    personal_keyword: float = 0.5
+    """...this rarity-weighted share of the message's content words."""
+    personal_cosine_alone: float = 0.75
+    """A hit sharing no word needs this similarity.  A message's vector also holds the
+    message before it (dialogue context), so the line after a fact scores nearly as
+    high as the fact itself (0.69 measured) without containing it."""
+    general_score: float = 0.85
+    """``cosine + KEYWORD_WEIGHT * keyword share`` a hit must reach for a general message..."""
+    general_min_query_terms: int = 2
+    """...which must have this many content words at all ("How's it going?" has one: small
+    talk resembles earlier small talk, and recalling it helps nobody)."""
+    cjk_keyword: float = 0.2
+    cjk_min_terms: int = 2
+
+
+KEYWORD_WEIGHT = 0.3
+"""How much the keyword share adds to the cosine in the general floor's score."""
+DEFAULT_FLOOR = RecallFloor()
+
+
+@dataclass(frozen=True, slots=True)
+class RecallItem:
+    """One remembered message that may be relevant to the user's message."""
+
+    message_id: str
+    session_id: str
+    session_title: str | None
+    time_ns: int
+    role: str
+    text: str
+    cosine: float | None = None
+    bm25: float | None = None
+    coverage: float = 0.0
+    """Rarity-weighted share of the message's content words found in this one."""
+    matched_terms: int = 0
+    query_terms: int = 0
+    """Content words in the user's message (the coverage is a share of these)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallBlock:
+    """What one turn put in front of the model (``text`` is exactly what was sent)."""
+
+    items: list[RecallItem] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def message_ids(self) -> list[str]:
+        return [item.message_id for item in self.items]
+
+
+# -- finding ---------------------------------------------------------------------------------
+def recall_candidates(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    window_messages: int,
+    limit: int = RECALL_CANDIDATES,
+) -> list[RecallItem]:
+    """Storage thread: every hybrid hit for *text* with its evidence, no floor applied.
+
+    Searches all sessions; the current session's window is excluded, its
+    older messages are not.  A search that cannot run (no content words and
+    no embedder) finds nothing rather than failing the turn.
+    """
+    if not text.strip():
+        return []
+    query = SearchQuery(
+        text=text,
+        mode="hybrid" if store.embedder is not None else "keyword",
+        limit=limit,
+        session_id=None,
+        exclude_window=window_messages,
+        current_session=session_id,
+    )
+    try:
+        result = search_chat_history(store, query)
+    except SearchError:
+        return []
+    terms = content_terms(text)
+    weights = _term_weights(store, terms)
+    titles: dict[str, str | None] = {}
+    items: list[RecallItem] = []
+    for hit in result.hits:
+        message = hit.item.message
+        if not worth_recalling(message.role, message.content) or message.is_tool_traffic:
+            continue
+        sid = hit.item.session_id
+        if sid not in titles:
+            meta = store.archive.session(sid)
+            titles[sid] = meta.title if meta else None
+        coverage, matched = term_coverage(weights, message.content)
+        items.append(
+            RecallItem(
+                message_id=message.id,
+                session_id=sid,
+                session_title=titles[sid],
+                time_ns=message.time_ns,
+                role=message.role,
+                text=message.content,
+                cosine=hit.cosine,
+                bm25=hit.bm25,
+                coverage=coverage,
+                matched_terms=matched,
+                query_terms=len(terms),
+            )
+        )
+    return items
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def worth_recalling(role: str, content: str) -> bool:
+    """Only what the user stated: not questions, not the assistant's own words.
+
+    A question holds no fact ("Where do I live?" recalled for "Where do I
+    live?" made the starter invent an answer), and the assistant's words
+    may be its own inventions: recalling them would turn one wrong answer
+    into a memory.  search_chat_history still finds both.
+    """
+    if role != "user" or not content.strip():
+        return False
+    sentences = [s for s in _SENTENCE_END.split(content.strip()) if s.strip()]
+    return not all(s.rstrip().endswith(("?", "？")) for s in sentences)
+
+
+def query_kind(text: str) -> QueryKind:
+    """``cjk`` when at least half of the letters are CJK, else personal or general."""
+    letters = [ch for ch in text if ch.isalpha()]
+    cjk = sum(1 for ch in letters if _CJK_RUN.match(ch))
+    if letters and cjk * 2 >= len(letters):
+        return "cjk"
+    return "personal" if is_personal(text) else "general"
+
+
+def apply_floor(
+    candidates: Sequence[RecallItem],
+    floor: RecallFloor = DEFAULT_FLOOR,
+    *,
+    kind: QueryKind = "general",
+) -> list[RecallItem]:
+    """The candidates that clear the floor for this kind of message, best first."""
+    kept = [item for item in candidates if clears(item, floor, kind)]
+    kept.sort(key=_strength, reverse=True)
+    return kept
+
+
+def clears(item: RecallItem, floor: RecallFloor, kind: QueryKind) -> bool:
+    """True when the hit's evidence reaches the floor of the message's kind."""
+    cosine = item.cosine if item.cosine is not None else 0.0
+    coverage = item.coverage if item.matched_terms else 0.0
+    if kind == "cjk":
+        return coverage >= floor.cjk_keyword and item.matched_terms >= floor.cjk_min_terms
+    if kind == "personal":
+        if item.matched_terms < floor.personal_min_terms:
+            return cosine >= floor.personal_cosine_alone
+        return cosine >= floor.personal_cosine or coverage >= floor.personal_keyword
+    if item.query_terms < floor.general_min_query_terms:
+        return False
+    return cosine + KEYWORD_WEIGHT * coverage >= floor.general_score
+
+
+def _strength(item: RecallItem) -> float:
+    """Order of the kept hits: meaning and shared words together (as the general floor)."""
+    coverage = item.coverage if item.matched_terms else 0.0
+    return (item.cosine or 0.0) + KEYWORD_WEIGHT * coverage
+
+
+# -- keyword evidence ------------------------------------------------------------------------
+def content_terms(text: str) -> list[str]:
+    """The words that carry a message's meaning: Latin words (not stopwords), CJK bigrams."""
+    folded = normalize(text)
+    terms: list[str] = []
+    for run in _CJK_RUN.findall(folded):
+        grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        terms.extend(g for g in grams if g not in _CJK_FUNCTION_BIGRAMS)
+    for word in _LATIN_WORD.findall(_CJK_RUN.sub(" ", folded)):
+        if len(word) >= _MIN_WORD and word not in STOPWORDS and word not in _QUESTION_WORDS:
+            terms.append(_light_stem(word))
+    return list(dict.fromkeys(terms))
+
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Bigrams of CJK function words that every sentence has ("what is my ...").
+_CJK_FUNCTION_BIGRAMS = _word_set(
+    "我的 你的 是什 什么 是多 多少 是不 不是 了吗 的是 我是 你是 什麼 是誰 哪里 哪裡 在哪 我们 我們"
+)
+# Question and chat words that the stopword list (built for documents) lacks.
+_QUESTION_WORDS = _word_set(
+    "please thanks thank hello remember remind again yes yeah okay tell know"
+)
+
+
+def _light_stem(word: str) -> str:
+    """Enough stemming to match "codes"/"code", "lived"/"live": a prefix of the word."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_WORD + 1:
+            return word[: -len(suffix)]
+    return word
+
+
+def _term_weights(store: MemoryStore, terms: Sequence[str]) -> dict[str, float]:
+    """Inverse document frequency of each term in the archive (rare words weigh more).
+
+    Counted up to a cap, so a common word costs a bounded number of postings.
+    """
+    if not terms:
+        return {}
+    total = max(store.archive.count(), 1)
+    weights: dict[str, float] = {}
+    for term in terms:
+        df = _doc_frequency(store, term)
+        weights[term] = math.log(1.0 + total / (1.0 + df))
+    return weights
+
+
+def _doc_frequency(store: MemoryStore, term: str) -> int:
+    """Messages in the archive that hold *term* (0 when the index cannot say)."""
+    parsed = query_terms(term)
+    if not parsed:
+        return 0
+    try:
+        return store.archive.doc_frequency(parsed[0].expr, IDF_CAP)
+    except Exception:  # the weight is a refinement; equal weights still work
+        log.debug("document frequency of %r unavailable", term, exc_info=True)
+        return 0
+
+
+def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
+    """(weighted share of the terms found in *content*, number found)."""
+    if not weights:
+        return 0.0, 0
+    folded = normalize(content)
+    found = [t for t in weights if t in folded]
+    total = sum(weights.values())
+    return (sum(weights[t] for t in found) / total if total else 0.0), len(found)
+
+
+# -- the block -------------------------------------------------------------------------------
+def format_block(
+    items: Sequence[RecallItem], budget_chars: int = RECALL_BUDGET_CHARS
+) -> RecallBlock:
+    """The labelled block for the system prompt, within *budget_chars*; the best match last.
+
+    *items* come best first (:func:`apply_floor`); the block lists them the
+    other way round, because a small model leans on the last line it read
+    before the question (measured: with the fact first and a weaker match
+    after it, the starter repeated the weaker one).
+    """
+    chosen: list[RecallItem] = []
+    used = 0
+    for item in items[:RECALL_MAX_ITEMS]:
+        line = format_line(item)
+        if chosen and used + len(line) > budget_chars:
+            break
+        chosen.append(item)
+        used += len(line)
+    if not chosen:
+        return RecallBlock()
+    chosen.reverse()
+    lines = [BLOCK_HEADER, *(format_line(item) for item in chosen)]
+    return RecallBlock(chosen, "\n".join(lines))
+
+
+def format_line(item: RecallItem) -> str:
+    """``- 2026-03-14, in "Bike trip": "..."`` (the speaker is named if not the user)."""
+    where = f' in "{item.session_title}"' if item.session_title else ""
+    who = "" if item.role == "user" else f" ({item.role})"
+    return f'- {format_local(item.time_ns)[:10]}{where}{who}: "{clip(item.text)}"'
+
+
+def clip(text: str, limit: int = ITEM_MAX_CHARS) -> str:
+    """One line of at most *limit* characters (head and tail kept)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = limit * 2 // 3
+    return flat[:head].rstrip() + " … " + flat[-(limit - head - 3) :].lstrip()

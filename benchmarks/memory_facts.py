@@ -1,0 +1,373 @@
+"""The question sets of ``memory_qa.py`` and ``chitchat.py`` (data only).
+
+* :data:`FACTS`: things people tell an assistant once and ask about weeks
+  later (codes, names, dates, places, allergies, decisions), in English and
+  Chinese/Japanese.  Each has the sentence the user says, the question asked
+  in a new session, and the accepted answers.  Values were picked so that a
+  model cannot guess them (no "peanuts", no "1234"): an answer that contains
+  one was recalled, not invented.
+* :data:`UNRELATED`: questions that nothing in the planted memory answers
+  (general knowledge, programming, arithmetic) and that avoid the topics of
+  the LoCoMo conversations; a recall block for them is a false injection.
+* :data:`CHITCHAT`: greetings, thanks and small talk in English, German and
+  Chinese, which should be answered at once, without a tool call.
+
+The lists are ordered so that every prefix mixes kinds and languages: the
+``--quick`` and ``--facts N`` runs take the first N.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+Accepted = tuple[str | tuple[str, ...], ...]
+"""Alternatives; a tuple alternative matches when all of its parts occur."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    key: str
+    said: str
+    """What the user says, once, in an earlier conversation."""
+    question: str
+    accept: Accepted
+    kind: str
+    lang: str
+
+
+def normalise(text: str) -> str:
+    """Case-, width- and punctuation-blind form: ``"KL 884-120"`` → ``"kl884120"``.
+
+    NFKC folds full-width digits and letters (``４７２１`` → ``4721``), so a
+    CJK answer is compared like an English one.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"[\W_]+", "", folded)
+
+
+def answer_matches(answer: str, accept: Accepted) -> bool:
+    """Whether the normalised answer contains one accepted alternative."""
+    norm = normalise(answer)
+    for alternative in accept:
+        parts = (alternative,) if isinstance(alternative, str) else alternative
+        if all(normalise(part) in norm for part in parts):
+            return True
+    return False
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact(
+        "bike-lock",
+        "By the way, my bike lock code is 4721.",
+        "What is my bike lock code?",
+        ("4721",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "bike-lock-zh",
+        "对了，我的电动车锁密码是6083。",
+        "我的电动车锁密码是多少？",
+        ("6083",),
+        "code",
+        "zh",
+    ),
+    Fact(
+        "dentist",
+        "My new dentist is called Dr. Okafor, her practice is near the station.",
+        "What is the name of my dentist?",
+        ("okafor",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "allergy-zh",
+        "我对青霉素过敏，医生开药的时候要提醒他们。",
+        "我对什么药过敏？",
+        ("青霉素",),
+        "allergy",
+        "zh",
+    ),
+    Fact(
+        "passport",
+        "Note to self: my passport expires on 14 March 2027.",
+        "When does my passport expire?",
+        (("2027", "march", "14"), ("2027", "03", "14"), ("2027", "3月14")),
+        "date",
+        "en",
+    ),
+    Fact(
+        "spare-key",
+        "I hid the spare house key under the blue flower pot by the back door.",
+        "Where is my spare house key?",
+        ("flowerpot", "bluepot"),
+        "place",
+        "en",
+    ),
+    Fact(
+        "cat-zh",
+        "我们家新来的小猫叫年糕。",
+        "我们家的新猫叫什么名字？",
+        ("年糕",),
+        "name",
+        "zh",
+    ),
+    Fact(
+        "nursery",
+        "We decided to paint the nursery sage green.",
+        "What colour did we decide on for the nursery?",
+        ("sage",),
+        "decision",
+        "en",
+    ),
+    Fact(
+        "wifi",
+        "The wifi password at my parents' house is bluefinch42.",
+        "What's the wifi password at my parents' house?",
+        ("bluefinch42",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "kiwi",
+        "I'm allergic to kiwi fruit, so please keep that in mind for recipes.",
+        "Which fruit am I allergic to?",
+        ("kiwi",),
+        "allergy",
+        "en",
+    ),
+    Fact(
+        "wedding-zh",
+        "我们决定把婚礼定在杭州西湖边办。",
+        "我们的婚礼决定在哪里办？",
+        ("杭州", "西湖"),
+        "decision",
+        "zh",
+    ),
+    Fact(
+        "locker-ja",
+        "ジムのロッカー番号は527番です。",
+        "ジムのロッカー番号は何番ですか？",
+        ("527",),
+        "code",
+        "ja",
+    ),
+    Fact(
+        "landlord",
+        "My landlord's name is Mrs. Haverford, she lives upstairs.",
+        "What is my landlord's name?",
+        ("haverford",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "camper",
+        "I parked the camper van at the Lakeside storage yard on Birch Road.",
+        "Where did I park the camper van?",
+        ("birch", "lakeside"),
+        "place",
+        "en",
+    ),
+    Fact(
+        "passport-zh",
+        "我的护照号码是E39271846。",
+        "我的护照号码是多少？",
+        ("e39271846",),
+        "code",
+        "zh",
+    ),
+    Fact(
+        "sesame",
+        "My son is allergic to sesame, we found out last week.",
+        "What is my son allergic to?",
+        ("sesame",),
+        "allergy",
+        "en",
+    ),
+    Fact(
+        "lyon",
+        "I've decided to take the train to Lyon instead of flying.",
+        "How did I decide to travel to Lyon?",
+        ("train",),
+        "decision",
+        "en",
+    ),
+    Fact(
+        "mum-birthday-zh",
+        "我妈妈的生日是十月三号。",
+        "我妈妈的生日是哪天？",
+        ("十月三", "10月3", ("october", "3")),
+        "date",
+        "zh",
+    ),
+    Fact(
+        "flyer",
+        "My frequent flyer number is KL 884 120 57.",
+        "What is my frequent flyer number?",
+        ("88412057",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "piano",
+        "My daughter's piano teacher is Ms. Lindqvist.",
+        "Who is my daughter's piano teacher?",
+        ("lindqvist",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "parking-zh",
+        "我的車位在地下二層，47號。",
+        "我的車位是幾號？",
+        ("47",),
+        "place",
+        "zh",
+    ),
+    Fact(
+        "database",
+        "For the inventory project we chose Postgres over MySQL.",
+        "Which database did we choose for the inventory project?",
+        ("postgres",),
+        "decision",
+        "en",
+    ),
+    Fact(
+        "blood",
+        "My blood type is B negative.",
+        "What is my blood type?",
+        ("bneg",),
+        "health",
+        "en",
+    ),
+    Fact(
+        "spanish-zh",
+        "我决定下个月开始学西班牙语。",
+        "我决定下个月开始学什么语言？",
+        ("西班牙",),
+        "decision",
+        "zh",
+    ),
+    Fact(
+        "car-service",
+        "My car's next service is booked for 9 September.",
+        "When is my car's next service?",
+        (("september", "9"), ("sep", "9"), ("9月9",)),
+        "date",
+        "en",
+    ),
+    Fact(
+        "tax-docs",
+        "I keep my tax documents in the grey filing cabinet, second drawer.",
+        "Where do I keep my tax documents?",
+        ("filingcabinet", "seconddrawer"),
+        "place",
+        "en",
+    ),
+    Fact(
+        "teacher-zh",
+        "我女儿的班主任叫周明华。",
+        "我女儿的班主任叫什么名字？",
+        ("周明华",),
+        "name",
+        "zh",
+    ),
+    Fact(
+        "library-pin",
+        "My library card PIN is 9052.",
+        "What is my library card PIN?",
+        ("9052",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "shoe",
+        "I wear shoe size 44, in case you ever order shoes for me.",
+        "What shoe size do I wear?",
+        ("44",),
+        "number",
+        "en",
+    ),
+    Fact(
+        "plumber",
+        "The plumber is coming on Thursday at 8 am to fix the boiler.",
+        "When is the plumber coming?",
+        ("thursday",),
+        "date",
+        "en",
+    ),
+    Fact(
+        "key-zh",
+        "我把备用钥匙放在鞋柜最上面的抽屉里了。",
+        "我的备用钥匙放在哪儿了？",
+        ("鞋柜",),
+        "place",
+        "zh",
+    ),
+    Fact(
+        "neighbour-dog",
+        "Our neighbour's dog is called Biscuit, he barks at the postman.",
+        "What is our neighbour's dog called?",
+        ("biscuit",),
+        "name",
+        "en",
+    ),
+)
+
+UNRELATED: tuple[str, ...] = (
+    "What is the capital of Australia?",
+    "一公里等于多少米？",
+    "Write a Python function that reverses a string.",
+    "What does HTTP status 404 mean?",
+    "Wie viele Minuten hat ein Tag?",
+    "How do I convert Celsius to Fahrenheit?",
+    "请解释一下什么是递归。",
+    "Who wrote Pride and Prejudice?",
+    "How do I undo the last git commit?",
+    "What is the square root of 144?",
+    "Explain the difference between a list and a tuple in Python.",
+    "水的化学式是什么？",
+    "How many days are in a leap year?",
+    "What is a prime number?",
+    "Give me a regular expression that matches an email address.",
+    "What does CPU stand for?",
+    "Was ist die Hauptstadt von Kanada?",
+    "How do I sort a dictionary by value in Python?",
+    "What is the speed of light in a vacuum?",
+    "Python 里怎么读取 JSON 文件？",
+    "Explain recursion in one sentence.",
+    "What's the difference between RAM and disk storage?",
+    "What is 17 times 23?",
+    "How do I center a div in CSS?",
+    "太阳系有几颗行星？",
+    "In which year did the first moon landing happen?",
+    "How many centimetres are in an inch?",
+    "Translate 'good morning' into French.",
+    "What is the boiling point of water at sea level in Fahrenheit?",
+    "What does the SQL keyword JOIN do?",
+)
+
+CHITCHAT: tuple[str, ...] = (
+    "Hi!",
+    "Hallo!",
+    "你好！",
+    "Good morning!",
+    "Danke schön!",
+    "谢谢你！",
+    "Hello, how are you today?",
+    "Guten Morgen, wie geht's?",
+    "最近怎么样？",
+    "Thanks a lot!",
+    "Vielen Dank für deine Hilfe.",
+    "早上好！",
+    "Thank you, that was helpful.",
+    "Na, alles klar bei dir?",
+    "晚安。",
+    "How's it going?",
+    "Schönen Abend noch!",
+    "辛苦了，谢谢。",
+    "Nice to meet you.",
+    "Have a great evening!",
+)

@@ -1,0 +1,162 @@
+"""Calibrate proactive recall's relevance floor: hit rate against false injections.
+
+Setup as ``memory_qa.py`` (one earlier session of 60 LoCoMo turns per fact of
+``memory_facts.FACTS``, the fact said once by the user, imported with the
+real MiniLM embedder), but no chat model: each question only runs the
+recall search (``agent.recall.recall_candidates``) from a new session, and
+the floor is applied offline, so a whole grid costs one search per question.
+
+- **hit rate**: facts whose planted message lands in the recall block
+  (after the floor and the block's item/character budget);
+- **false injection**: unrelated questions (``UNRELATED``) and small talk
+  (``CHITCHAT``) whose block is not empty.
+
+The shipped floor (``RecallFloor()``) is reported first, then one-parameter
+sweeps around it.  Results: ``benchmarks/results/recall_floor.json``.
+
+    .venv/bin/python benchmarks/recall_floor.py [--facts N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib
+from memory_facts import CHITCHAT, FACTS, UNRELATED
+from memory_qa import plant_facts
+
+from agenvoy_desktop.agent.recall import (
+    QueryKind,
+    RecallFloor,
+    RecallItem,
+    apply_floor,
+    format_block,
+    query_kind,
+    recall_candidates,
+)
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.paths import app_paths
+from agenvoy_desktop.settings import Settings
+
+WINDOW = Settings().memory.window_messages
+SWEEPS: dict[str, list[float]] = {
+    "personal_cosine": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6],
+    "personal_keyword": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
+    "personal_cosine_alone": [0.6, 0.65, 0.7, 0.75, 0.8, 0.9],
+    "general_score": [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
+    "general_min_query_terms": [1, 2, 3],
+    "cjk_keyword": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5],
+}
+
+
+@dataclasses.dataclass(slots=True)
+class Asked:
+    """One question's recall candidates (no floor applied yet)."""
+
+    text: str
+    kind: str  # "fact" | "unrelated" | "chitchat"
+    query_kind: QueryKind
+    candidates: list[RecallItem]
+    target: str | None = None  # the planted message id (facts)
+
+
+def ask_all(services: AppServices, n_facts: int) -> list[Asked]:
+    planted = plant_facts(services, FACTS[:n_facts])
+    store = services.store
+    questions: list[tuple[str, str, str | None]] = [
+        (p.fact.question, "fact", p.message_id) for p in planted
+    ]
+    questions += [(q, "unrelated", None) for q in UNRELATED]
+    questions += [(q, "chitchat", None) for q in CHITCHAT]
+    asked: list[Asked] = []
+    for text, kind, target in questions:
+        sid = services.storage.run_sync(store.create_session, "ask")
+        found = services.storage.run_sync(recall_candidates, store, sid, text, WINDOW)
+        asked.append(Asked(text, kind, query_kind(text), found, target))
+        services.storage.run_sync(store.remove, sid)
+    return asked
+
+
+def score(asked: list[Asked], floor: RecallFloor) -> dict[str, Any]:
+    hits = injected = facts = others = extra = last = 0
+    for a in asked:
+        block = format_block(apply_floor(a.candidates, floor, kind=a.query_kind))
+        if a.kind == "fact":
+            facts += 1
+            hits += a.target in block.message_ids
+            extra += sum(1 for m in block.message_ids if m != a.target)
+            last += bool(block.message_ids) and block.message_ids[-1] == a.target
+        else:
+            others += 1
+            injected += bool(block.items)
+    return {
+        "hit_rate": round(hits / facts, 3) if facts else None,
+        "false_injection": round(injected / others, 3) if others else None,
+        "other_lines_per_fact_block": round(extra / facts, 2) if facts else None,
+        "fact_is_last_line": round(last / facts, 3) if facts else None,
+    }
+
+
+def describe(a: Asked) -> dict[str, Any]:
+    return {
+        "question": a.text,
+        "kind": a.kind,
+        "query_kind": a.query_kind,
+        "candidates": [
+            {
+                "is_target": c.message_id == a.target,
+                "cosine": None if c.cosine is None else round(c.cosine, 3),
+                "coverage": round(c.coverage, 3),
+                "terms": c.matched_terms,
+                "text": c.text[:100],
+            }
+            for c in a.candidates
+        ],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=len(FACTS))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
+        paths = app_paths(Path(tmp) / "profile").ensure()
+        embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
+        services = AppServices.open(paths, settings=Settings(), embedder=embedder)
+        try:
+            asked = ask_all(services, args.facts)
+        finally:
+            services.close()
+    shipped = RecallFloor()
+    result: dict[str, Any] = {
+        "facts": sum(a.kind == "fact" for a in asked),
+        "unrelated": sum(a.kind == "unrelated" for a in asked),
+        "chitchat": sum(a.kind == "chitchat" for a in asked),
+        "shipped": {"floor": dataclasses.asdict(shipped), **score(asked, shipped)},
+        "sweeps": {},
+        "questions": [describe(a) for a in asked],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(f"shipped floor {dataclasses.asdict(shipped)}: {result['shipped']}")
+    for name, values in SWEEPS.items():
+        rows = []
+        for value in values:
+            floor = dataclasses.replace(shipped, **{name: value})
+            rows.append({"value": value, **score(asked, floor)})
+        result["sweeps"][name] = rows
+        line = "  ".join(f"{r['value']}: {r['hit_rate']}/{r['false_injection']}" for r in rows)
+        print(f"{name:>17} (hit/false) {line}")
+    benchlib.write_result("recall_floor", result, quick=False)
+
+
+if __name__ == "__main__":
+    main()

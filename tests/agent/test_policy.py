@@ -1,0 +1,137 @@
+"""The small-model turn: tools by need, never the error-memory tools, two tool rounds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agenvoy_desktop.agent.context import SEARCH_GUIDANCE, tool_guidance
+from agenvoy_desktop.agent.policy import (
+    FILE_TOOLS,
+    FULL,
+    SEARCH_TOOL,
+    TIME_TOOLS,
+    asks_about_the_past,
+    needed_tools,
+    plan_turn,
+)
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import Tool, ToolRegistry
+from agenvoy_desktop.agent.turn import Agent, AgentConfig
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.llm.model_profile import ModelProfile
+from tests.scripted_chat import Call, ScriptedChatModel
+
+GREETINGS = [
+    "Hi!",
+    "Hello, how are you?",
+    "Hi! My name is Lena and I live in Graz.",
+    "Thanks, that was helpful.",
+    "Good morning :)",
+    "Guten Morgen, wie geht's?",
+    "Danke schön!",
+    "你好！",
+    "谢谢你",
+    "Tell me a joke.",
+]
+
+
+@pytest.mark.parametrize("text", GREETINGS)
+def test_small_talk_needs_no_tool(text: str) -> None:
+    assert needed_tools(text, recalled=False) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Please read ~/notes/todo.txt", FILE_TOOLS),
+        ("What's in the folder Documents?", FILE_TOOLS),
+        ("Lies die Datei bericht.md", FILE_TOOLS),
+        ("What time is it?", TIME_TOOLS),
+        ("How many days until Christmas?", TIME_TOOLS),
+        ("今天是星期几？", TIME_TOOLS),
+    ],
+)
+def test_cues_pick_their_tools(text: str, expected: frozenset[str]) -> None:
+    assert needed_tools(text, recalled=False) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What did we decide about the database?",
+        "Do you remember my bike lock code?",
+        "What is my name?",
+        "Where do I live?",
+        "Erinnerst du dich an das Hotel?",
+        "我之前说过我住在哪里？",
+        "我的自行车锁密码是多少？",
+    ],
+)
+def test_questions_about_the_past_offer_search_unless_recalled(text: str) -> None:
+    assert asks_about_the_past(text)
+    assert SEARCH_TOOL in needed_tools(text, recalled=False)
+    assert SEARCH_TOOL not in needed_tools(text, recalled=True)
+
+
+def test_capable_models_get_everything() -> None:
+    assert plan_turn("Hi!", small_model=False, recalled=False) == FULL
+
+
+def test_profile_from_size_and_template() -> None:
+    assert ModelProfile(parameters=494_000_000, template_tools=True).small
+    assert not ModelProfile(parameters=7_600_000_000, template_tools=True).small
+    assert ModelProfile(parameters=7_600_000_000, template_tools=False).small
+    assert not ModelProfile(parameters=None, template_tools=True).small
+    assert "0.5B" in ModelProfile(parameters=494_000_000, template_tools=True).describe()
+
+
+def test_guidance_only_names_offered_tools() -> None:
+    assert tool_guidance([]) == ""
+    assert SEARCH_GUIDANCE in tool_guidance(["search_chat_history"])
+    assert "search_chat_history" not in tool_guidance(["current_time"])
+
+
+def _registry() -> ToolRegistry:
+    async def answer(_args: dict[str, Any]) -> str:
+        return "12:00"
+
+    empty = {"type": "object", "properties": {}}
+    names = ["current_time", "search_chat_history", "remember_error", "read_error"]
+    return ToolRegistry([Tool(name, name, empty, answer) for name in names])
+
+
+def _turn(store: MemoryStore, script: list[list[object]], text: str) -> ScriptedChatModel:
+    sid = store.create_session("t")
+    model = ScriptedChatModel(script)
+    storage = Storage()
+    try:
+        agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=True))
+        asyncio.run(agent.run_turn(sid, text))
+    finally:
+        storage.close()
+    return model
+
+
+def test_small_model_greeting_gets_no_tools_and_no_tool_talk(store: MemoryStore) -> None:
+    model = _turn(store, [["Hello Lena!"]], "Hi! My name is Lena and I live in Graz.")
+    assert len(model.seen) == 1
+    assert model.seen[0].tools is None
+    assert "tool" not in model.seen[0].messages[0]["content"]
+
+
+def test_small_model_never_sees_error_tools_and_stops_after_two_tool_rounds(
+    store: MemoryStore,
+) -> None:
+    script: list[list[object]] = [
+        [Call("current_time")],
+        [Call("current_time", {"x": 1})],
+        ["It is noon."],
+    ]
+    model = _turn(store, script, "What time is it? And did I tell you before?")
+    offered = [{t["function"]["name"] for t in seen.tools or []} for seen in model.seen]
+    assert offered[0] == {"current_time", "search_chat_history"}
+    assert len(model.seen) == 3
+    assert offered[2] == set()  # the third round must answer

@@ -1,0 +1,203 @@
+"""Proactive recall: the floor, the block, and a turn that carries it to the model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agenvoy_desktop.agent.recall import (
+    BLOCK_HEADER,
+    RecallFloor,
+    RecallItem,
+    apply_floor,
+    clip,
+    content_terms,
+    format_block,
+    query_kind,
+    recall_candidates,
+)
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import ToolRegistry
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, RecallInjected, TurnEvent
+from agenvoy_desktop.core.store import MemoryStore
+from tests.conftest import SECOND, T0, conversation
+from tests.scripted_chat import ScriptedChatModel
+
+LOCK_FACT = "By the way, my bike lock code is 4721."
+
+
+pytestmark = pytest.mark.usefixtures("utc")
+
+
+def _plant(store: MemoryStore) -> str:
+    sid = store.create_session("Bike trip")
+    chatter = [
+        "We should leave early on Saturday.",
+        "Sounds good, I will pack the tent.",
+        LOCK_FACT,
+        "Noted.",
+        "Also bring the rain jackets, the forecast looks wet.",
+        "I will.",
+    ]
+    store.append(sid, conversation(chatter, start=T0))
+    return sid
+
+
+def _item(**kwargs: object) -> RecallItem:
+    base: dict[str, object] = {
+        "message_id": "m",
+        "session_id": "s",
+        "session_title": "t",
+        "time_ns": T0,
+        "role": "user",
+        "text": "x",
+    }
+    base.update(kwargs)
+    return RecallItem(**base)  # type: ignore[arg-type]
+
+
+def test_content_terms_drop_stopwords_and_split_cjk() -> None:
+    assert content_terms("What is my bike lock code?") == ["bike", "lock", "code"]
+    assert "自行" in content_terms("我的自行车锁密码是多少？")
+    assert "什么" not in content_terms("我住在什么地方")
+    assert content_terms("Hi! How are you?") == []
+
+
+def test_memory_question_finds_the_planted_fact(store: MemoryStore) -> None:
+    _plant(store)
+    now = store.create_session("today")
+    found = recall_candidates(store, now, "What is my bike lock code?", window_messages=16)
+    kept = apply_floor(found, kind="personal")
+    assert kept
+    assert kept[0].text == LOCK_FACT
+    assert kept[0].session_title == "Bike trip"
+    assert kept[0].matched_terms == 3
+
+
+def test_unrelated_message_recalls_nothing(store: MemoryStore) -> None:
+    _plant(store)
+    now = store.create_session("today")
+    for text in ["Hi! How are you today?", "Thanks a lot!", "Write a haiku about autumn."]:
+        found = recall_candidates(store, now, text, window_messages=16)
+        assert apply_floor(found, kind=query_kind(text)) == [], text
+
+
+def test_current_window_is_not_recalled(store: MemoryStore) -> None:
+    sid = _plant(store)
+    found = recall_candidates(store, sid, "What is my bike lock code?", window_messages=16)
+    assert found == []
+
+
+def test_tool_traffic_and_empty_messages_never_recalled(store: MemoryStore) -> None:
+    sid = store.create_session("tools")
+    store.append(
+        sid,
+        [
+            store.new_message("user", "please check the bike lock code file"),
+            store.new_message(
+                "assistant",
+                "",
+                tool_calls=[{"id": "1", "function": {"name": "x", "arguments": {}}}],
+            ),
+            store.new_message("tool", "bike lock code: 9999", tool_call_id="1", name="x"),
+            store.new_message("assistant", ""),
+        ],
+    )
+    now = store.create_session("today")
+    found = recall_candidates(store, now, "bike lock code", window_messages=16)
+    assert [item.role for item in found] == ["user"]
+
+
+def test_floor_depends_on_the_kind_of_message() -> None:
+    floor = RecallFloor(
+        personal_cosine=0.35, personal_keyword=0.5, general_score=0.95, cjk_keyword=0.2
+    )
+    semantic = _item(cosine=0.5, coverage=0.2, matched_terms=1)
+    keyword = _item(cosine=0.1, coverage=0.8, matched_terms=1)
+    strong = _item(cosine=0.7, coverage=1.0, matched_terms=2, query_terms=2)
+    small_talk = _item(cosine=0.9, coverage=1.0, matched_terms=1, query_terms=1)
+    weak = _item(cosine=0.3, coverage=0.4, matched_terms=3)
+    # the line after a fact: close in meaning through its context, no word of the question
+    context_only = _item(cosine=0.69)
+    paraphrase = _item(cosine=0.8)
+    personal = [weak, keyword, semantic, context_only, paraphrase]
+    # best first: cosine + 0.3 x word share
+    assert apply_floor(personal, floor, kind="personal") == [paraphrase, semantic, keyword]
+    general = [weak, keyword, semantic, strong, small_talk]
+    assert apply_floor(general, floor, kind="general") == [strong]
+    # CJK: MiniLM's cosine means little there, shared bigrams decide
+    cjk_close = _item(cosine=0.8, coverage=0.1, matched_terms=1)
+    cjk_words = _item(cosine=0.2, coverage=0.3, matched_terms=2)
+    assert apply_floor([cjk_close, cjk_words], floor, kind="cjk") == [cjk_words]
+
+
+def test_query_kind() -> None:
+    assert query_kind("Where do I live?") == "personal"
+    assert query_kind("What did we decide about the hotel?") == "personal"
+    assert query_kind("What is the capital of Australia?") == "general"
+    assert query_kind("Hi!") == "general"
+    assert query_kind("我的自行车锁密码是多少？") == "cjk"
+    assert query_kind("Python 里怎么读取 JSON 文件？") == "general"
+
+
+def test_block_is_labelled_dated_and_bounded() -> None:
+    items = [
+        _item(message_id=str(i), time_ns=T0 + (5 - i) * 86400 * SECOND, text="word " * 200)
+        for i in range(5)
+    ]
+    block = format_block(items, budget_chars=800)
+    lines = block.text.splitlines()
+    assert lines[0] == BLOCK_HEADER
+    assert len(lines) == 3  # two items fit the budget
+    assert lines[1].startswith('- 2023-11-18 in "t": "word')
+    assert block.message_ids == ["1", "0"]  # the best match (first given) last
+    assert format_block([]).text == ""
+
+
+def test_clip_keeps_head_and_tail() -> None:
+    text = "start " + "x" * 1000 + " end"
+    clipped = clip(text, 100)
+    assert len(clipped) <= 100
+    assert clipped.startswith("start")
+    assert clipped.endswith("end")
+
+
+def test_turn_puts_the_block_last_in_the_system_prompt(store: MemoryStore) -> None:
+    _plant(store)
+    now = store.create_session("today")
+    model = ScriptedChatModel([["It is 4721."]])
+    storage = Storage()
+    events: list[TurnEvent] = []
+    try:
+        agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=True))
+        result = asyncio.run(
+            agent.run_turn(now, "What is my bike lock code?", on_event=events.append)
+        )
+        shown = asyncio.run(agent.context_messages(now))
+    finally:
+        storage.close()
+    system = model.seen[0].messages[0]["content"]
+    assert system.endswith(result.recall_text)
+    assert LOCK_FACT in result.recall_text
+    assert model.seen[0].tools is None  # recall answered it: no search tool for a small model
+    assert next(e for e in events if isinstance(e, RecallInjected)).text == result.recall_text
+    kinds = [kind for _t, kind, _d in store.archive.events(now)]
+    assert kinds == ["recall"]
+    # the Context tab shows the block as sent while that turn is in the window
+    assert shown[0]["content"].endswith(result.recall_text)
+
+
+def test_recall_can_be_switched_off(store: MemoryStore) -> None:
+    _plant(store)
+    now = store.create_session("today")
+    model = ScriptedChatModel([["I don't know."]])
+    storage = Storage()
+    try:
+        config = AgentConfig(proactive_recall=False)
+        agent = Agent(storage, store, model, ToolRegistry(), config=config)
+        result = asyncio.run(agent.run_turn(now, "What is my bike lock code?"))
+    finally:
+        storage.close()
+    assert result.recall_text == ""
+    assert LOCK_FACT not in model.seen[0].messages[0]["content"]

@@ -52,9 +52,11 @@ ITEM_MAX_CHARS = 320
 IDF_CAP = 5_000
 """Document frequencies are counted up to this many (rarer words are what matter)."""
 BLOCK_HEADER = (
-    'What the user told you in earlier conversations (their own words: "I" and "my" '
-    "mean the user). Use it when it answers the user's message, and ignore it otherwise:"
+    "Earlier, the user told you (from past conversations; use it only if it answers "
+    "the user's message):"
 )
+"""The block's first line.  No explanation of pronouns: the starter echoed one
+("I'm the user.") instead of the fact below it."""
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")

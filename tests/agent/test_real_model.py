@@ -4,9 +4,12 @@ What must hold on every CPU, not one machine's greedy tokens: the fact said
 in an earlier session reaches the prompt of a turn in a new session (the
 recall block, filled before the first model round by a search over all
 sessions, holds it and is part of the system message the model receives),
-and the answer then contains it.  Which other tokens the model picks, and
-whether it also calls a tool, differs between llama.cpp's kernel sets
-(``AGENVOY_LLAMA_EXTRA_BUFFERS``) and is not asserted.  ``make test`` runs this
+and the answer then contains it.  Which tokens the model picks differs
+between llama.cpp's kernel sets (``AGENVOY_LLAMA_EXTRA_BUFFERS``), so the
+answer is not one greedy path: the question is asked three times with the
+app's sampling temperature and three seeds, and at least two answers must
+hold the fact (the starter answers 30 of 32 planted facts in
+``benchmarks/memory_qa.py``; one unlucky sample is no regression, two are).  ``make test`` runs this
 file under both settings (``scripts/cpu_variant_tests.py``).
 
 The embedder is the hashing test double: the fact shares its key words with
@@ -64,7 +67,7 @@ class RecordingEngine(ChatEngine):
 
 @pytest.fixture
 def services(paths: AppPaths, starter_model: Path) -> Iterator[AppServices]:
-    engine = RecordingEngine(starter_model, context_size=4096, threads=2, temperature=0.0, seed=0)
+    engine = RecordingEngine(starter_model, context_size=4096, threads=2, temperature=0.7, seed=0)
     clock = FakeClock(start=T0 + 30 * 86400 * SECOND)
     opened = AppServices.open(
         paths, settings=Settings(), embedder=HashingEmbedder(), chat_model=engine, clock=clock
@@ -73,20 +76,31 @@ def services(paths: AppPaths, starter_model: Path) -> Iterator[AppServices]:
     opened.close()
 
 
-def ask_after_planting(services: AppServices, fact: str, question: str) -> tuple[TurnResult, str]:
-    """Plant *fact* amid small talk in one session; ask *question* in a new one."""
-    store = services.store
+SEEDS = (0, 1, 2)
 
-    async def main() -> tuple[TurnResult, str]:
+
+def ask_after_planting(
+    services: AppServices, fact: str, question: str
+) -> tuple[list[TurnResult], str]:
+    """Plant *fact* amid small talk in one session; ask *question* in new ones, once a seed."""
+    store = services.store
+    engine = services.chat_model
+    assert isinstance(engine, RecordingEngine)
+
+    async def main() -> tuple[list[TurnResult], str]:
         earlier = await services.storage.run(store.create_session, "earlier")
         messages = conversation([*SMALL_TALK, fact, "Noted.", *SMALL_TALK])
         await services.storage.run(store.append, earlier, messages)
         planted = next(m.id for m in messages if m.content == fact)
-        today = await services.storage.run(store.create_session, "today")
-        assert services.agent is not None
-        result = await services.agent.run_turn(today, question)
-        await services.agent.idle()
-        return result, planted
+        results: list[TurnResult] = []
+        for seed in SEEDS:
+            engine.seed = seed
+            today = await services.storage.run(store.create_session, f"today-{seed}")
+            assert services.agent is not None
+            results.append(await services.agent.run_turn(today, question))
+            await services.agent.idle()
+            await services.storage.run(store.remove, today)  # no answer is recalled next time
+        return results, planted
 
     return asyncio.run(main())
 
@@ -96,13 +110,14 @@ def test_a_fact_from_an_earlier_session_reaches_the_prompt_and_the_answer(
     services: AppServices, lang: str
 ) -> None:
     fact, question, value = CASES[lang]
-    result, planted = ask_after_planting(services, fact, question)
-
-    assert value in result.recall_text
-    assert planted in result.recall_ids
+    results, planted = ask_after_planting(services, fact, question)
     engine = services.chat_model
     assert isinstance(engine, RecordingEngine)
+    for result in results:
+        assert value in result.recall_text
+        assert planted in result.recall_ids
     first_prompt = engine.prompts[0]
     assert first_prompt[0]["role"] == "system"
-    assert result.recall_text in str(first_prompt[0]["content"])
-    assert value in result.answer, result.answer
+    assert results[0].recall_text in str(first_prompt[0]["content"])
+    answers = [result.answer for result in results]
+    assert sum(value in answer for answer in answers) >= 2, answers

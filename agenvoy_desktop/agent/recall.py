@@ -201,18 +201,29 @@ def recall_candidates(
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 
+_REQUEST = re.compile(
+    r"^(?:(?:also|and|now|then|so|ok|okay|please|pls)[\s,]+)*"
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:list|read|show|give|find|search|explain|suggest|summari[sz]e|translate|compare|"
+    r"describe|calculate|convert|draft|fix|create|plan|check|open|look)\b",
+    re.IGNORECASE,
+)
+
+
 def worth_recalling(role: str, content: str) -> bool:
-    """Only what the user stated: not questions, not the assistant's own words.
+    """Only what the user stated: not questions or requests, not the assistant's words.
 
     A question holds no fact ("Where do I live?" recalled for "Where do I
-    live?" made the starter invent an answer), and the assistant's words
+    live?" made the starter invent an answer), nor does a request ("Also
+    list every temple in Kyoto" recalled for "Where did I decide to stay in
+    Kyoto?" — the starter built an answer from it).  The assistant's words
     may be its own inventions: recalling them would turn one wrong answer
-    into a memory.  search_chat_history still finds both.
+    into a memory.  search_chat_history still finds all of them.
     """
     if role != "user" or not content.strip():
         return False
-    sentences = [s for s in _SENTENCE_END.split(content.strip()) if s.strip()]
-    return not all(s.rstrip().endswith(("?", "？")) for s in sentences)
+    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
+    return not all(s.endswith(("?", "？")) or _REQUEST.match(s) for s in sentences)
 
 
 def query_kind(text: str) -> QueryKind:

@@ -16,6 +16,7 @@ from agenvoy_desktop.agent.recall import (
     format_block,
     query_kind,
     recall_candidates,
+    worth_recalling,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -94,7 +95,7 @@ def test_tool_traffic_and_empty_messages_never_recalled(store: MemoryStore) -> N
     store.append(
         sid,
         [
-            store.new_message("user", "please check the bike lock code file"),
+            store.new_message("user", "the bike lock code is in my notes file"),
             store.new_message(
                 "assistant",
                 "",
@@ -201,3 +202,21 @@ def test_recall_can_be_switched_off(store: MemoryStore) -> None:
         storage.close()
     assert result.recall_text == ""
     assert LOCK_FACT not in model.seen[0].messages[0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("By the way, my bike lock code is 4721.", True),
+        ("Hi! My name is Lena and I live in Graz.", True),
+        ("Remember that my PIN is 9052.", True),
+        ("Where do I live?", False),
+        ("Also list every temple in Kyoto with opening hours.", False),
+        ("Read my notes for the Kyoto trip and suggest a day plan.", False),
+        ("Can you please summarize this article?", False),
+        ("We booked the ryokan. Can you list the temples nearby?", True),
+    ],
+)
+def test_only_statements_are_worth_recalling(text: str, kept: bool) -> None:
+    assert worth_recalling("user", text) is kept
+    assert not worth_recalling("assistant", text)

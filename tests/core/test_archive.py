@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agenvoy_desktop.core import archive as archive_mod
-from agenvoy_desktop.core.archive import SCHEMA_VERSION, Archive, ArchivedMessage, ArchiveError
+from agenvoy_desktop.core.archive import SCHEMA_VERSION, Archive, ArchiveError
 from agenvoy_desktop.core.fts_text import index_text, query_terms, stem
-from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import SECOND, T0, conversation, msg
-
-
-@pytest.fixture
-def archive(tmp_path: Path) -> Iterator[Archive]:
-    arc = Archive(tmp_path / "archive.sqlite3")
-    arc.ensure_session("s1", T0)
-    yield arc
-    arc.close()
-
-
-def _add(arc: Archive, texts: list[str], session: str = "s1", start: int = T0) -> list[Message]:
-    arc.ensure_session(session, start)
-    messages = conversation(texts, start=start)
-    arc.add_messages(session, messages, start)
-    return messages
-
-
-def _ids(hits: list[tuple[ArchivedMessage, float]]) -> list[str]:
-    return [h.message.id for h, _ in hits]
+from tests.core.conftest import add_texts as _add
+from tests.core.conftest import hit_ids as _ids
 
 
 def test_wal_and_schema_version(archive: Archive) -> None:

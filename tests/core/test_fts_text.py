@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agenvoy_desktop.core import archive as archive_mod
-from agenvoy_desktop.core.archive import Archive, ArchivedMessage
+from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.fts_text import index_text, query_terms
 from agenvoy_desktop.core.messages import Message
-from tests.conftest import T0, conversation
-
-
-@pytest.fixture
-def archive(tmp_path: Path) -> Iterator[Archive]:
-    arc = Archive(tmp_path / "archive.sqlite3")
-    arc.ensure_session("s1", T0)
-    yield arc
-    arc.close()
-
-
-def _add(arc: Archive, texts: list[str], session: str = "s1") -> list[Message]:
-    arc.ensure_session(session, T0)
-    messages = conversation(texts, start=T0)
-    arc.add_messages(session, messages, T0)
-    return messages
-
-
-def _ids(hits: list[tuple[ArchivedMessage, float]]) -> list[str]:
-    return [h.message.id for h, _ in hits]
+from tests.conftest import T0
+from tests.core.conftest import add_texts as _add
+from tests.core.conftest import hit_ids as _ids
 
 
 @pytest.mark.parametrize(

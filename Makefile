@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check agenvoy_desktop tests benchmarks scripts
 	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The real-model tests run a second time with llama.cpp's other kernel set
 # (AGENVOY_LLAMA_EXTRA_BUFFERS flipped), standing in for a different CPU; the

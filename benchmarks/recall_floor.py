@@ -24,13 +24,14 @@ import dataclasses
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib
-from memory_facts import CHITCHAT, FACTS, UNRELATED
+from memory_facts import CHITCHAT, FACTS, HELDOUT_FACTS, HELDOUT_UNRELATED, UNRELATED, Fact
 from memory_qa import plant_facts
 
 from agenvoy_desktop.agent.recall import (
@@ -68,14 +69,19 @@ class Asked:
     target: str | None = None  # the planted message id (facts)
 
 
-def ask_all(services: AppServices, n_facts: int) -> list[Asked]:
-    planted = plant_facts(services, FACTS[:n_facts])
+def ask_all(
+    services: AppServices,
+    facts: Sequence[Fact],
+    unrelated: Sequence[str],
+    chitchat: Sequence[str],
+) -> list[Asked]:
+    planted = plant_facts(services, facts)
     store = services.store
     questions: list[tuple[str, str, str | None]] = [
         (p.fact.question, "fact", p.message_id) for p in planted
     ]
-    questions += [(q, "unrelated", None) for q in UNRELATED]
-    questions += [(q, "chitchat", None) for q in CHITCHAT]
+    questions += [(q, "unrelated", None) for q in unrelated]
+    questions += [(q, "chitchat", None) for q in chitchat]
     asked: list[Asked] = []
     for text, kind, target in questions:
         sid = services.storage.run_sync(store.create_session, "ask")
@@ -126,14 +132,23 @@ def describe(a: Asked) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=len(FACTS))
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="score the shipped floor on the held-out facts and questions (no sweeps)",
+    )
     args = parser.parse_args()
+    if args.heldout:
+        sets = (HELDOUT_FACTS, HELDOUT_UNRELATED, ())
+    else:
+        sets = (FACTS[: args.facts], UNRELATED, CHITCHAT)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
         paths = app_paths(Path(tmp) / "profile").ensure()
         embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
         services = AppServices.open(paths, settings=Settings(), embedder=embedder)
         try:
-            asked = ask_all(services, args.facts)
+            asked = ask_all(services, *sets)
         finally:
             services.close()
     shipped = RecallFloor()
@@ -147,6 +162,12 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(f"shipped floor {dataclasses.asdict(shipped)}: {result['shipped']}")
+    if args.heldout:
+        near = [a for a in asked if a.text in HELDOUT_UNRELATED[20:]]
+        result["near_topic"] = score(near, shipped)
+        print(f"near-topic questions only: {result['near_topic']}")
+        benchlib.write_result("recall_floor_heldout", result, quick=False)
+        return
     for name, values in SWEEPS.items():
         rows = []
         for value in values:

@@ -34,7 +34,8 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.store import MemoryStore, SessionInfo
+from agenvoy_desktop.core.store import SessionInfo
+from agenvoy_desktop.operations.sessions import auto_title
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation, ProgressStrip
 from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.inspector.panel import InspectorPanel
@@ -48,29 +49,7 @@ from agenvoy_desktop.ui.toast import ToastArea
 log = logging.getLogger(__name__)
 
 STATE_FILE = "window.ini"
-TITLE_CHARS = 48
 LIST_REFRESH_MS = 500
-
-
-def auto_title(store: MemoryStore, session_id: str) -> str | None:
-    """Title an untitled session after its first user message (storage thread)."""
-    meta = store.archive.session(session_id)
-    if meta is None or meta.title:
-        return None
-    first = next(
-        (
-            r.message
-            for r in store.archive.messages(session_id, 0, 20)
-            if r.message.role == "user" and r.message.content.strip()
-        ),
-        None,
-    )
-    if first is None:
-        return None
-    flat = " ".join(first.content.split())
-    title = flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
-    store.archive.set_title(session_id, title)
-    return title
 
 
 class MainWindow(QMainWindow):

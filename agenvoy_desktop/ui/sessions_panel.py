@@ -41,12 +41,12 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.store import MemoryStore, SessionInfo
+from agenvoy_desktop.core.store import SessionInfo
+from agenvoy_desktop.operations.sessions import CONTENT_HITS, content_matches
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.theme import colors
 
 SEARCH_DELAY_MS = 250
-CONTENT_HITS = 500
 UNTITLED = "New conversation"
 SECOND_NS = 1_000_000_000
 Index = QModelIndex | QPersistentModelIndex
@@ -76,14 +76,6 @@ def human_size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.0f} KiB"
     return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def content_matches(store: MemoryStore, text: str) -> dict[str, int]:
-    """Sessions whose messages contain *text* (keyword index), with hit counts."""
-    counts: dict[str, int] = {}
-    for item, _score in store.archive.keyword_search(text, limit=CONTENT_HITS):
-        counts[item.session_id] = counts.get(item.session_id, 0) + 1
-    return counts
 
 
 class SessionListModel(QAbstractListModel):

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.core.export import ExportFormat
+from agenvoy_desktop.operations.timeline import KINDS
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.ui import chat_panel
 from agenvoy_desktop.ui.async_runner import Operation
@@ -23,7 +24,6 @@ from agenvoy_desktop.ui.inspector.panel import InspectorPanel
 from agenvoy_desktop.ui.main_window import MainWindow
 from agenvoy_desktop.ui.sessions_panel import relative_time
 from agenvoy_desktop.ui.theme import _dark_palette, colors
-from agenvoy_desktop.ui.timeline_panel import KINDS
 from tests.conftest import SECOND, T0, conversation, msg
 from tests.scripted_chat import ScriptedChatModel
 from tests.ui.conftest import ServicesFactory, WindowFactory, seed, wait_op

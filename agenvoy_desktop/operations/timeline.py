@@ -1,0 +1,232 @@
+"""A session's history as events in time order: what the timeline shows.
+
+Messages, tool calls, summary passes, compactions, resets, imports and
+error-memory activity (a hint injected after a failed call, a record written
+by ``remember_error``) come from three places — the archive's messages, its
+``events`` table, and the summary's pass log — and are merged by
+:func:`build_timeline`, a pure function; :func:`load_timeline` reads them
+(on the window's storage thread, or directly from the CLI).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summary import PassRecord, read_records
+from agenvoy_desktop.core.timeutil import format_local
+
+KINDS: dict[str, str] = {
+    "message": "Messages",
+    "tool": "Tool calls",
+    "recall": "Recall",
+    "summary": "Summary",
+    "compaction": "Compaction",
+    "reset": "Resets",
+    "import": "Imports",
+    "errors": "Error memory",
+}
+KIND_LABELS: dict[str, str] = {
+    "message": "Message",
+    "tool": "Tool call",
+    "recall": "Recall",
+    "summary": "Summary",
+    "compaction": "Compaction",
+    "reset": "Reset",
+    "import": "Import",
+    "errors": "Error memory",
+}
+"""A row's kind (the filter menu uses the plural names in KINDS)."""
+_MARKUP = re.compile(r"(\*\*|__|`+|^#+\s|^>\s|\|)", re.MULTILINE)
+TEXT_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """One row: when, what kind, a line of text, and the message it points at."""
+
+    time_ns: int
+    kind: str
+    text: str
+    message_id: str | None = None
+
+
+def _clip(text: str) -> str:
+    """One line of plain text: Markdown emphasis, code ticks and table bars removed."""
+    flat = " ".join(_MARKUP.sub(" ", text).split())
+    return flat if len(flat) <= TEXT_CHARS else flat[: TEXT_CHARS - 1] + "…"
+
+
+def _args(arguments: object) -> str:
+    if not isinstance(arguments, Mapping):
+        return ""
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+
+
+def message_events(messages: Sequence[Message]) -> list[TimelineEvent]:
+    """Messages, tool calls (with their outcome) and injected hints."""
+    results = {
+        str(m.extra.get("tool_call_id")): m
+        for m in messages
+        if m.role == "tool" and m.extra.get("tool_call_id")
+    }
+    called = {str(c.get("id")) for m in messages for c in _calls(m)}
+    out: list[TimelineEvent] = []
+    for m in messages:
+        if m.role in ("user", "assistant") and (m.content.strip() or not _calls(m)):
+            who = "You" if m.role == "user" else "Assistant"
+            mark = " (interrupted)" if m.extra.get("interrupted") else ""
+            text = f"{who}{mark}: {_clip(m.content)}"
+            out.append(TimelineEvent(m.time_ns, "message", text, m.id))
+        for call in _calls(m):
+            out += _call_events(m, call, results)
+        if m.role == "tool" and str(m.extra.get("tool_call_id")) not in called:
+            orphan = {  # its call is on an earlier page of history (or was never stored)
+                "id": m.extra.get("tool_call_id"),
+                "function": {"name": m.extra.get("name"), "arguments": m.extra.get("arguments")},
+            }
+            out += _call_events(m, orphan, results)
+    return out
+
+
+def _calls(message: Message) -> list[Mapping[str, Any]]:
+    calls = message.extra.get("tool_calls")
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+
+
+def _status(result: Message | None) -> str:
+    if result is None:
+        return "pending"
+    if result.extra.get("is_error"):
+        return "failed"
+    return "no result" if result.extra.get("empty") else "done"
+
+
+def _call_events(
+    message: Message, call: Mapping[str, Any], results: Mapping[str, Message]
+) -> list[TimelineEvent]:
+    """The call itself, its hint (if one was injected) and, for remember_error, the record."""
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    name = str(function.get("name") or "tool")
+    arguments = function.get("arguments") or {}
+    result = results.get(str(call.get("id")))
+    target = result.id if result is not None else message.id
+    text = f"{name}({_clip(_args(arguments))}) · {_status(result)}"
+    events = [TimelineEvent(message.time_ns, "tool", text, target)]
+    if name == "remember_error":
+        record = f"Record written: {_clip(_args(arguments))}"
+        events.append(TimelineEvent(message.time_ns, "errors", record, target))
+    hint = str(result.extra.get("error_hint") or "") if result is not None else ""
+    if result is not None and hint:
+        events.append(
+            TimelineEvent(result.time_ns, "errors", f"Hint for {name}: {_clip(hint)}", target)
+        )
+    return events
+
+
+def _time_of(point: object) -> str:
+    """A cursor or chunk end as a short local time ("11-26 23:14"; "start" for none)."""
+    if isinstance(point, Mapping) and point.get("time_ns"):
+        return format_local(int(point["time_ns"]))[5:]
+    return "start"
+
+
+def summary_event(record: PassRecord) -> TimelineEvent:
+    """A pass, a failed pass or a user edit of the summary."""
+    target = record.chunk_last.get("message_id") if record.chunk_last else None
+    if record.kind == "edit":
+        return TimelineEvent(record.time_ns, "summary", "Summary edited by you", None)
+    if record.kind == "failed":
+        text = f"Summary pass failed: {_clip(record.error or 'unknown error')}"
+        return TimelineEvent(record.time_ns, "summary", text, target)
+    text = (
+        f"Summary pass · {record.messages} messages folded · cursor "
+        f"{_time_of(record.cursor_before)} → {_time_of(record.cursor_after)} · "
+        f"{record.duration_s:.1f} s (messages {_time_of(record.chunk_first)} … "
+        f"{_time_of(record.chunk_last)})"
+    )
+    return TimelineEvent(record.time_ns, "summary", text, str(target) if target else None)
+
+
+def archive_event(
+    time_ns: int, kind: str, detail: Mapping[str, Any], messages: Sequence[Message]
+) -> TimelineEvent | None:
+    """One row of the archive's events table (None when messages already show it)."""
+    if kind == "import":
+        return TimelineEvent(time_ns, "import", f"Imported {detail.get('messages', 0):,} messages")
+    if kind == "reset":
+        return TimelineEvent(time_ns, "reset", "Session reset: messages cleared, summary kept")
+    if kind == "compaction":
+        cut = int(detail.get("start_at_ns", 0))
+        first = next((m.id for m in messages if m.time_ns >= cut), None)
+        text = (
+            f"Compaction: {detail.get('dropped', 0):,} oldest messages left the hot history "
+            f"(kept in the archive), cut at {format_local(cut) if cut else '?'}"
+        )
+        return TimelineEvent(time_ns, "compaction", text, first)
+    if kind in ("summary_pass", "summary_failed"):
+        record_kind = "pass" if kind == "summary_pass" else "failed"
+        return summary_event(
+            PassRecord.from_json({**detail, "kind": record_kind, "time_ns": time_ns})
+        )
+    if kind == "error_hint":
+        return None  # the tool result that carries the hint is shown instead
+    if kind == "recall":
+        ids = detail.get("ids") or []
+        lines = str(detail.get("text", "")).splitlines()[1:]
+        text = f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}: " + " ".join(
+            line.removeprefix("- ") for line in lines
+        )
+        target = detail.get("message_id")
+        return TimelineEvent(time_ns, "recall", _clip(text), str(target) if target else None)
+    return TimelineEvent(
+        time_ns, kind if kind in KINDS else "errors", f"{kind}: {_clip(str(detail))}"
+    )
+
+
+def build_timeline(
+    messages: Sequence[Message],
+    events: Iterable[tuple[int, str, dict[str, Any]]],
+    records: Sequence[PassRecord],
+) -> list[TimelineEvent]:
+    """Every event of a session in time order (see the module docstring).
+
+    Message events come in archive order, which is time order; the few
+    other events are merged in.  (One big ``sort`` of 10,000 rows holds the
+    GIL long enough to make the window stutter; a merge does not.)
+    """
+    from_messages = message_events(messages)
+    seen_passes = {r.time_ns for r in records}
+    others: list[TimelineEvent] = [summary_event(r) for r in records]
+    for time_ns, kind, detail in events:
+        if kind in ("summary_pass", "summary_failed") and time_ns in seen_passes:
+            continue
+        event = archive_event(time_ns, kind, detail, messages)
+        if event is not None:
+            others.append(event)
+    order = {k: n for n, k in enumerate(KINDS)}
+
+    def key(event: TimelineEvent) -> tuple[int, int]:
+        return event.time_ns, order.get(event.kind, 99)
+
+    others.sort(key=key)
+    if any(a.time_ns > b.time_ns for a, b in itertools.pairwise(from_messages)):
+        from_messages.sort(key=key)  # imported history with times out of order
+    return list(heapq.merge(from_messages, others, key=key))
+
+
+def load_timeline(store: MemoryStore, session_id: str) -> list[TimelineEvent]:
+    """Read and merge a session's events (storage thread)."""
+    if not store.exists(session_id):
+        return []
+    messages = [row.message for row in store.archive.messages(session_id)]
+    records = read_records(store.folder(session_id))
+    return build_timeline(messages, store.archive.events(session_id), records)

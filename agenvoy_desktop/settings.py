@@ -51,7 +51,7 @@ class ModelSettings:
 
 @dataclass(slots=True)
 class MemorySettings:
-    """Knobs of the memory layers (DESIGN.md §1)."""
+    """Knobs of the memory layers (docs/ARCHITECTURE.md, "The memory model")."""
 
     window_messages: int = 16
     max_history_bytes: int = 5 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""The vocabulary of the error memory (DESIGN.md §1.6): records, classes, hints.
+"""The vocabulary of the error memory: records, classes, hints.
 
 Everything here is pure (no storage): what a record is, how a failure is
 classified (``error_type``), how user or agent input is validated before it

@@ -1,6 +1,6 @@
 """What the memory core needs from a language model, without importing one.
 
-``core`` never imports ``llm`` (DESIGN.md §2: dependencies point one way), yet
+``core`` never imports ``llm`` (dependencies point one way: docs/ARCHITECTURE.md), yet
 the rolling summary needs a model that writes schema-constrained JSON.  This
 module is the contract: :class:`agenvoy_desktop.llm.engine.ChatEngine`
 satisfies :class:`JsonModel`, and tests drive the same code with a scripted

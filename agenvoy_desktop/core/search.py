@@ -1,4 +1,4 @@
-"""search_chat_history: one query, three routes (DESIGN.md §1.4).
+"""search_chat_history: one query, three routes.
 
 - ``semantic`` — meaning: the query's embedding against the vector index of
   the messages still in history.json;

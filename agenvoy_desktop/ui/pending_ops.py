@@ -3,7 +3,7 @@
 Clicking Reset or Remove changes the *view* at once (the chat empties, the
 session leaves the list) and schedules the real operation; the store runs it
 when the undo window (10 s) ends, unless the user pressed Undo.  After that
-the core's journal makes it final and crash-safe (DESIGN.md §1.7).
+the core's journal makes it final and crash-safe (``core/lifecycle.py``).
 
 What a crash does: while an operation is pending nothing has been deleted
 yet, so a crash inside the undo window keeps the data — the safe side; the

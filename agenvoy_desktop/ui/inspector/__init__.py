@@ -1,4 +1,4 @@
-"""The memory-inspector panel (issue 5): summary, context, recall, error memory, models."""
+"""The memory-inspector panel: summary, context, recall, error memory, models."""
 
 from agenvoy_desktop.ui.inspector.panel import InspectorPanel
 

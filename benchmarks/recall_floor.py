@@ -112,10 +112,12 @@ def score(asked: list[Asked], floor: RecallFloor) -> dict[str, Any]:
 
 
 def describe(a: Asked) -> dict[str, Any]:
+    block = format_block(apply_floor(a.candidates, RecallFloor(), kind=a.query_kind))
     return {
         "question": a.text,
         "kind": a.kind,
         "query_kind": a.query_kind,
+        "shipped_block": block.text,
         "candidates": [
             {
                 "is_target": c.message_id == a.target,

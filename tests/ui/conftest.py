@@ -7,9 +7,18 @@ which is what fires qasync's callbacks.  The ``qloop`` fixture creates
 thread, exactly as ``loop.run_forever`` would, but without calling it: a
 ``run_*`` call ends with ``QApplication.exit()``, which leaves Qt's "quit
 now" flag set and makes every later nested event loop (``waitSignal``)
-return at once.  Teardown cancels what is left, lets it unwind, and closes
-the loop.  Everything is deterministic: tests wait on conditions, never on
-wall-clock sleeps.
+return at once.  qasync's own ``QEventLoop(app, already_running=True)``
+does the same registration, but its ``stop()`` calls ``QApplication.exit()``
+as well (tried: every later nested loop then returned after 0 ms), so the
+fixture registers the loop itself with asyncio's hook for loop
+implementations.  It is the only loop fixture.  Teardown cancels what is
+left, lets it unwind, and closes the loop.  Everything is deterministic:
+tests wait on conditions, never on wall-clock sleeps.
+
+Every window test must leave nothing behind: a Qt warning fails it
+(``qt_log_level_fail`` in pyproject.toml), and so do a thread still alive,
+a window or dialog still open, or a runner operation still unfinished a few
+seconds after its fixtures closed.
 
 Qt objects die on the GUI thread.  A Python-owned QObject (a window, an
 ``AsyncRunner``, qasync's timer object) is destroyed when its wrapper is
@@ -26,10 +35,13 @@ collected at its end, here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib.util
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +53,8 @@ import pytest
 import qasync
 import shiboken6
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow
+from pytestqt.exceptions import TimeoutError as WaitTimeout
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
@@ -53,6 +66,7 @@ from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.main_window import MainWindow
 from tests.conftest import FakeClock
 from tests.fakes import HashingEmbedder
+from tests.ui.inspector_profile import Profile, close_profile, open_profile
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
@@ -78,6 +92,40 @@ def close_loop(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(None)
     timer = getattr(loop, "_timer", None)
     delete_now(timer if isinstance(timer, QObject) else None)
+
+
+THREAD_GRACE_S = 10.0
+"""How long a thread a test started may take to finish once the test's fixtures are closed."""
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_running(qapp: QApplication) -> Iterator[None]:
+    """Fail a test that leaves a thread running or a window or dialog open.
+
+    Autouse fixtures are torn down last, so this looks after every fixture the
+    test used has closed: what is still alive then would live on into the
+    next test (a storage thread writing to a deleted profile, a dialog
+    holding a deleted window's services).
+    """
+    threads_before = set(threading.enumerate())
+    widgets_before = {id(w) for w in qapp.topLevelWidgets()}
+    yield
+    deadline = time.monotonic() + THREAD_GRACE_S
+    leaked = []
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            leaked.append(thread.name)
+    shown = [
+        f"{type(w).__name__} {w.windowTitle()!r}"
+        for w in qapp.topLevelWidgets()
+        if id(w) not in widgets_before
+        and shiboken6.isValid(w)
+        and w.isVisible()
+        and isinstance(w, QMainWindow | QDialog)
+    ]
+    assert not leaked, f"threads still running after the test: {sorted(leaked)}"
+    assert not shown, f"windows still open after the test: {shown}"
 
 
 @pytest.fixture(autouse=True)
@@ -126,6 +174,21 @@ def run(qtbot: QtBot, coro: Coroutine[Any, Any, T], timeout: int = WAIT_MS) -> T
     task = asyncio.ensure_future(coro)
     qtbot.waitUntil(task.done, timeout=timeout)
     return task.result()
+
+
+SETTLE_MS = 5_000
+"""A window's own follow-up reads (a refresh after the test's last click) may finish this late."""
+
+
+def still_running(qtbot: QtBot, runner: AsyncRunner) -> list[str]:
+    """What *runner* is still doing once its in-flight work had time to end: a leak."""
+
+    def settled() -> bool:
+        return all(op.done for op in runner.operations())
+
+    with contextlib.suppress(WaitTimeout):  # what is left is reported by the caller
+        qtbot.waitUntil(settled, timeout=SETTLE_MS)
+    return [op.what for op in runner.operations() if not op.done]
 
 
 def wait_op(qtbot: QtBot, op: Operation | None, timeout: int = WAIT_MS) -> None:
@@ -179,10 +242,13 @@ def make_window(qtbot: QtBot, make_services: ServicesFactory) -> Iterator[Window
         return window
 
     yield factory
+    running: list[str] = []
     for runner, window in made:  # stop the work first, then the widgets it reports to
+        running += still_running(qtbot, runner)
         run(qtbot, runner.shutdown())
         window.close()
         delete_now(window, runner)
+    assert not running, f"operations still running after the test: {running}"
 
 
 def seed(services: AppServices, title: str | None, messages: list[Message]) -> str:
@@ -209,3 +275,49 @@ def demo_profile(tmp_path: Path) -> AppPaths:
     builder = load_script("demo_profile")
     paths: AppPaths = builder.build_demo_profile(tmp_path / "demo", embedder=HashingEmbedder())
     return paths
+
+
+# -- the inspector's prepared profile ----------------------------------------------------
+@pytest.fixture
+def runner(qloop: asyncio.AbstractEventLoop) -> Iterator[AsyncRunner]:
+    """The app's real async bridge on the test loop; its errors are collected."""
+    bridge = AsyncRunner()
+    errors: list[str] = []
+    bridge.error_reported.connect(errors.append)
+    bridge.setProperty("test_errors", errors)
+    yield bridge
+    qtbot = QtBot(QApplication.instance())  # type: ignore[arg-type]
+    running = still_running(qtbot, bridge)
+    run(qtbot, bridge.shutdown())
+    delete_now(bridge)
+    assert not running, f"operations still running after the test: {running}"
+
+
+@pytest.fixture
+def inspected(paths: AppPaths) -> Iterator[Profile]:
+    """Services over the prepared profile (``inspector_profile``), with a chat model."""
+    prepared = open_profile(paths)
+    yield prepared
+    close_profile(prepared)
+
+
+@pytest.fixture
+def profile_without_model(paths: AppPaths) -> Iterator[Profile]:
+    """The prepared profile with no chat model (and so no summarizer)."""
+    prepared = open_profile(paths, with_chat_model=False)
+    del prepared.services.summarizer  # type: ignore[attr-defined]
+    yield prepared
+    close_profile(prepared)
+
+
+Wait = Callable[[Callable[[], object]], None]
+
+
+@pytest.fixture
+def wait_for(qtbot: QtBot) -> Wait:
+    """``wait_for(lambda: condition)`` with a generous timeout and a clear failure."""
+
+    def wait(condition: Callable[[], object]) -> None:
+        qtbot.waitUntil(lambda: bool(condition()), timeout=WAIT_MS)
+
+    return wait

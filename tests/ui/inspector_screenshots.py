@@ -30,7 +30,7 @@ from agenvoy_desktop.ui.inspector import InspectorPanel
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
 from agenvoy_desktop.ui.theme import _dark_palette, apply_theme
 from tests.tiny_gguf import write_tiny_llama
-from tests.ui.inspector_fixtures import close_profile, open_profile
+from tests.ui.inspector_profile import close_profile, open_profile
 
 
 def pump(app: QApplication, condition: Callable[[], object], timeout: float = 10.0) -> None:

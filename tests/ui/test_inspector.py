@@ -1,4 +1,3 @@
-# ruff: noqa: F811 - the fixtures are imported by name from tests.ui.inspector_fixtures
 """The memory inspector over a prepared profile: every tab, edits, filters, search.
 
 Work runs through the app's real AsyncRunner on a qasync loop; tests wait
@@ -33,15 +32,8 @@ from agenvoy_desktop.ui.inspector.errors_tab import COLUMNS, ErrorsTab
 from agenvoy_desktop.ui.inspector.recall_tab import clip_around, highlight, query_terms
 from agenvoy_desktop.ui.inspector.summary_tab import describe_run
 from tests.tiny_gguf import write_tiny_llama
-from tests.ui.inspector_fixtures import (  # noqa: F401 - fixtures
-    Profile,
-    Wait,
-    inspected,
-    inspector_loop,
-    profile_without_model,
-    runner,
-    wait_for,
-)
+from tests.ui.conftest import Wait
+from tests.ui.inspector_profile import Profile
 
 
 @pytest.fixture
@@ -180,7 +172,7 @@ def test_delete_key_decision_and_undo(
 
 
 def test_add_key_decision_and_reject_an_invalid_one(
-    panel: InspectorPanel, inspected: Profile, wait_for: Wait
+    panel: InspectorPanel, inspected: Profile, runner: AsyncRunner, wait_for: Wait
 ) -> None:
     tab = panel.summary_tab
     folder = inspected.folder(inspected.main)
@@ -197,6 +189,7 @@ def test_add_key_decision_and_reject_an_invalid_one(
     assert "at most 200" in tab.status.text()
     assert (folder / "summary.json").read_text("utf-8") == raw
     wait_for(lambda: tab.decisions.rowCount() == 4)
+    wait_for(lambda: all(op.done for op in runner.operations()))
 
 
 def test_summarize_now_folds_waiting_messages_with_progress(
@@ -228,7 +221,7 @@ def open_editor(table: QWidget) -> QLineEdit:
 
 
 def test_inline_add_commits_on_enter_and_esc_drops_the_row(
-    panel: InspectorPanel, inspected: Profile, qtbot: QtBot, wait_for: Wait
+    panel: InspectorPanel, inspected: Profile, runner: AsyncRunner, qtbot: QtBot, wait_for: Wait
 ) -> None:
     tab = panel.summary_tab
     folder = inspected.folder(inspected.main)
@@ -246,6 +239,7 @@ def test_inline_add_commits_on_enter_and_esc_drops_the_row(
     summary = load_summary(folder)
     assert summary is not None
     assert summary.key_decisions[-1].decision == "Pack a light jacket"
+    wait_for(lambda: all(op.done for op in runner.operations()))
 
 
 def test_stop_a_running_summary_keeps_what_was_there(

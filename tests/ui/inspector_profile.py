@@ -1,4 +1,4 @@
-"""Fixtures for the inspector and settings tests: a qasync loop and a prepared profile.
+"""The inspector tests' prepared profile (the fixtures over it are in conftest.py).
 
 The profile holds two sessions (one long enough to have a summary and
 messages waiting to be summarised, one short), a ``summary.json`` with its
@@ -7,21 +7,14 @@ a scripted chat model (token counts), a scripted JSON model for the
 summarizer, the hashing embedder and a fake clock, so every test is
 deterministic and fast.
 
-Import explicitly: ``pytest_plugins`` is not needed, e.g.
-``from tests.ui.inspector_fixtures import *  # noqa: F403``.
+The screenshot script (``inspector_screenshots.py``) builds the same profile.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
-import qasync
-from PySide6.QtWidgets import QApplication
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
@@ -38,12 +31,10 @@ from agenvoy_desktop.core.summary import (
     save_summary,
 )
 from agenvoy_desktop.paths import AppPaths
-from agenvoy_desktop.ui.async_runner import AsyncRunner
 from tests.conftest import SECOND, T0, FakeClock, msg
 from tests.fakes import HashingEmbedder
 from tests.scripted_chat import ScriptedChatModel
 from tests.scripted_model import ScriptedJsonModel, numbered_summary
-from tests.ui.conftest import close_loop, delete_now
 
 DAY = 86_400 * SECOND
 MAIN_TEXTS = [
@@ -82,41 +73,6 @@ OTHER_TEXTS = [
     "It says KeyError: 'title' when a note has no front matter.",
     "Use dict.get('title') with a default instead of indexing.",
 ]
-
-
-@pytest.fixture
-def inspector_loop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
-    """A qasync loop driven by Qt's event processing (qtbot.waitUntil pumps it).
-
-    It is marked as the running loop for the test's duration, so widgets can
-    start tasks from slots exactly as in the app; teardown cancels what is
-    left, lets it unwind and closes the loop.
-    """
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
-    asyncio.events._set_running_loop(loop)
-    try:
-        yield loop
-    finally:
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        for _ in range(200):
-            if all(t.done() for t in pending):
-                break
-            qapp.processEvents()
-        close_loop(loop)
-
-
-@pytest.fixture
-def runner(inspector_loop: asyncio.AbstractEventLoop) -> Iterator[AsyncRunner]:
-    """The app's real async bridge on the test loop; its errors are collected."""
-    bridge = AsyncRunner()
-    errors: list[str] = []
-    bridge.error_reported.connect(errors.append)
-    bridge.setProperty("test_errors", errors)
-    yield bridge
-    delete_now(bridge)
 
 
 @dataclass
@@ -283,31 +239,3 @@ def close_profile(profile: Profile) -> None:
     storage = profile.services.storage
     storage.run_sync(profile.errors.close)
     profile.services.close()
-
-
-@pytest.fixture
-def inspected(paths: AppPaths) -> Iterator[Profile]:
-    prepared = open_profile(paths)
-    yield prepared
-    close_profile(prepared)
-
-
-@pytest.fixture
-def profile_without_model(paths: AppPaths) -> Iterator[Profile]:
-    prepared = open_profile(paths, with_chat_model=False)
-    del prepared.services.summarizer  # type: ignore[attr-defined]
-    yield prepared
-    close_profile(prepared)
-
-
-Wait = Callable[[Callable[[], object]], None]
-
-
-@pytest.fixture
-def wait_for(qtbot: Any) -> Wait:
-    """``wait_for(lambda: condition)`` with a generous timeout and a clear failure."""
-
-    def wait(condition: Callable[[], object]) -> None:
-        qtbot.waitUntil(lambda: bool(condition()), timeout=10_000)
-
-    return wait

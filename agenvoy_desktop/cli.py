@@ -118,7 +118,16 @@ def _store(
     embed: bool,
     reconcile: bool = True,
     settings: Settings | None = None,
+    top_up: Sequence[str | None] = (),
+    repair_damage: bool = True,
+    say_notices: bool = True,
 ) -> Iterator[MemoryStore]:
+    """The profile's memory for one command; what opening repaired is said on stderr.
+
+    *top_up*: sessions (None: all) whose messages still lacking a vector are
+    embedded first, so a semantic search sees them (an import killed halfway
+    leaves such messages; the window embeds them in the background).
+    """
     paths = app_paths(args.data_dir)
     settings = settings or _settings(args)
     embedder = _embedder(paths) if embed else None
@@ -128,12 +137,37 @@ def _store(
             embedder,
             max_history_bytes=settings.memory.max_history_bytes,
             reconcile=reconcile,
+            repair_damage=repair_damage,
         ) as store:
+            for notice in store.notices if say_notices else ():
+                print(f"agenvoy-desktop: notice: {notice}", file=sys.stderr)
+            if embedder is not None and top_up:
+                _top_up_vectors(store, top_up)
             yield store
     finally:
         close = getattr(embedder, "close", None)
         if close is not None:
             close()
+
+
+def _top_up_vectors(store: MemoryStore, sessions: Sequence[str | None]) -> None:
+    """Embed the messages of *sessions* (None: every session) that have no vector yet."""
+    wanted = None if None in sessions else set(sessions)
+    todo = {sid: n for sid, n in store.missing_vectors.items() if wanted is None or sid in wanted}
+    if todo:
+        progress = _progress_bar("embedding messages that lack a vector")
+        total, done = sum(todo.values()), 0
+        for sid in todo:
+            done += store.index_pending(sid, progress=_offset(progress, done, total))
+            store.missing_vectors.pop(sid, None)
+        progress(total, total)
+
+
+def _offset(
+    progress: Callable[[int, int], None], base: int, total: int
+) -> Callable[[int, int], None]:
+    """One session's ``(done, _)`` reported as part of a job of *total* (after *base*)."""
+    return lambda done, _total: progress(base + done, total)
 
 
 def _emit_json(data: object) -> None:
@@ -182,7 +216,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         time_to_ns=_time_option("--until", args.until),
         include_tool=args.include_tool,
     )
-    with _store(args, embed=args.mode != "keyword") as store:
+    semantic = args.mode != "keyword"
+    with _store(args, embed=semantic, top_up=[args.session]) as store:
         result = search_chat_history(store, query)
     if args.json:
         _emit_json(
@@ -282,10 +317,20 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from agenvoy_desktop.core.reconcile import reconcile
+    """Check every store; with ``--repair`` fix them.  Exit 3: something is (still) wrong."""
+    from agenvoy_desktop.core.archive import ArchiveDamagedError
+    from agenvoy_desktop.core.error_memory import error_db_path
+    from agenvoy_desktop.core.reconcile import Finding, check_error_memory, doctor
 
-    with _store(args, embed=args.repair, reconcile=False) as store:
-        findings = reconcile(store, repair=args.repair, deep=True)
+    paths = app_paths(args.data_dir)
+    findings: list[Finding] = []
+    try:
+        with _store(args, embed=args.repair, reconcile=False, repair_damage=args.repair) as store:
+            findings += [Finding(None, "archive", n, True) for n in store.notices]
+            findings += doctor(store, repair=args.repair, error_db=error_db_path(paths))
+    except ArchiveDamagedError as exc:  # only without --repair: reported, not touched
+        findings.append(Finding(None, "archive", _one_line(exc), False))
+        findings += check_error_memory(error_db_path(paths), repair=False)
     if args.json:
         _emit_json(
             [
@@ -305,7 +350,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(finding)
         if not args.repair:
             print("run `agenvoy-desktop doctor --repair` to fix these")
-    return 0 if args.repair or not findings else 3
+    left = [f for f in findings if not f.repaired] if args.repair else findings
+    if args.repair and left and not args.json:
+        print(f"{len(left)} problem(s) left unrepaired", file=sys.stderr)
+    return 3 if left else 0
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -416,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gui_args = ["--data-dir", str(args.data_dir)] if args.data_dir else []
         return gui_main(gui_args + (["-v"] if verbose else []))
     try:
-        result: int = args.func(args)
+        result: int = _run_repairing(args)
         return result
     except CliError as exc:
         print(f"agenvoy-desktop: error: {exc}", file=sys.stderr)
@@ -433,6 +481,45 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     return 1
+
+
+READ_ONLY_COMMANDS = frozenset({"search", "sessions", "stats"})
+"""Commands that write nothing, so running them again after a repair repeats nothing."""
+
+
+def _run_repairing(args: argparse.Namespace) -> int:
+    """Run the command; if it hits a damaged archive, rebuild the archive and say so.
+
+    The check at open catches most damage; a bad page deeper in shows only
+    when a query reaches it.  Then the archive is set aside and rebuilt at
+    once, and a command that writes nothing runs again; one that writes is
+    not repeated (part of it may be done), the user is told to run it again.
+    """
+    from agenvoy_desktop.core.archive import ArchiveDamagedError
+
+    try:
+        result: int = args.func(args)
+        return result
+    except ArchiveDamagedError as exc:
+        if args.command == "doctor":
+            raise
+        notice = _repair_archive(args, exc)
+        print(f"agenvoy-desktop: notice: {notice}", file=sys.stderr)
+        if args.command not in READ_ONLY_COMMANDS:
+            raise CliError("the archive was repaired; run the command again") from exc
+    result = args.func(args)
+    return result
+
+
+def _repair_archive(args: argparse.Namespace, exc: BaseException) -> str:
+    from agenvoy_desktop.core.recovery import damage_reason, rebuild_archive
+
+    paths = app_paths(args.data_dir).ensure()
+    archive, report = rebuild_archive(
+        paths.archive_db, paths.sessions_dir, now_ns, damage_reason(exc)
+    )
+    archive.close()
+    return report.notice()
 
 
 def _one_line(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from agenvoy_desktop.core.error_memory import (
     ErrorMemory,
     ErrorRecordNotFound,
     error_db_path,
+    open_error_memory,
 )
 from agenvoy_desktop.core.error_types import ERROR_TYPES, OUTCOMES, ErrorHint, ErrorRecord
 from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns
@@ -109,7 +110,10 @@ def _memory(
     args: argparse.Namespace, embedder: TextEmbedder | None = None
 ) -> Iterator[ErrorMemory]:
     path = error_db_path(app_paths(getattr(args, "data_dir", None)))
-    with ErrorMemory(path, embedder, purge_on_open=False) as memory:
+    memory, notice = open_error_memory(path, embedder, purge_on_open=False)
+    if notice:
+        print(f"agenvoy-desktop: notice: {notice}", file=sys.stderr)
+    with memory:
         yield memory
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
 from tests.fakes import HashingEmbedder
+from tests.reliability.torture import network_use
 
 T0 = 1_700_000_000_000_000_000
 """A fixed epoch for tests (2023-11-14T22:13:20Z), in UTC ns."""
@@ -27,6 +30,36 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv(HOME_ENV, str(home))
     return home
+
+
+# -- network audit: no test may reach beyond this machine --------------------------------
+NETWORK_EVENTS: list[str] = []
+"""Sockets other than AF_UNIX, and host-name look-ups, seen since the current test began.
+
+Only what goes through Python's ``socket`` module is seen; C libraries
+(llama.cpp, SQLite) are watched from outside in ``tests/reliability/test_network_audit.py``.
+"""
+
+
+def _network_audit(event: str, args: tuple[object, ...]) -> None:
+    if event.startswith("socket.") and (use := network_use(event, args)) is not None:
+        NETWORK_EVENTS.append(use)
+
+
+# Audit hooks stay for the life of the process.  Without AF_UNIX (Windows) asyncio's own
+# socketpair() is loopback TCP, which no hook can tell from the network: nothing to watch.
+if hasattr(socket, "AF_UNIX"):
+    sys.addaudithook(_network_audit)
+
+
+@pytest.fixture(autouse=True)
+def _no_network() -> Iterator[None]:
+    """Fail the test during which anything opened a network socket."""
+    NETWORK_EVENTS.clear()
+    yield
+    found, NETWORK_EVENTS[:] = list(NETWORK_EVENTS), []
+    if found:
+        pytest.fail(f"the app must never reach the network, but this test did: {found[:3]}")
 
 
 class FakeClock:

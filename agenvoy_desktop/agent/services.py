@@ -23,7 +23,7 @@ from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig
 from agenvoy_desktop.core.embedding import TextEmbedder
-from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
+from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path, open_error_memory
 from agenvoy_desktop.core.model_api import ChatModel
 from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
@@ -47,6 +47,9 @@ class ChatModelProblem:
     message: str
     fix: str
 
+
+EMBED_SLICE = 16
+"""Messages embedded per storage-thread job while catching up on missing vectors."""
 
 PURGE_CHECK_S = 3600.0
 """How often the daily error-memory purge checks whether it is due."""
@@ -96,6 +99,8 @@ class AppServices:
         self.summary_scheduler: SummaryScheduler | None = None
         self._closed = False
         self._purge_task: asyncio.Task[None] | None = None
+        self.notices: list[str] = []
+        """What opening repaired (a damaged store set aside and rebuilt), for the user."""
         self.set_chat_model(chat_model, chat_problem)
 
     # -- construction --------------------------------------------------------------
@@ -123,14 +128,16 @@ class AppServices:
                 max_history_bytes=settings.memory.max_history_bytes,
                 clock=clock,
             )
-            errors = storage.run_sync(ErrorMemory, error_db_path(paths), embedder, clock=clock)
+            errors, notice = storage.run_sync(
+                open_error_memory, error_db_path(paths), embedder, clock=clock
+            )
             storage.run_sync(errors.preload)
         except BaseException:
             if store is not None:
                 storage.run_sync(store.close)
             storage.close()
             raise
-        return cls(
+        services = cls(
             paths,
             settings,
             storage,
@@ -141,6 +148,8 @@ class AppServices:
             clock=clock,
             chat_problem=chat_problem,
         )
+        services.notices = [*store.notices, *([notice] if notice else [])]
+        return services
 
     @classmethod
     def start(
@@ -281,6 +290,40 @@ class AppServices:
             if purged:
                 log.info("purged %d expired error records", purged)
 
+    def missing_vectors(self) -> int:
+        """Messages start-up found without a vector (0 without an embedding model)."""
+        if self.embedder is None:
+            return 0
+        return sum(self.store.missing_vectors.values())
+
+    async def embed_missing(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> int:
+        """Embed the messages start-up found without a vector, in small storage-thread batches.
+
+        Each batch is one short storage job, so a turn's reads and writes
+        wait at most one batch; *cancelled* stops between batches (what was
+        embedded is kept, the rest is embedded at the next start).  Returns
+        how many messages were embedded.
+        """
+        if self.embedder is None:
+            return 0
+        todo = dict(self.store.missing_vectors)
+        total, done = sum(todo.values()), 0
+        for sid in todo:
+            while not (cancelled is not None and cancelled()):
+                embedded, left = await self.storage.run(embed_some, self.store, sid, EMBED_SLICE)
+                done += embedded
+                if progress is not None:
+                    progress(min(done, total), total)
+                if not embedded or not left:
+                    self.store.missing_vectors.pop(sid, None)
+                    break
+            await self.storage.run(flush_vectors, self.store, sid)
+        return done
+
     async def stop_background(self) -> None:
         if self.agent is not None:
             await self.agent.idle()
@@ -314,6 +357,25 @@ class AppServices:
         finally:
             self.storage.close()
             _close_models(self.chat_model, self.embedder)
+
+
+def embed_some(store: MemoryStore, session_id: str, limit: int) -> tuple[int, int]:
+    """Storage thread: embed up to *limit* of a session's messages lacking a vector.
+
+    Returns (embedded, still lacking).  Works from the session's current
+    history, so a message removed or reset meanwhile is simply not there.
+    """
+    pending = store.pending_vectors(session_id)
+    batch = pending[:limit]
+    if batch:
+        store.index_messages(session_id, [message for _, message in batch])
+    return len(batch), len(pending) - len(batch)
+
+
+def flush_vectors(store: MemoryStore, session_id: str) -> None:
+    """Storage thread: save the session's index file after a catch-up."""
+    if store.exists(session_id):
+        store.vectors(session_id).flush()
 
 
 def model_profile_of(model: ChatModel | None) -> ModelProfile:

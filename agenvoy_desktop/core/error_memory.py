@@ -62,7 +62,7 @@ from agenvoy_desktop.core.error_types import (
     with_type_keyword,
 )
 from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
-from agenvoy_desktop.core.sqlite_db import SqliteStore
+from agenvoy_desktop.core.sqlite_db import SqliteStore, StoreDamagedError, set_aside_database
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ErrorHint",
     "ErrorMemory",
+    "ErrorMemoryDamagedError",
     "ErrorMemoryError",
     "ErrorRecord",
     "ErrorRecordInvalid",
@@ -79,6 +80,7 @@ __all__ = [
     "classify_error",
     "error_db_path",
     "format_hints",
+    "open_error_memory",
 ]
 
 log = logging.getLogger(__name__)
@@ -164,6 +166,10 @@ class ErrorMemoryError(RuntimeError):
     """An environment problem with the error-memory file, phrased for the user."""
 
 
+class ErrorMemoryDamagedError(ErrorMemoryError, StoreDamagedError):
+    """The error-memory file is damaged: it is set aside and a fresh one started."""
+
+
 class ErrorRecordNotFound(KeyError):
     """No record has this id (deleted, purged, or never written)."""
 
@@ -174,6 +180,46 @@ class ErrorRecordNotFound(KeyError):
 def error_db_path(paths: AppPaths) -> Path:
     """Where a profile keeps its error memory."""
     return paths.memory_dir / "errors.sqlite3"
+
+
+def open_error_memory(
+    path: Path,
+    embedder: TextEmbedder | None,
+    *,
+    repair: bool = True,
+    **options: Any,
+) -> tuple[ErrorMemory, str | None]:
+    """Open the error memory, checked; a damaged file is set aside and a fresh one started.
+
+    Returns the store and, when it had to start fresh, a notice for the
+    user.  The check is SQLite's ``quick_check`` (every page read once: a
+    few milliseconds for the few thousand records this store holds), so a
+    damaged page cannot fail a turn later.  *options* go to
+    :class:`ErrorMemory`; *repair* False raises :class:`ErrorMemoryDamagedError`.
+    """
+    try:
+        memory = ErrorMemory(path, embedder, **options)
+        problems = memory.integrity_problems(quick=True)
+        if problems:
+            memory.close()
+            raise ErrorMemoryDamagedError(f"error memory {path}: {problems[0]}")
+    except ErrorMemoryDamagedError as exc:
+        if not repair:
+            raise
+        notice = start_fresh(path, str(exc).rsplit(": ", 1)[-1])
+        return ErrorMemory(path, embedder, **options), notice
+    return memory, None
+
+
+def start_fresh(path: Path, reason: str) -> str:
+    """Set a damaged error-memory file aside (never deleted); returns the notice for the user."""
+    moved = set_aside_database(path)
+    notice = (
+        f"the error memory was damaged ({reason}); it was set aside as {moved}"
+        " and a fresh one started"
+    )
+    log.info("%s", notice)  # the caller tells the user
+    return notice
 
 
 class _Index:
@@ -327,6 +373,7 @@ class ErrorMemory(SqliteStore):
     _kind = "error memory"
     _not_a_db = "the file is not an error-memory database"
     _error = ErrorMemoryError
+    _damaged = ErrorMemoryDamagedError
     _schema_version = SCHEMA_VERSION
     _migrations = MIGRATIONS
 

@@ -8,6 +8,11 @@ the closing ``]`` with ``,<message>]`` and fsyncs; a crash in the middle of
 that small tail write leaves a torn tail that :meth:`HistoryFile.load`
 detects and cuts back to the last complete message (the prefix is never
 touched), then rewrites atomically.
+
+The in-place append writes at the cached end of the file, so it is only
+correct while no other process writes: writers hold the session lock, and
+the cache remembers the file's signature (inode, size, times) so a store
+that takes the lock can tell that another process changed it meanwhile.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,12 +63,23 @@ class LoadReport:
 class HistoryFile:
     """One session's history.json, cached in memory after the first load."""
 
-    def __init__(self, path: Path, fallback_ns: int, *, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fallback_ns: int,
+        *,
+        readonly: bool = False,
+        may_repair: Callable[[], bool] | None = None,
+    ) -> None:
         self.path = path
         self.readonly = readonly
         self._fallback_ns = fallback_ns
+        # Repairs rewrite the file: only safe while no other process can be mid-append.
+        self._may_repair = may_repair
         self._messages: list[Message] | None = None
         self._size = 0
+        self._signature: Signature | None = None
+        self._stale = False
         self.last_report = LoadReport()
 
     # -- reading -----------------------------------------------------------
@@ -83,30 +99,81 @@ class HistoryFile:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def load(self) -> list[Message]:
-        """Read the file, repairing a torn tail and migrating foreign formats."""
-        self.last_report = LoadReport()
+    @property
+    def loaded(self) -> bool:
+        return self._messages is not None
+
+    def is_current(self) -> bool:
+        """Whether the cache still matches the file (no other process changed it).
+
+        Compares the file's (inode, size, mtime, ctime) with what this object
+        saw after its last load or write; nothing cached counts as current.
+        """
+        if self._messages is None:
+            return True
+        return not self._stale and file_signature(self.path) == self._signature
+
+    def forget(self) -> None:
+        """Drop the cache (the file is untouched); the next use loads it again."""
+        self._messages, self._size, self._signature, self._stale = None, 0, None, False
+
+    def _loaded(
+        self,
+        messages: list[Message],
+        size: int,
+        *,
+        stale: bool = False,
+        signature: Signature | None = None,
+    ) -> list[Message]:
+        """Cache what was read or written, with the file signature it belongs to."""
+        self._messages, self._size = messages, size
+        self._signature = signature if signature is not None else file_signature(self.path)
+        self._stale = stale
+        return messages
+
+    def _read(self) -> tuple[bytes, Signature, bool] | None:
+        """(content, its signature, whether it grew while being read); None when missing.
+
+        The signature comes from the open file, so it describes exactly
+        these bytes even if another process renames a new file into place
+        meanwhile; an append in progress shows as a size mismatch.
+        """
         try:
-            raw = self.path.read_bytes()
+            with self.path.open("rb") as handle:
+                stat = os.fstat(handle.fileno())
+                raw = handle.read()
         except FileNotFoundError:
-            self._messages, self._size = [], 0
-            return self._messages
+            return None
+        return raw, _signature_of(stat), len(raw) != stat.st_size
+
+    def load(self) -> list[Message]:
+        """Read the file, repairing a torn tail and migrating foreign formats.
+
+        Without the right to repair (read-only, or another process may be
+        writing), what is readable is returned and the cache is marked stale,
+        so the next load under the session lock repairs it.
+        """
+        self.last_report = LoadReport()
+        repair = not self.readonly and (self._may_repair is None or self._may_repair())
+        read = self._read()
+        if read is None:
+            return self._loaded([], 0)
+        raw, signature, moving = read
         items, torn = _parse_array(raw)
         if items is None:
-            if self.readonly:
+            if not repair:
                 self.last_report = LoadReport(corrupt_moved_to=self.path)
-                self._messages, self._size = [], 0
-                return self._messages
+                return self._loaded([], 0, stale=True, signature=signature)
             moved = self._move_aside()
             log.error("%s is not a JSON array; moved to %s", self.path, moved)
             self.last_report = LoadReport(corrupt_moved_to=moved)
-            self._messages, self._size = [], 0
-            return self._messages
+            return self._loaded([], 0)
         messages, migrated, skipped = self._to_messages(items)
-        self._messages = messages
-        self._size = len(raw)
+        needs_repair = torn or migrated or not _canonical_tail(raw, messages)
+        stale = moving or (needs_repair and not repair)
+        self._loaded(messages, len(raw), stale=stale, signature=signature)
         kept_at = None
-        if not self.readonly and (torn or migrated or not _canonical_tail(raw, messages)):
+        if repair and needs_repair:
             if skipped:  # never let a rewrite be the only copy of what we could not read
                 kept_at = self.path.with_name(f"{self.path.name}.orig-{os.getpid()}-{id(self):x}")
                 atomic_write_bytes(kept_at, raw)
@@ -144,11 +211,18 @@ class HistoryFile:
         """Replace the whole file atomically."""
         data = encode_history(messages)
         atomic_write_bytes(self.path, data)
-        self._messages = list(messages)
-        self._size = len(data)
+        self._loaded(list(messages), len(data))
 
     def append(self, messages: Sequence[Message]) -> None:
-        """Append in place: overwrite the closing bracket, fsync."""
+        """Append in place: overwrite the closing bracket, fsync.
+
+        The caller holds the session lock; should the file still differ from
+        the cache (a writer that takes no lock), it is read again first, so
+        the write lands after the last message actually in the file.
+        """
+        if self._messages is not None and not self.is_current():
+            log.warning("%s changed behind this process's back; reloading", self.path)
+            self.forget()
         current = self.messages
         if not messages:
             return
@@ -165,15 +239,33 @@ class HistoryFile:
             while view:  # a short write must not pass for a complete one
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
+            stat = os.fstat(fd)
         finally:
             os.close(fd)
         current.extend(messages)
         self._size = offset + len(body)
+        self._signature = _signature_of(stat)
 
     def delete(self) -> None:
         """Remove the file (reset)."""
         self.path.unlink(missing_ok=True)
-        self._messages, self._size = [], 0
+        self._loaded([], 0)
+
+
+Signature = tuple[int, int, int, int]
+"""(inode, size, mtime_ns, ctime_ns) of a file: changes with every write to it."""
+
+
+def _signature_of(stat: os.stat_result) -> Signature:
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def file_signature(path: Path) -> Signature | None:
+    """The file's :data:`Signature`, or None when it does not exist."""
+    try:
+        return _signature_of(path.stat())
+    except FileNotFoundError:
+        return None
 
 
 def _canonical_tail(raw: bytes, messages: Sequence[Message]) -> bool:

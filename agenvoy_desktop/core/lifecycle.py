@@ -15,13 +15,17 @@ to be deleted, because pending operations are finished before anything else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+from agenvoy_desktop.core.locks import StoreBusyError
+from agenvoy_desktop.core.store import check_session_id
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
@@ -37,7 +41,7 @@ def ops_dir(store: MemoryStore) -> Path:
 
 
 def run_operation(store: MemoryStore, op: Operation, session_id: str) -> None:
-    """Journal, perform and close one reset/remove."""
+    """Journal, perform and close one reset/remove; the caller holds the session's lock."""
     journal = ops_dir(store) / f"{session_id}.json"
     atomic_write_text(
         journal, json.dumps({"op": op, "session_id": session_id, "time_ns": store.clock()})
@@ -71,23 +75,53 @@ def _perform(store: MemoryStore, op: Operation, session_id: str) -> None:
 
 
 def finish_pending(store: MemoryStore) -> list[str]:
-    """Roll forward operations a crash interrupted; returns what was finished."""
+    """Roll forward operations a crash interrupted; returns what was finished.
+
+    Each session is taken under its lock without waiting: a journal whose
+    session is busy belongs to an operation still at work in another
+    process (it closes the journal itself), so it is left alone.
+    """
     done: list[str] = []
     folder = ops_dir(store)
     if folder.is_dir():
         for journal in sorted(folder.glob("*.json")):
-            try:
-                entry = json.loads(journal.read_text("utf-8"))
-                op, sid = entry["op"], str(entry["session_id"])
-            except (OSError, ValueError, KeyError):
-                log.warning("unreadable operation journal %s; ignored", journal)
-                journal.rename(journal.with_suffix(".bad"))
-                continue
-            if op in ("reset", "remove"):
-                _perform(store, op, sid)
-                done.append(f"finished interrupted {op} of session {sid}")
-            journal.unlink(missing_ok=True)
+            done += _finish_one(store, journal)
     for trash in store.paths.sessions_dir.glob(TRASH_PREFIX + "*"):
-        shutil.rmtree(trash, ignore_errors=True)
-        done.append(f"deleted leftover folder {trash.name}")
+        sid = trash.name.removeprefix(TRASH_PREFIX)
+        with _unless_busy(store, sid, "remove") as free:
+            if free:
+                shutil.rmtree(trash, ignore_errors=True)
+                done.append(f"deleted leftover folder {trash.name}")
     return done
+
+
+def _finish_one(store: MemoryStore, journal: Path) -> list[str]:
+    try:
+        entry = json.loads(journal.read_text("utf-8"))
+        op, sid = entry["op"], check_session_id(str(entry["session_id"]))
+    except FileNotFoundError:  # its operation just finished
+        return []
+    except (OSError, ValueError, KeyError):
+        log.warning("unreadable operation journal %s; ignored", journal)
+        journal.rename(journal.with_suffix(".bad"))
+        return []
+    with _unless_busy(store, sid, op) as free:
+        if not free or not journal.exists():
+            return []
+        if op in ("reset", "remove"):
+            _perform(store, op, sid)
+        journal.unlink(missing_ok=True)
+        return [f"finished interrupted {op} of session {sid}"] if op in ("reset", "remove") else []
+
+
+@contextlib.contextmanager
+def _unless_busy(store: MemoryStore, session_id: str, operation: str) -> Iterator[bool]:
+    """The session's lock if it is free right now: yields whether it was."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(store.locked(session_id, operation, wait_s=0.0))
+            free = True
+        except StoreBusyError as exc:
+            log.debug("left for later: %s", exc)
+            free = False
+        yield free

@@ -12,7 +12,18 @@ history.json is the truth for what is *recent*; the archive is the truth for
 - a history message without a vector is embedded; a vector whose message is
   no longer in history.json (an orphan) is dropped; a broken index file is
   rebuilt from the stored vectors;
-- the derived full-text index is rebuilt if its integrity check fails.
+- the derived full-text index is rebuilt if its integrity check fails;
+- history.json that lost recent messages (moved aside as unreadable, torn,
+  truncated) gets them back from the archive, in their place;
+- a summary file that cannot be read is set aside and the summary starts
+  fresh;
+- ``doctor`` also runs SQLite's integrity check on the archive (a damaged one
+  is set aside and rebuilt, see :mod:`recovery`) and on the error memory (a
+  damaged one is set aside and started fresh).
+
+At start-up a few missing vectors are embedded at once; a backlog is only
+counted (``MemoryStore.missing_vectors``): the window embeds it in the
+background, ``doctor --repair`` at once.
 
 At start-up a quick pass looks only at cheap signals (file tail, row counts)
 and checks a session fully only when they disagree; ``doctor`` checks all.
@@ -23,16 +34,24 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.history import HistoryFile, quick_tail
 from agenvoy_desktop.core.lifecycle import finish_pending, ops_dir
 from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.summary import check_summary_files
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
 
 log = logging.getLogger(__name__)
+
+START_EMBED_LIMIT = 64
+"""A session lacking at most this many vectors is embedded at start-up (a crash's leftovers,
+well under a second); a bigger backlog (an import killed halfway) is only counted, and
+embedded in the background so the window opens at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +62,8 @@ class Finding:
     kind: str
     detail: str
     repaired: bool
+    notice: bool = False
+    """Tell the user even outside ``doctor``: a file was set aside, or messages restored."""
 
     def __str__(self) -> str:
         where = f"[{self.session_id}] " if self.session_id else ""
@@ -51,22 +72,48 @@ class Finding:
 
 
 def reconcile(store: MemoryStore, *, repair: bool, deep: bool) -> list[Finding]:
-    """Check (and with *repair*, fix) every session; returns the findings."""
-    findings: list[Finding] = []
-    if repair:
-        findings += [Finding(None, "interrupted operation", d, True) for d in finish_pending(store)]
-    elif (folder := ops_dir(store)).is_dir():
-        findings += [
-            Finding(None, "interrupted operation", f"journal {j.name} pending", False)
-            for j in folder.glob("*.json")
-        ]
-    for sid in store.session_ids():
-        if deep or not _looks_consistent(store, sid):
-            findings += _check_session(store, sid, repair=repair)
-    if deep and not store.archive.fts_ok():
-        if repair:
-            store.archive.rebuild_fts()
-        findings.append(Finding(None, "full-text index", "integrity check failed", repair))
+    """Check (and with *repair*, fix) every session; returns the findings.
+
+    Another process may be writing meanwhile.  Each session is checked
+    under its lock; at start-up (not *deep*) a busy session is skipped: its
+    writer is alive and leaves it consistent.  ``doctor`` (*deep*) waits
+    for the locks instead, and a deep repair holds the whole profile, so no
+    write slips between its checks.
+    """
+    import contextlib
+
+    from agenvoy_desktop.core.locks import StoreBusyError
+
+    wait = None if deep else 0.0
+    with contextlib.ExitStack() as profile:
+        if repair and deep:
+            profile.enter_context(store.locks.profile("doctor --repair"))
+        findings: list[Finding] = []
+        if repair:  # each under its session's lock; a busy one is an operation still at work
+            done = finish_pending(store)
+            findings += [Finding(None, "interrupted operation", d, True) for d in done]
+        elif (folder := ops_dir(store)).is_dir():
+            findings += [
+                Finding(None, "interrupted operation", f"journal {j.name} pending", False)
+                for j in folder.glob("*.json")
+            ]
+        for sid in store.session_ids():
+            with contextlib.ExitStack() as session:
+                try:
+                    session.enter_context(store.locked(sid, "check", wait_s=wait))
+                except StoreBusyError as exc:
+                    if deep:
+                        findings.append(Finding(sid, "session", f"not checked: {exc}", False))
+                    log.debug("not checked now: %s", exc)
+                    continue
+                if repair and (ops_dir(store) / f"{sid}.json").exists():
+                    continue  # a reset/remove still to finish: nothing to back-fill from
+                if deep or not _looks_consistent(store, sid):
+                    findings += _check_session(store, sid, repair=repair)
+        if deep and not store.archive.fts_ok():
+            if repair:
+                store.archive.rebuild_fts()
+            findings.append(Finding(None, "full-text index", "integrity check failed", repair))
     for finding in findings:
         log.info("%s", finding)
     return findings
@@ -100,11 +147,8 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
         hist.load()
     report = hist.last_report
     if report.corrupt_moved_to is not None:
-        out.append(
-            Finding(
-                sid, "history.json", f"not readable; moved to {report.corrupt_moved_to}", repair
-            )
-        )
+        detail = f"not readable; moved to {report.corrupt_moved_to}"
+        out.append(Finding(sid, "history.json", detail, repair, notice=repair))
     if report.torn_tail_dropped:
         out.append(Finding(sid, "history.json", "torn tail from a crash cut back", repair))
     if report.migrated:
@@ -113,11 +157,13 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
         kept = f"; the original is kept as {report.original_kept_at}" if repair else ""
         detail = f"{report.skipped} unreadable message(s) left out{kept}"
         out.append(Finding(sid, "history.json", detail, repair))
-    messages = hist.messages
     if store.archive.session(sid) is None:
         out.append(Finding(sid, "archive", "session unknown to the archive", repair))
         if repair:
             store.archive.ensure_session(sid, store.clock())
+    restored = _restore_tail(store, sid, hist, repair=repair)
+    out += restored
+    messages = hist.messages
     known = store.archive.all_msg_ids(sid)
     missing = [m for m in messages if m.id not in known]
     if missing:
@@ -130,9 +176,140 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
                 out.append(Finding(sid, "history.json", detail + ": given new ids", True))
             store.archive.add_messages(sid, missing, store.clock())
             known = store.archive.all_msg_ids(sid)
+    if repair and restored and store.maybe_compact(sid):
+        known = store.archive.all_msg_ids(sid)
     out += _check_cut(store, sid, known, repair=repair, hist=hist)
     out += _check_vectors(store, sid, repair=repair, hist=hist)
+    out += _check_summary(store, sid, repair=repair)
     return out
+
+
+def _restore_tail(
+    store: MemoryStore, sid: str, hist: HistoryFile, *, repair: bool
+) -> list[Finding]:
+    """Give history.json back the recent messages only the archive still holds.
+
+    Messages are written to history.json before the archive, so a message
+    the archive holds after the session's cut point but history.json lacks
+    means history.json lost it (moved aside as unreadable, torn, truncated
+    by hand).  The rows count from history.json's first message in the
+    archive (from the cut point when it has none): rows before it are the
+    ones a compaction interrupted after rewriting the file had already
+    dropped, and stay dropped.  The normal compaction then keeps the file
+    within its size limit.
+    """
+    meta = store.archive.session(sid)
+    if meta is None:
+        return []
+    messages = hist.messages
+    known = store.archive.all_msg_ids(sid)
+    seqs = {m.id: known[m.id] for m in messages if m.id in known}
+    start = min(seqs.values()) if seqs else meta.cut_seq
+    present = {m.id for m in messages}
+    missing = [r for r in store.archive.messages(sid, start) if r.message.id not in present]
+    if not missing:
+        return []
+    if repair:
+        hist.rewrite(_merged(messages, seqs, missing))
+        detail = f"{len(missing)} recent message(s) restored from the archive"
+    else:
+        detail = f"lacks {len(missing)} recent message(s) the archive holds"
+    return [Finding(sid, "history.json", detail, repair, notice=repair)]
+
+
+def _merged(
+    messages: list[Message], seqs: dict[str, int], missing: list[ArchivedMessage]
+) -> list[Message]:
+    """history.json's messages with the archive's *missing* rows in their places.
+
+    A message only history.json has (not archived yet) stays right after
+    the message it followed.
+    """
+    blocks: list[tuple[int, list[Message]]] = [(-1, [])]
+    for message in messages:
+        if message.id in seqs:
+            blocks.append((seqs[message.id], [message]))
+        else:
+            blocks[-1][1].append(message)
+    blocks += [(row.seq, [row.message]) for row in missing]
+    blocks.sort(key=lambda block: block[0])
+    return [message for _, block in blocks for message in block]
+
+
+def _check_summary(store: MemoryStore, sid: str, *, repair: bool) -> list[Finding]:
+    folder = store.folder(sid)
+    if not folder.is_dir():
+        return []
+    details = check_summary_files(folder, repair=repair)
+    return [Finding(sid, "summary", d, repair, notice=repair) for d in details]
+
+
+def check_summaries(store: MemoryStore, *, repair: bool) -> list[Finding]:
+    """Every session's summary files parse; a damaged one is set aside (the summary starts fresh).
+
+    Cheap enough for every start (two small JSON files per session), so a
+    damaged summary never fails a turn or a ``summarize`` twice.
+    """
+    findings: list[Finding] = []
+    for sid in store.session_ids():
+        findings += _check_summary(store, sid, repair=repair)
+    return findings
+
+
+def count_missing_vectors(store: MemoryStore) -> dict[str, int]:
+    """Per session, recent messages without a vector (from counts: no history.json is read)."""
+    recent = store.archive.recent_counts()
+    have = store.archive.vector_message_counts()
+    return {sid: n - have.get(sid, 0) for sid, n in recent.items() if n > have.get(sid, 0)}
+
+
+def doctor(store: MemoryStore, *, repair: bool, error_db: Path | None = None) -> list[Finding]:
+    """Every store checked in full: the archive's integrity, every session, the error memory.
+
+    A damaged archive is set aside and rebuilt first (with *repair*), so the
+    session checks run against the rebuilt one.
+    """
+    findings = _check_archive(store, repair=repair)
+    if repair or not findings:  # a damaged archive cannot be compared with anything
+        findings += reconcile(store, repair=repair, deep=True)
+    if error_db is not None:
+        findings += check_error_memory(error_db, repair=repair)
+    return findings
+
+
+def _check_archive(store: MemoryStore, *, repair: bool) -> list[Finding]:
+    problems = store.archive.integrity_problems()
+    if not problems:
+        return []
+    reason = f"integrity check failed: {problems[0]}"
+    if not repair:
+        return [Finding(None, "archive", reason, False)]
+    report = store.repair_archive(reason)
+    return [Finding(None, "archive", report.notice(), True)]
+
+
+def check_error_memory(path: Path, *, repair: bool) -> list[Finding]:
+    """The error memory opens and passes SQLite's integrity check; else set aside and fresh."""
+    from agenvoy_desktop.core.error_memory import ErrorMemoryError, open_error_memory
+
+    if not path.exists():
+        return []
+    try:
+        memory, notice = open_error_memory(path, None, repair=repair, purge_on_open=False)
+    except ErrorMemoryError as exc:
+        return [Finding(None, "error memory", str(exc), False)]
+    with memory:
+        problems = [] if notice else memory.integrity_problems()
+    if notice:
+        return [Finding(None, "error memory", notice, True)]
+    if not problems:
+        return []
+    reason = f"integrity check failed: {problems[0]}"
+    if not repair:
+        return [Finding(None, "error memory", reason, False)]
+    from agenvoy_desktop.core.error_memory import start_fresh
+
+    return [Finding(None, "error memory", start_fresh(path, reason), True)]
 
 
 def _claim_ids(
@@ -186,7 +363,8 @@ def _check_vectors(
             store.vectors(sid).remove(orphans)
     lacking = len(live - stored)
     if lacking:
-        can = repair and store.embedder is not None
+        inline = not store.defer_embedding or lacking <= START_EMBED_LIMIT
+        can = repair and store.embedder is not None and inline
         detail = f"{lacking} message(s) without a vector"
         out.append(Finding(sid, "vectors", detail + (": embedded" if can else ""), can))
         if can:

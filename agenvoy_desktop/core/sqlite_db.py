@@ -7,6 +7,9 @@ to WAL, so such a file is left exactly as it was.  Environment failures
 (disk full, read-only, locked, damaged, not a database) reach the user as
 the store's own error type with a short reason, never as a raw
 ``sqlite3`` exception (the known-error idea of qutebrowser's ``misc/sql.py``).
+A damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) gets the store's *damaged*
+type, a subclass of both its error type and :class:`StoreDamagedError`, so a
+caller can tell "set the file aside and rebuild" from "free some disk space".
 
 A store subclasses :class:`SqliteStore`, names itself with the class
 attributes, and does its own work after the schema is current in
@@ -17,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -43,6 +48,56 @@ is the safety net for long runs of writes with no pause (a big import).
 """
 
 
+DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+"""SQLite's primary codes that mean the file itself is damaged (not the disk, not a lock)."""
+
+
+class StoreDamagedError(RuntimeError):
+    """Mixed into a store's damaged-file error: the file must be set aside and rebuilt."""
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Whether *exc* says the database file is damaged (rather than busy, full, read-only).
+
+    Text that is not UTF-8 is damage too: the app only ever stores UTF-8,
+    and Python's sqlite3 (not SQLite) is the one that notices.
+    """
+    if str(getattr(exc, "sqlite_errorname", "")).startswith(DAMAGE_CODES):
+        return True
+    return "Could not decode to UTF-8" in str(exc)
+
+
+COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps next to a database; they belong to it and move with it."""
+
+
+def set_aside_path(path: Path, label: str = "damaged") -> Path:
+    """A free name next to *path* for keeping it aside: ``name.damaged-20260101T120000Z``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.{label}-{stamp}")
+    number = 1
+    while any(target.with_name(target.name + end).exists() for end in ("", *COMPANIONS)):
+        number += 1
+        target = path.with_name(f"{path.name}.{label}-{stamp}-{number}")
+    return target
+
+
+def set_aside_database(path: Path, label: str = "damaged") -> Path:
+    """Move a database file and its companions aside, unchanged; returns the new name.
+
+    The write-ahead log keeps its ``-wal`` suffix after the new name, so the
+    set-aside file still opens with everything it had committed.  Nothing is
+    ever deleted: a repair works on what it could read, and the user keeps
+    the rest.
+    """
+    target = set_aside_path(path, label)
+    for end in ("", *COMPANIONS):
+        source = path.with_name(path.name + end)
+        if source.exists():
+            os.replace(source, target.with_name(target.name + end))
+    return target
+
+
 class SqliteStore:
     """One versioned SQLite file behind one connection, guarded by one lock.
 
@@ -58,6 +113,8 @@ class SqliteStore:
     """The reason given for SQLITE_NOTADB ("the file is not an archive database")."""
     _error: ClassVar[type[RuntimeError]]
     """The store's own error type for environment failures."""
+    _damaged: ClassVar[type[RuntimeError] | None] = None
+    """The store's error for a damaged file (a subclass of ``_error`` and StoreDamagedError)."""
     _schema_version: ClassVar[int]
     _migrations: ClassVar[Mapping[int, str]]
     """``_migrations[v]`` upgrades a database at version v-1 to v."""
@@ -128,7 +185,11 @@ class SqliteStore:
         code = getattr(exc, "sqlite_errorname", "")
         reasons = {**_REASONS, "SQLITE_NOTADB": self._not_a_db}
         reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
-        return self._error(f"{self._kind} {self.path}: {reason}")
+        damaged = is_damage(exc)
+        if damaged and not code:
+            reason = "the file is damaged (text that is not UTF-8)"
+        error = self._damaged if self._damaged is not None and damaged else self._error
+        return error(f"{self._kind} {self.path}: {reason}")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -157,6 +218,22 @@ class SqliteStore:
             except sqlite3.DatabaseError as exc:  # also SQLITE_CORRUPT ("malformed")
                 raise self._friendly(exc) from exc
 
+    def integrity_problems(self, *, quick: bool = False) -> list[str]:
+        """What SQLite's own check finds wrong with the file ([] when it is sound).
+
+        ``quick`` runs ``quick_check`` (no index-content comparison; still
+        reads every page, so meant for small files or ``doctor``).  A file
+        too damaged to be checked at all is one problem, never an exception.
+        """
+        pragma = "quick_check" if quick else "integrity_check"
+        try:
+            with self._lock:
+                rows = self._db.execute(f"PRAGMA {pragma}(20)").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return [str(self._friendly(exc))]
+        problems = [str(row[0]) for row in rows]
+        return [] if problems == ["ok"] else problems
+
     def _check_version(self) -> int:
         version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > self._schema_version:
@@ -170,8 +247,12 @@ class SqliteStore:
         version = self._check_version()
         log = logging.getLogger(type(self).__module__)  # the store's own logger
         for target in range(version + 1, self._schema_version + 1):
-            log.info("migrating %s %s to schema %d", self._kind, self.path, target)
             with self.transaction() as db:
+                # Re-read under the write lock: another process opening the same new
+                # profile at the same moment may have migrated it already.
+                if db.execute("PRAGMA user_version").fetchone()[0] >= target:
+                    continue
+                log.info("migrating %s %s to schema %d", self._kind, self.path, target)
                 for statement in self._migrations[target].split(";"):
                     if statement.strip():
                         db.execute(statement)

@@ -9,21 +9,31 @@ left between those steps.
 
 Not thread-safe by design: callers run it on one worker (the UI's storage
 thread, or the CLI's main thread); the embedding model has its own thread.
+
+Several processes (the window, CLI commands, a second window) may each open a
+store on one profile.  Every write of a session runs under that session's
+cross-process lock (:mod:`locks`), for the whole operation — an import holds
+it until its last vector is stored, so a reset waits for it or reports who
+is busy.  On taking the lock the store checks whether another process
+changed the session since it cached it, and drops its caches if so.  Reads
+take no lock and re-read a history.json that changed on disk, but never
+repair one: a torn tail may be another process's append in progress.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.embedding import (
     EMBED_TEXT_VERSION,
     TextEmbedder,
@@ -31,10 +41,14 @@ from agenvoy_desktop.core.embedding import (
     with_previous,
 )
 from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
+from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.vectors import SessionVectors
 from agenvoy_desktop.paths import AppPaths
+
+if TYPE_CHECKING:
+    from agenvoy_desktop.core.recovery import ArchiveRecovery
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +58,8 @@ EMBED_BATCH = 64
 FLUSH_EVERY_S = 60.0
 FLUSH_EVERY_N = 256
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+"""Names Windows reserves for devices, with any extension: no folder can have them."""
 """A session id, whole (always ``fullmatch``: ``$`` would accept a trailing newline)."""
 
 Progress = Callable[[int, int], None]
@@ -81,11 +97,28 @@ class SessionInfo:
     start_at_ns: int
 
 
+def valid_session_id(name: str) -> bool:
+    """Whether *name* can name a session folder on every platform.
+
+    Letters, digits, ``.``, ``_`` and ``-``, not starting with a dot; and
+    nothing Windows would change or refuse: no device name (``CON``,
+    ``nul.txt``, ``COM1``) and no trailing dot, which Windows strips (``s1.``
+    and ``s1`` would share one folder).
+    """
+    return (
+        isinstance(name, str)
+        and _SESSION_ID.fullmatch(name) is not None
+        and not name.endswith(".")
+        and _WINDOWS_DEVICE.fullmatch(name) is None
+    )
+
+
 def check_session_id(session_id: str) -> str:
     """Return *session_id* if it can name a folder on every platform, else raise."""
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+    if not valid_session_id(session_id):
         raise InvalidSessionIdError(
             f"invalid session id {session_id!r}: use letters, digits, '.', '_' or '-'"
+            " (no device name such as CON or NUL, no dot at the end)"
         )
     return session_id
 
@@ -102,29 +135,105 @@ class MemoryStore:
         max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES,
         clock: Clock = now_ns,
         reconcile: bool = True,
+        repair_damage: bool = True,
     ) -> None:
+        """Open the profile's memory; a damaged archive is set aside and rebuilt.
+
+        *repair_damage* False (``doctor`` without ``--repair``) raises
+        :class:`ArchiveDamagedError` instead.  Start-up reconciliation embeds
+        a few missing vectors; a backlog is only counted (``missing_vectors``,
+        with an embedder) and embedding it is the caller's background work.
+        What start-up repaired that the user should hear of is in
+        ``notices`` (one line each).
+        """
+        from agenvoy_desktop.core import recovery
+        from agenvoy_desktop.core.archive import ArchiveDamagedError
+        from agenvoy_desktop.core.reconcile import (
+            Finding,
+            check_summaries,
+            count_missing_vectors,
+        )
+        from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
+
         self.paths = paths.ensure()
         self.embedder = embedder
         self.model_name = model_name
         self.max_history_bytes = max_history_bytes
         self.clock = clock
-        self.archive = Archive(paths.archive_db)
+        self.notices: list[str] = []
+        self.findings: list[Finding] = []
+        self.missing_vectors: dict[str, int] = {}
+        self.defer_embedding = True
+        """While true, reconciliation counts missing vectors instead of embedding them."""
+        self.archive, recovered = recovery.open_archive(
+            paths.archive_db,
+            paths.sessions_dir,
+            clock,
+            repair=repair_damage,
+            exclusive=lambda: self.locks.profile("archive repair"),
+        )
+        if recovered is not None:
+            self.notices.append(recovered.notice())
         self._histories: dict[str, HistoryFile] = {}
         self._vectors: dict[str, SessionVectors] = {}
         self._unsaved: dict[str, int] = {}
         self._last_flush: dict[str, float] = {}
         self._dim_recorded = False
-        self._check_embedding_model()
-        if reconcile:
-            from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
+        for attempt in (1, 2):
+            try:
+                self._check_embedding_model()
+                if reconcile:
+                    self.findings = run_reconcile(self, repair=True, deep=False)
+                    self.findings += check_summaries(self, repair=True)
+                    self.notices += [
+                        str(f).removeprefix("repaired: ") for f in self.findings if f.notice
+                    ]
+                    if embedder is not None:  # only a store that can embed needs the count
+                        self.missing_vectors = count_missing_vectors(self)
+                break
+            except ArchiveDamagedError as exc:  # a bad page the check at open did not reach
+                if attempt == 2 or not repair_damage:
+                    self.archive.close()
+                    raise
+                self.repair_archive(recovery.damage_reason(exc))
+        self.defer_embedding = False
 
-            run_reconcile(self, repair=True, deep=False)
+    def repair_archive(self, reason: str) -> ArchiveRecovery:
+        """Set the damaged archive aside and rebuild it (:mod:`recovery`); caches are dropped."""
+        from agenvoy_desktop.core.recovery import rebuild_archive
+
+        with self.locks.profile("archive repair"):  # no other process writes meanwhile
+            self.archive.close()
+            self._histories.clear()
+            self._vectors.clear()
+            self._dim_recorded = False
+            self.archive, report = rebuild_archive(
+                self.paths.archive_db, self.paths.sessions_dir, self.clock, reason
+            )
+        self.notices.append(report.notice())
+        self._check_embedding_model()
+        return report
 
     # -- plumbing ----------------------------------------------------------
     def close(self) -> None:
-        for vectors in self._vectors.values():
-            vectors.flush()
+        for session_id, vectors in list(self._vectors.items()):
+            if vectors.dirty:
+                self._flush_at_close(session_id, vectors)
         self.archive.close()
+
+    def _flush_at_close(self, session_id: str, vectors: SessionVectors) -> None:
+        """Save an index file that lags behind, unless the session is busy or changed.
+
+        The file is a cache of the archive: skipping it costs a top-up at
+        the next open, while saving a stale one over another process's
+        work would cost a rebuild.
+        """
+        try:
+            with self.locked(session_id, "close", wait_s=0.0):
+                if self._vectors.get(session_id) is vectors:  # still current
+                    vectors.flush()
+        except StoreBusyError:
+            log.debug("session %s busy at close: its index file heals at next open", session_id)
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -135,14 +244,72 @@ class MemoryStore:
     def folder(self, session_id: str) -> Path:
         return self.paths.sessions_dir / check_session_id(session_id)
 
-    def history(self, session_id: str) -> HistoryFile:
+    @cached_property
+    def locks(self) -> StoreLocks:
+        """This store's cross-process locks of the profile (see :mod:`locks`)."""
+        return StoreLocks(self.paths.memory_dir)
+
+    @contextlib.contextmanager
+    def locked(
+        self, session_id: str, operation: str, *, wait_s: float | None = None
+    ) -> Iterator[None]:
+        """Hold the session's write lock; *operation* names it for whoever waits.
+
+        Reentrant.  The outermost acquisition drops the caches of a session
+        another process changed meanwhile.  Raises StoreBusyError when the
+        lock stays busy for *wait_s* seconds (default: the store's wait).
+        """
+        with self.locks.session(check_session_id(session_id), operation, wait_s=wait_s) as first:
+            if first:
+                self._drop_if_changed(session_id, deep=True)
+            yield
+
+    def _drop_if_changed(self, session_id: str, *, deep: bool) -> None:
+        """Drop caches that another process made stale.
+
+        history.json's signature tells for both caches.  A session whose
+        history is not cached (only searched so far) has its index checked
+        against the archive when *deep* (taking the lock): one query, and
+        writing on a stale index would save dead labels.
+        """
         hist = self._histories.get(session_id)
         if hist is None:
-            hist = HistoryFile(self.folder(session_id) / "history.json", self.clock())
+            vec = self._vectors.get(session_id)
+            if deep and vec is not None and not vec.is_current():
+                self.drop_cached(session_id)
+        elif not hist.is_current():
+            log.info("session %s changed in another process: reloading it", session_id)
+            self.drop_cached(session_id)
+
+    def drop_cached(self, session_id: str) -> None:
+        """Forget the in-memory history and index of a session; files stay as they are."""
+        hist = self._histories.pop(session_id, None)
+        if hist is not None:
+            hist.forget()
+        vec = self._vectors.pop(session_id, None)
+        if vec is not None:
+            vec.drop_cache()
+        self._unsaved.pop(session_id, None)
+
+    def _fresh(self, session_id: str) -> None:
+        """Before a read: the caches are re-read when another process changed the file."""
+        if not self.locks.holds_session(session_id):
+            self._drop_if_changed(session_id, deep=False)
+
+    def history(self, session_id: str) -> HistoryFile:
+        self._fresh(session_id)
+        hist = self._histories.get(session_id)
+        if hist is None:
+            hist = HistoryFile(
+                self.folder(session_id) / "history.json",
+                self.clock(),
+                may_repair=lambda: self.locks.holds_session(session_id),
+            )
             self._histories[session_id] = hist
         return hist
 
     def vectors(self, session_id: str) -> SessionVectors:
+        self._fresh(session_id)
         vec = self._vectors.get(session_id)
         if vec is None:
             dim = self.embedder.dim if self.embedder is not None else self._stored_dim()
@@ -161,8 +328,14 @@ class MemoryStore:
             return
         # What is embedded is part of the model's identity: new text, new vectors.
         current = f"{self.model_name}:{self.embedder.dim}:text{EMBED_TEXT_VERSION}"
+        if self.archive.get_meta("vector_model") == current:
+            return
+        with self.locks.profile("embedding model change"):  # every session's vectors go
+            self._switch_embedding_model(current, self.embedder.dim)
+
+    def _switch_embedding_model(self, current: str, dim: int) -> None:
         stored = self.archive.get_meta("vector_model")
-        if stored == current:
+        if stored == current:  # another process switched while this one waited
             return
         if stored is not None or self.archive.vector_sessions():
             log.warning("embedding model changed (%s -> %s): re-embedding", stored, current)
@@ -171,13 +344,13 @@ class MemoryStore:
                 for name in ("vectors.hnsw", "vectors.meta.json"):
                     (folder / name).unlink(missing_ok=True)
         self.archive.set_meta("vector_model", current)
-        self.archive.set_meta("vector_dim", str(self.embedder.dim))
+        self.archive.set_meta("vector_dim", str(dim))
 
     def _stored_dim(self) -> int:
         return int(self.archive.get_meta("vector_dim") or 384)
 
     def forget_cached(self, session_id: str) -> None:
-        """Drop in-memory state of a session (after reset/remove)."""
+        """Drop in-memory state of a session and its index files (reset/remove)."""
         self._histories.pop(session_id, None)
         vec = self._vectors.pop(session_id, None)
         if vec is not None:
@@ -194,15 +367,16 @@ class MemoryStore:
 
     def create_session(self, title: str | None = None, session_id: str | None = None) -> str:
         sid = check_session_id(session_id or new_message_id()[:12])
-        self.folder(sid).mkdir(parents=True, exist_ok=True)
-        self.archive.ensure_session(sid, self.clock(), title)
+        with self.locked(sid, "create"):
+            self.folder(sid).mkdir(parents=True, exist_ok=True)
+            self.archive.ensure_session(sid, self.clock(), title)
         return sid
 
     def session_ids(self) -> list[str]:
         folders = {
             p.name
             for p in self.paths.sessions_dir.iterdir()
-            if p.is_dir() and _SESSION_ID.fullmatch(p.name)
+            if p.is_dir() and valid_session_id(p.name)
         }
         return sorted(folders | {m.session_id for m in self.archive.sessions()})
 
@@ -239,13 +413,14 @@ class MemoryStore:
         raises before any layer is touched.
         """
         check_messages(messages, message_limit(self.max_history_bytes))
-        self.require(session_id)
-        self.archive.ensure_session(session_id, self.clock())
-        self.history(session_id).append(messages)
-        self.archive.add_messages(session_id, messages, self.clock())
-        self.maybe_compact(session_id)
-        if embed and self.embedder is not None:
-            self.index_messages(session_id, messages)
+        with self.locked(session_id, "append"):
+            self.require(session_id)
+            self.archive.ensure_session(session_id, self.clock())
+            self.history(session_id).append(messages)
+            self.archive.add_messages(session_id, messages, self.clock())
+            self.maybe_compact(session_id)
+            if embed and self.embedder is not None:
+                self.index_messages(session_id, messages)
         return list(messages)
 
     def index_messages(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -263,7 +438,14 @@ class MemoryStore:
         """
         if self.embedder is None:
             return
-        rowids = self.archive.rowids_for(m.id for m in messages)
+        with self.locked(session_id, "indexing"):
+            self._index_messages(session_id, messages)
+
+    def _index_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        assert self.embedder is not None
+        # Only what is still in history: compaction or a reset may have dropped it.
+        live = {m.id for m in self.history(session_id).messages}
+        rowids = self.archive.rowids_for(m.id for m in messages if m.id in live)
         items = [(rowids[m.id], m) for m in messages if m.id in rowids]
         if not items:
             return
@@ -314,19 +496,20 @@ class MemoryStore:
         import leaves no empty session behind.
         """
         check_messages(messages, message_limit(self.max_history_bytes))
-        if session_id is not None:
-            check_session_id(session_id)
-        sid = session_id or self.create_session(title)
-        if not self.exists(sid):
-            self.create_session(title, sid)
-        self.archive.ensure_session(sid, self.clock(), title)
-        hist = self.history(sid)
-        hist.rewrite([*hist.messages, *messages])
-        self.archive.add_messages(sid, messages, self.clock())
-        self.maybe_compact(sid)
-        self.archive.add_event(sid, self.clock(), "import", {"messages": len(messages)})
-        if self.embedder is not None:
-            self.index_pending(sid, progress=progress, cancelled=cancelled)
+        sid = check_session_id(session_id or new_message_id()[:12])
+        # One lock for the whole import: a reset or remove runs before or after it, never
+        # in between, so a finished import's messages are all there.
+        with self.locked(sid, "import"):
+            if not self.exists(sid):
+                self.create_session(title, sid)
+            self.archive.ensure_session(sid, self.clock(), title)
+            hist = self.history(sid)
+            hist.rewrite([*hist.messages, *messages])
+            self.archive.add_messages(sid, messages, self.clock())
+            self.maybe_compact(sid)
+            self.archive.add_event(sid, self.clock(), "import", {"messages": len(messages)})
+            if self.embedder is not None:
+                self.index_pending(sid, progress=progress, cancelled=cancelled)
         return sid
 
     def window(self, session_id: str, n: int) -> list[Message]:
@@ -355,6 +538,13 @@ class MemoryStore:
         """
         if self.embedder is None:
             return 0
+        with self.locked(session_id, "indexing"):
+            return self._index_pending(session_id, progress, cancelled)
+
+    def _index_pending(
+        self, session_id: str, progress: Progress | None, cancelled: Cancelled | None
+    ) -> int:
+        assert self.embedder is not None
         todo = self.pending_vectors(session_id)
         if not todo:
             return 0
@@ -385,6 +575,10 @@ class MemoryStore:
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self, session_id: str) -> bool:
         """Trim history.json to 80 % at a pair boundary once it passes the limit."""
+        with self.locked(session_id, "compaction"):
+            return self._maybe_compact(session_id)
+
+    def _maybe_compact(self, session_id: str) -> bool:
         hist = self.history(session_id)
         if hist.size_bytes <= self.max_history_bytes:
             return False
@@ -414,13 +608,15 @@ class MemoryStore:
         """Clear history, vectors and archive of a session; keep its summary."""
         from agenvoy_desktop.core.lifecycle import run_operation
 
-        run_operation(self, "reset", self.require(session_id))
+        with self.locked(session_id, "reset"):
+            run_operation(self, "reset", self.require(session_id))
 
     def remove(self, session_id: str) -> None:
         """Delete a session entirely (folder, archive rows, vectors, summary)."""
         from agenvoy_desktop.core.lifecycle import run_operation
 
-        run_operation(self, "remove", self.require(session_id))
+        with self.locked(session_id, "remove"):
+            run_operation(self, "remove", self.require(session_id))
 
 
 def _whole_messages(

@@ -53,7 +53,10 @@ queue behind the running pass), plus ``summary.lock`` in the session folder,
 created with O_CREAT|O_EXCL and holding pid + time, so the CLI and the app
 never run one session at the same time.  A lock whose process is gone, or
 whose time is more than 10 minutes old (it is refreshed after every chunk),
-is stale and taken over.
+is stale and taken over.  The files themselves are written under the
+store's session lock (held only for the write, never across a model call),
+the lock every writer of the session takes; a chunk whose messages a reset
+removed meanwhile is discarded there instead of saved.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from agenvoy_desktop.core.archive import ArchivedMessage, ArchiveError
 from agenvoy_desktop.core.atomic import atomic_write_text
+from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.model_api import JsonModel, ModelOutputError
 from agenvoy_desktop.core.store import Cancelled, MemoryStore, Progress
 from agenvoy_desktop.core.summary import (
@@ -419,6 +423,10 @@ class _ContextTooSmallError(RuntimeError):
     pass
 
 
+class _SourceGoneError(RuntimeError):
+    """The chunk's messages are no longer in the archive (a reset): its pass is dropped."""
+
+
 class _RetryFailedError(RuntimeError):
     """The retry with half the chunk failed too; ``chunk`` is that half."""
 
@@ -520,7 +528,10 @@ class Summarizer:
         running in this process instead of returning ``busy`` (a pass in
         another process is always ``busy``).  Raises UnknownSessionError.
         """
-        folder = await self.storage.run(self._prepare, session_id)
+        try:
+            folder = await self.storage.run(self._prepare, session_id)
+        except StoreBusyError as exc:  # a long import or reset holds the session
+            return SummaryRunResult(session_id, "busy", error=str(exc))
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         if lock.locked() and not wait:
             return SummaryRunResult(session_id, "busy")
@@ -535,8 +546,9 @@ class Summarizer:
                 await self.storage.run(file_lock.release)
 
     def _prepare(self, session_id: str) -> Path:
-        folder = self.store.folder(self.store.require(session_id))
-        folder.mkdir(parents=True, exist_ok=True)
+        with self.store.locked(session_id, "summary"):  # a remove must not race the mkdir
+            folder = self.store.folder(self.store.require(session_id))
+            folder.mkdir(parents=True, exist_ok=True)
         return folder
 
     async def stop_session(self, session_id: str) -> None:
@@ -614,10 +626,13 @@ class _Run:
                 return self.result("mtime_gate")
         except (SummaryFileError, ArchiveError) as exc:
             return await self._failed(None, _describe(exc), 0.0)
-        if self.pending.total == 0:
-            await self.io(self._mark_caught_up)
-            return self.result("up_to_date")
-        return await self._fold_all()
+        try:
+            if self.pending.total == 0:
+                await self.io(self._mark_caught_up)
+                return self.result("up_to_date")
+            return await self._fold_all()
+        except StoreBusyError as exc:  # what was saved stays; the next run resumes there
+            return self.result("busy", str(exc))
 
     def _load(self, force: bool) -> bool:
         """Read the files and count what is pending; True when the mtime gate skips the run."""
@@ -641,7 +656,9 @@ class _Run:
             caught_up=True, window_messages=self.owner.window_messages, history_stamp=self.stamp
         )
         if meta != self.meta and (self.had_meta or self.stamp != _MISSING):
-            save_meta(self.folder, meta)
+            with self.store.locked(self.sid, "summary"):
+                if self.folder.is_dir():
+                    save_meta(self.folder, meta)
 
     async def _fold_all(self) -> SummaryRunResult:
         while self.index < len(self.pending.rows) or not self.pending.exhausted:
@@ -663,6 +680,9 @@ class _Run:
             duration = time.perf_counter() - started
             try:
                 record = await self.io(self._commit, chunk, folded, duration)
+            except _SourceGoneError as exc:
+                log.info("summary of %s: %s", self.sid, exc)
+                return self.result("cancelled", str(exc))
             except OSError as exc:  # disk full, read-only...: the atomic writes left the old files
                 return await self._failed(chunk, _describe(exc), duration)
             self.owner.emit(self.sid, record)
@@ -775,10 +795,20 @@ class _Run:
 
     # -- recording -----------------------------------------------------------------------
     def _commit(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
+        """Save, under the session lock: checked, then written (see :meth:`_save`)."""
+        with self.store.locked(self.sid, "summary"):
+            if not self.folder.is_dir():  # removed meanwhile: never recreate it
+                raise FileNotFoundError(f"session {self.sid} was removed during the summary")
+            ids = [row.message.id for row in chunk.rows]
+            if len(self.store.archive.rowids_for(ids)) != len(ids):
+                raise _SourceGoneError(
+                    f"session {self.sid} was reset during the summary; the pass was discarded"
+                )
+            return self._save(chunk, folded, duration)
+
+    def _save(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
         """Save order: summary, meta (cursor), history line, timeline event."""
         answer = folded.summary
-        if not self.folder.is_dir():  # removed meanwhile: never recreate it
-            raise FileNotFoundError(f"session {self.sid} was removed during the summary")
         before, after = self.cursor, _Cursor.of(chunk.rows[-1])
         self.index += len(chunk.rows)
         done = self.index >= len(self.pending.rows) and self.pending.exhausted
@@ -850,7 +880,10 @@ class _Run:
         )
 
     def _write_record(self, record: PassRecord) -> None:
-        append_record(self.folder, record)
+        with self.store.locked(self.sid, "summary"):
+            if not self.folder.is_dir():
+                return
+            append_record(self.folder, record)
         kind = "summary_pass" if record.kind == "pass" else "summary_failed"
         try:
             self.store.archive.add_event(self.sid, record.time_ns, kind, record.to_json())
@@ -861,9 +894,8 @@ class _Run:
         log.warning("summary of %s failed: %s", self.sid, error)
         record = self._record("failed", chunk, self.cursor, duration, error=error)
         try:
-            if self.folder.is_dir():
-                await self.io(self._write_record, record)
-        except OSError as exc:
+            await self.io(self._write_record, record)
+        except (OSError, StoreBusyError) as exc:
             log.warning("summary failure of %s not logged: %s", self.sid, exc)
         self.owner.emit(self.sid, record)
         return self.result("failed", error)
@@ -887,27 +919,37 @@ def save_user_edit(
     running: its next chunk would overwrite the edit), SummaryFileError.
     """
     summary = validate_summary(summary)
-    folder = store.folder(store.require(session_id))
-    folder.mkdir(parents=True, exist_ok=True)
+    with store.locked(session_id, "summary edit"):
+        folder = store.folder(store.require(session_id))
+        folder.mkdir(parents=True, exist_ok=True)
     lock = SessionLock.acquire(folder, clock)
     if lock is None:
         raise SummaryBusyError(
             f"session {session_id}: a summary pass is running; try again when it finishes"
         )
     try:
-        meta = load_meta(folder) or SummaryMeta()
-        now = clock()
-        save_summary(folder, summary)
-        save_meta(folder, meta.with_(updated_ns=now))
-        cursor = _Cursor(meta.cursor_seq, meta.cursor_message_id, meta.cursor_time_ns).to_json()
-        record = PassRecord("edit", now, model="user", cursor_before=cursor, cursor_after=cursor)
-        append_record(folder, record)
-        try:
-            store.archive.add_event(session_id, now, "summary_edit", record.to_json())
-        except ArchiveError as exc:
-            log.warning("summary edit event of %s not recorded: %s", session_id, exc)
+        with store.locked(session_id, "summary edit"):
+            record = _save_edit(store, session_id, folder, summary, clock)
     finally:
         lock.release()
+    return record
+
+
+def _save_edit(
+    store: MemoryStore, session_id: str, folder: Path, summary: Summary, clock: Clock
+) -> PassRecord:
+    """Write an edit; the caller holds both the summary lock and the session lock."""
+    meta = load_meta(folder) or SummaryMeta()
+    now = clock()
+    save_summary(folder, summary)
+    save_meta(folder, meta.with_(updated_ns=now))
+    cursor = _Cursor(meta.cursor_seq, meta.cursor_message_id, meta.cursor_time_ns).to_json()
+    record = PassRecord("edit", now, model="user", cursor_before=cursor, cursor_after=cursor)
+    append_record(folder, record)
+    try:
+        store.archive.add_event(session_id, now, "summary_edit", record.to_json())
+    except ArchiveError as exc:
+        log.warning("summary edit event of %s not recorded: %s", session_id, exc)
     return record
 
 

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.core.sqlite_db import set_aside_path
 from agenvoy_desktop.core.timeutil import format_local
 
 if TYPE_CHECKING:
@@ -719,6 +720,45 @@ def load_summary(folder: Path) -> Summary | None:
         return parse_summary(data, repeats=True)
     except SummaryFormatError as exc:
         raise SummaryFileError(f"{path}: {exc}") from exc
+
+
+def check_summary_files(folder: Path, *, repair: bool) -> list[str]:
+    """Whether a session's summary files read; with *repair* damaged ones are set aside.
+
+    Damaged means not a JSON object at all (garbled or cut bytes); a file of
+    the wrong shape or from a newer app is left for the summarizer to
+    report.  A summary without its cursor (or the reverse) would fold
+    messages twice or skip them, so when either file is damaged both are
+    set aside (renamed ``<name>.damaged-<time>``, never deleted) and the
+    session summarizes from scratch.  Returns one line per problem.
+    """
+    problems: list[str] = []
+    for name in (SUMMARY_FILE, META_FILE):
+        try:
+            data = _read_json(folder / name)
+        except FileNotFoundError:
+            continue
+        except SummaryFileError as exc:
+            problems.append(str(exc).removeprefix(f"{folder}{os.sep}"))
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"{name}: not a JSON object")
+    if not problems or not repair:
+        return problems
+    moved = [set_aside_file(folder / name) for name in (SUMMARY_FILE, META_FILE)]
+    kept = ", ".join(str(m.name) for m in moved if m is not None)
+    notice = f"{problems[0]}; set aside as {kept}; the summary starts fresh"
+    log.info("%s: %s", folder, notice)  # the caller tells the user
+    return [notice]
+
+
+def set_aside_file(path: Path) -> Path | None:
+    """Rename *path* to a free ``<name>.damaged-<time>`` next to it (None when absent)."""
+    if not path.exists():
+        return None
+    target = set_aside_path(path)
+    os.replace(path, target)
+    return target
 
 
 def save_summary(folder: Path, summary: Summary) -> None:

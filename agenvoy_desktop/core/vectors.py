@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -183,6 +184,23 @@ class SessionVectors:
         self._rebuild(self.archive.vector_labels(self.session_id))
         self.flush()
 
+    @property
+    def dirty(self) -> bool:
+        """Whether the index file lags behind this object (a flush would write it)."""
+        return self._dirty and self._index is not None
+
+    def is_current(self) -> bool:
+        """Whether the in-memory index holds exactly the session's stored vectors.
+
+        False once another process added or removed some; one query of the
+        session's labels.
+        """
+        return self._index is None or self.archive.vector_labels(self.session_id) == self._labels
+
+    def drop_cache(self) -> None:
+        """Forget the in-memory index, keep the files: another process changed the session."""
+        self._index, self._labels, self._dirty = None, set(), False
+
     def clear(self) -> None:
         """Forget everything (reset/remove); the archive rows are cleared by the caller."""
         self._index, self._labels, self._dirty = None, set(), False
@@ -227,9 +245,14 @@ class SessionVectors:
         if not self._dirty or self._index is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.index_path.with_name(f".{INDEX_FILE}.tmp")
-        self._index.save_index(str(tmp))
-        tmp.replace(self.index_path)
+        # A name of this process's own: two processes saving at once must not mix their bytes.
+        tmp = self.index_path.with_name(f".{INDEX_FILE}.{os.getpid()}.tmp")
+        try:
+            self._index.save_index(str(tmp))
+            tmp.replace(self.index_path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         atomic_write_text(
             self.folder / META_FILE,
             json.dumps(

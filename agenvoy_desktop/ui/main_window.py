@@ -233,10 +233,30 @@ class MainWindow(QMainWindow):
             target = str(last) if last and str(last) in ids else (ids[0] if ids else None)
             self.select_session(target)
 
+        self._start_repairs()
         return self.runner.run(
             self.services.storage.run(self.services.store.sessions),
             what="list the sessions",
             on_success=opened,
+        )
+
+    def _start_repairs(self) -> None:
+        """Say what opening repaired; embed the messages it found without a vector.
+
+        The embedding runs in small storage-thread batches, so chatting goes
+        on meanwhile; its progress sits in the status bar, cancellable (the
+        rest is embedded at the next start).
+        """
+        for notice in self.services.notices:
+            self.errors.show_message(notice, "info")
+        count = self.services.missing_vectors()
+        if not count:
+            return
+        services = self.services
+        self.runner.run(
+            lambda op: services.embed_missing(op.report_counts, op.is_cancelled),
+            what="index messages for recall",
+            progress=f"Indexing {count:,} messages for recall…",
         )
 
     @property

@@ -215,6 +215,21 @@ def _fts_rows(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[int, str, str, st
         yield rowid, body, sid_token(sid), ctx
 
 
+def _row_values(session_id: str, seq: int, message: Message) -> tuple[Any, ...]:
+    """A message as the columns msg_id … extra of its ``messages`` row."""
+    return (
+        message.id,
+        session_id,
+        seq,
+        message.role,
+        message.content,
+        message.time_ns,
+        message.ref,
+        int(message.is_tool_traffic),
+        message.extra_json(),
+    )
+
+
 def _scope(session_id: str | None) -> str:
     """The FTS5 filter that keeps a match inside one session ("" for all sessions)."""
     return "" if session_id is None else f' AND sid : "{sid_token(session_id)}"'
@@ -339,17 +354,7 @@ class Archive(SqliteStore):
                 cur = db.execute(
                     "INSERT INTO messages (msg_id, session_id, seq, role, content, time_ns,"
                     " ref, tool, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        message.id,
-                        session_id,
-                        seq,
-                        message.role,
-                        message.content,
-                        message.time_ns,
-                        message.ref,
-                        int(message.is_tool_traffic),
-                        message.extra_json(),
-                    ),
+                    _row_values(session_id, seq, message),
                 )
                 rowid = cur.lastrowid
                 assert rowid is not None
@@ -806,18 +811,7 @@ class Archive(SqliteStore):
                 cur = db.execute(
                     "INSERT OR IGNORE INTO messages (id, msg_id, session_id, seq, role, content,"
                     " time_ns, ref, tool, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        rowid,
-                        message.id,
-                        session_id,
-                        seq,
-                        message.role,
-                        message.content,
-                        message.time_ns,
-                        message.ref,
-                        int(message.is_tool_traffic),
-                        message.extra_json(),
-                    ),
+                    (rowid, *_row_values(session_id, seq, message)),
                 )
                 written += cur.rowcount
             db.executemany(

@@ -1,4 +1,4 @@
-"""The SQLite archive: every message ever written (layer 3, DESIGN.md §1.3).
+"""The SQLite archive: every message ever written (the full-text layer).
 
 One database file holds the archive rows, the full-text index, the session
 metadata (``start_at``), the persisted vectors (so an hnswlib index file can

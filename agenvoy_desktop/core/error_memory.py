@@ -1,4 +1,4 @@
-"""Cross-session error memory (DESIGN.md §1.6): what failed, why, what was tried.
+"""Cross-session error memory: what failed, why, what was tried.
 
 Its own SQLite file (``memory/errors.sqlite3``), WAL, schema version in
 ``PRAGMA user_version`` with forward migrations; a database from a newer app

@@ -1,4 +1,4 @@
-"""history.json: a session's hot history (layer 1 of DESIGN.md §1.1).
+"""history.json: a session's hot history, the context window's layer.
 
 The file is a plain JSON array, one message per line, readable by people and
 by the reference implementation.  Whole-file writes (import, compaction,

@@ -1,4 +1,4 @@
-"""Reset and remove, crash-safe (DESIGN.md §1.7).
+"""Reset and remove, crash-safe.
 
 Each operation first writes a journal entry (``memory/ops/<session>.json``),
 then performs idempotent steps, then deletes the entry.  If the process dies

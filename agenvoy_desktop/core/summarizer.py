@@ -1,4 +1,4 @@
-"""The incremental rolling-summary runner and its triggers (DESIGN.md §1.1).
+"""The incremental rolling-summary runner and its triggers.
 
 What a run folds: archive messages newer than the cursor (``seq`` order) and
 older than the current context window.  The archive, not history.json, is

@@ -1,4 +1,4 @@
-"""The rolling summary's data, schema, files and prompt text (DESIGN.md §1.1).
+"""The rolling summary's data, schema, files and prompt text.
 
 A summary is a small structured object — binding ``key_decisions``,
 ``past_discussions`` with dates, and the ``current_discussion`` — that a
@@ -776,7 +776,7 @@ class SummaryMeta:
 
     ``cursor_seq`` (the archive ``seq`` of the newest folded message) is the
     ordering key, since times can tie; ``cursor_time_ns`` is kept too
-    (DESIGN.md §1.1 speaks of the cursor's time).  -1 / None / 0 = nothing
+    (what the summary covers, in time, for a person).  -1 / None / 0 = nothing
     folded yet.  ``history_stamp``, ``window_messages`` and ``caught_up``
     feed the mtime gate (see :mod:`summarizer`).
     """

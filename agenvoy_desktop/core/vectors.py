@@ -1,4 +1,4 @@
-"""Semantic recall index for one session (layer 2, DESIGN.md §1.2).
+"""Semantic recall index for one session (the semantic-recall layer).
 
 The vectors themselves live in the archive database; the hnswlib file next
 to history.json is a cache of them.  Opening checks the file against the

@@ -15,7 +15,9 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from agenvoy_desktop.core.error_memory import error_db_path
 from agenvoy_desktop.core.export import ExportFormat
+from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.operations.timeline import KINDS
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.ui import chat_panel
@@ -327,3 +329,20 @@ def test_the_app_starts_prepares_models_and_quits_cleanly(tmp_path: Path) -> Non
     assert "shutting down" in log
     assert "Traceback" not in log
     assert (tmp_path / "profile" / "config" / "window.ini").is_file()
+
+
+def test_start_repairs_show_notices_and_index_missing_vectors(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory, profile: AppPaths
+) -> None:
+    store = MemoryStore(profile, None)  # written without an embedding model: no vectors
+    sid = store.create_session("old")
+    store.append(sid, conversation([f"message number {i}" for i in range(100)]))
+    store.close()
+    error_db_path(profile).write_bytes(b"not a database " * 100)
+    services = make_services(ScriptedChatModel([]))
+    assert services.missing_vectors() == 100  # more than start-up embeds itself
+    window = make_window(services)
+    qtbot.waitUntil(lambda: services.missing_vectors() == 0)
+    info = services.storage.run_sync(services.store.info, sid)
+    assert info.vectors == 100
+    assert any("error memory" in message for message in window.errors.messages())

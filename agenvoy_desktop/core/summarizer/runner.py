@@ -1,0 +1,536 @@
+"""The runner: folds pending messages into the summary chunk by chunk."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from agenvoy_desktop.core.archive import ArchivedMessage, ArchiveError
+from agenvoy_desktop.core.locks import StoreBusyError
+from agenvoy_desktop.core.model_api import JsonModel, ModelOutputError
+from agenvoy_desktop.core.store import Cancelled, MemoryStore, Progress
+from agenvoy_desktop.core.summarizer.edits import save_user_edit
+from agenvoy_desktop.core.summarizer.pending import (
+    _Chunk,
+    _ContextTooSmallError,
+    _count_between,
+    _Cursor,
+    _Folded,
+    _gate_closed,
+    _Pending,
+    _resolve_cursor,
+    _RetryFailedError,
+    _SourceGoneError,
+    _window_start,
+    history_stamp,
+)
+from agenvoy_desktop.core.summarizer.runs import (
+    _MISSING,
+    _TOKEN_CACHE_MAX,
+    ANSWER_TOKENS,
+    GROWTH_TOKENS,
+    MIN_TRANSCRIPT_TOKENS,
+    SAFETY_TOKENS,
+    PassListener,
+    StopReason,
+    StoreRunner,
+    SummaryRunResult,
+    _Inline,
+)
+from agenvoy_desktop.core.summarizer.session_lock import SessionLock
+from agenvoy_desktop.core.summary import (
+    SUMMARIZE_INSTRUCTIONS,
+    PassRecord,
+    Summary,
+    SummaryFileError,
+    SummaryFormatError,
+    SummaryMeta,
+    append_record,
+    build_prompt,
+    cut_middle,
+    decision_sources,
+    load_meta,
+    load_summary,
+    message_handle,
+    parse_summary,
+    repeated_sentences,
+    save_meta,
+    save_summary,
+    summary_prompt_json,
+    summary_schema,
+    trace_decisions,
+    transcript_line,
+    without_repeats,
+)
+from agenvoy_desktop.core.timeutil import Clock, now_ns
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+class Summarizer:
+    """Folds a session's older messages into its rolling summary (module docstring).
+
+    ``max_answer_tokens`` replaces the worst-case answer budget
+    (:data:`ANSWER_TOKENS`) with max(it, previous summary + 256): smaller
+    chunks of context for tests, at the risk of an answer cut off.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        model: JsonModel,
+        *,
+        window_messages: int = 16,
+        clock: Clock = now_ns,
+        max_answer_tokens: int | None = None,
+        storage: StoreRunner | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.window_messages = window_messages
+        self.clock = clock
+        self.max_answer_tokens = max_answer_tokens
+        self.storage: StoreRunner = storage or _Inline()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._listeners: list[PassListener] = []
+        self._tokens: dict[str, int] = {}
+        self.stopping: set[str] = set()
+        """Sessions whose running pass must stop at the next chunk boundary."""
+
+    # -- listeners and helpers ---------------------------------------------------------
+    def on_pass(self, listener: PassListener) -> Callable[[], None]:
+        """Call *listener* after every pass/failure/edit; returns an unsubscribe function."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def emit(self, session_id: str, record: PassRecord) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(session_id, record)
+            except Exception:
+                log.exception("summary listener failed")
+
+    def is_running(self, session_id: str) -> bool:
+        lock = self._locks.get(session_id)
+        return lock is not None and lock.locked()
+
+    async def count_tokens(self, text: str) -> int:
+        """Token count with a per-text cache (messages are re-planned after failures)."""
+        cached = self._tokens.get(text)
+        if cached is None:
+            if len(self._tokens) >= _TOKEN_CACHE_MAX:
+                self._tokens.clear()
+            cached = self._tokens[text] = await self.model.count_tokens(text)
+        return cached
+
+    def pending_count_sync(self, session_id: str) -> int:
+        """Unsummarised messages older than the window (no model; runs on the store thread)."""
+        meta = load_meta(self.store.folder(session_id))
+        cursor = _resolve_cursor(self.store, session_id, meta)
+        end = _window_start(self.store, session_id, self.window_messages)
+        return _count_between(self.store, session_id, cursor.seq, end)
+
+    async def pending_count(self, session_id: str) -> int:
+        return await self.storage.run(self.pending_count_sync, session_id)
+
+    # -- running -------------------------------------------------------------------------
+    async def run(
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        wait: bool = False,
+        progress: Progress | None = None,
+        cancelled: Cancelled | None = None,
+    ) -> SummaryRunResult:
+        """Fold every unsummarised message older than the window into the summary.
+
+        ``force`` skips the mtime gate; ``wait`` queues behind a pass already
+        running in this process instead of returning ``busy`` (a pass in
+        another process is always ``busy``).  Raises UnknownSessionError.
+        """
+        try:
+            folder = await self.storage.run(self._prepare, session_id)
+        except StoreBusyError as exc:  # a long import or reset holds the session
+            return SummaryRunResult(session_id, "busy", error=str(exc))
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        if lock.locked() and not wait:
+            return SummaryRunResult(session_id, "busy")
+        async with lock:
+            file_lock = await self.storage.run(SessionLock.acquire, folder, self.clock)
+            if file_lock is None:
+                return SummaryRunResult(session_id, "busy", error="another process is summarising")
+            try:
+                run = _Run(self, session_id, folder, file_lock, progress=progress, cancel=cancelled)
+                return await run.go(force)
+            finally:
+                await self.storage.run(file_lock.release)
+
+    def _prepare(self, session_id: str) -> Path:
+        with self.store.locked(session_id, "summary"):  # a remove must not race the mkdir
+            folder = self.store.folder(self.store.require(session_id))
+            folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    async def stop_session(self, session_id: str) -> None:
+        """Stop this process's passes of a session at the next chunk and wait for them.
+
+        Call it before a reset or remove, so that no pass writes into a folder
+        that is going away (what succeeded so far is kept).
+        """
+        lock = self._locks.get(session_id)
+        if lock is None or not lock.locked():
+            return
+        self.stopping.add(session_id)
+        try:
+            async with lock:
+                pass
+        finally:
+            self.stopping.discard(session_id)
+
+    async def save_edit(self, session_id: str, summary: Summary) -> PassRecord:
+        """The inspector's edit path: :func:`save_user_edit` off the loop, then listeners."""
+        record = await self.storage.run(save_user_edit, self.store, session_id, summary, self.clock)
+        self.emit(session_id, record)
+        return record
+
+
+class _Run:
+    """One run's state, kept apart so :class:`Summarizer` stays reentrant."""
+
+    def __init__(
+        self,
+        owner: Summarizer,
+        session_id: str,
+        folder: Path,
+        lock: SessionLock,
+        *,
+        progress: Progress | None,
+        cancel: Cancelled | None,
+    ) -> None:
+        self.owner = owner
+        self.store = owner.store
+        self.sid = session_id
+        self.folder = folder
+        self.lock = lock
+        self.progress = progress
+        self.cancelled = cancel
+        self.summary = Summary()
+        self.meta = SummaryMeta()
+        self.had_meta = False
+        self.cursor = _Cursor()
+        self.start = _Cursor()
+        self.stamp = _MISSING
+        self.pending = _Pending(session_id, -1, None, 0)
+        self.index = 0
+        self.passes = 0
+        self.folded = 0
+
+    async def io(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.owner.storage.run(fn, *args)
+
+    def result(self, stopped: StopReason, error: str | None = None) -> SummaryRunResult:
+        return SummaryRunResult(
+            session_id=self.sid,
+            stopped=stopped,
+            passes=self.passes,
+            folded=self.folded,
+            cursor_before=self.start.seq,
+            cursor_after=self.cursor.seq,
+            remaining=max(0, self.pending.total - self.folded),
+            error=error,
+        )
+
+    async def go(self, force: bool) -> SummaryRunResult:
+        try:
+            if await self.io(self._load, force):
+                return self.result("mtime_gate")
+        except (SummaryFileError, ArchiveError) as exc:
+            return await self._failed(None, _describe(exc), 0.0)
+        try:
+            if self.pending.total == 0:
+                await self.io(self._mark_caught_up)
+                return self.result("up_to_date")
+            return await self._fold_all()
+        except StoreBusyError as exc:  # what was saved stays; the next run resumes there
+            return self.result("busy", str(exc))
+
+    def _load(self, force: bool) -> bool:
+        """Read the files and count what is pending; True when the mtime gate skips the run."""
+        self.stamp = history_stamp(self.folder / "history.json")
+        meta = load_meta(self.folder)
+        if meta is not None and not force and _gate_closed(meta, self.stamp, self.owner):
+            self.cursor = self.start = _Cursor(meta.cursor_seq, meta.cursor_message_id)
+            return True
+        self.meta = meta or SummaryMeta()
+        self.had_meta = meta is not None
+        self.summary = load_summary(self.folder) or Summary()
+        self.cursor = self.start = _resolve_cursor(self.store, self.sid, meta)
+        end = _window_start(self.store, self.sid, self.owner.window_messages)
+        total = _count_between(self.store, self.sid, self.cursor.seq, end)
+        self.pending = _Pending(self.sid, self.cursor.seq, end, total)
+        return False
+
+    def _mark_caught_up(self) -> None:
+        """Arm the mtime gate for this history.json (written only when something changed)."""
+        meta = self.meta.with_(
+            caught_up=True, window_messages=self.owner.window_messages, history_stamp=self.stamp
+        )
+        if meta != self.meta and (self.had_meta or self.stamp != _MISSING):
+            with self.store.locked(self.sid, "summary"):
+                if self.folder.is_dir():
+                    save_meta(self.folder, meta)
+
+    async def _fold_all(self) -> SummaryRunResult:
+        while self.index < len(self.pending.rows) or not self.pending.exhausted:
+            if self.sid in self.owner.stopping or (self.cancelled and self.cancelled()):
+                return self.result("cancelled")
+            started = time.perf_counter()
+            chunk: _Chunk | None = None
+            try:
+                chunk = await self._plan()
+                if not chunk.rows:
+                    break
+                started = time.perf_counter()
+                chunk, folded = await self._summarize_or_retry(chunk)
+            except _RetryFailedError as exc:
+                chunk = exc.chunk
+                return await self._failed(chunk, str(exc), time.perf_counter() - started)
+            except Exception as exc:  # noqa: BLE001 - any model or planning failure fails the chunk
+                return await self._failed(chunk, _describe(exc), time.perf_counter() - started)
+            duration = time.perf_counter() - started
+            try:
+                record = await self.io(self._commit, chunk, folded, duration)
+            except _SourceGoneError as exc:
+                log.info("summary of %s: %s", self.sid, exc)
+                return self.result("cancelled", str(exc))
+            except OSError as exc:  # disk full, read-only...: the atomic writes left the old files
+                return await self._failed(chunk, _describe(exc), duration)
+            self.owner.emit(self.sid, record)
+            if self.progress is not None:
+                self.progress(self.folded, self.pending.total)
+        return self.result("done")
+
+    async def _summarize_or_retry(self, chunk: _Chunk) -> tuple[_Chunk, _Folded]:
+        """One pass; after a bad answer, one more over the first half of the chunk.
+
+        A small model that loses its way over many messages often manages
+        half as many; the other half is planned into the next chunk, so
+        nothing is skipped.  Only answer problems are retried: a model that
+        cannot run at all fails the chunk at once.
+        """
+        try:
+            return chunk, await self._summarize(chunk)
+        except (ModelOutputError, SummaryFormatError) as exc:
+            if len(chunk.rows) < 2:
+                raise
+            first_error = _describe(exc)
+        half = chunk.first_half()
+        log.warning(
+            "summary of %s: %s; retrying with %d of %d messages",
+            self.sid,
+            first_error,
+            len(half.rows),
+            len(chunk.rows),
+        )
+        try:
+            folded = await self._summarize(half, last_try=True)
+        except (ModelOutputError, SummaryFormatError) as exc:
+            raise _RetryFailedError(half, f"{_describe(exc)} (and before: {first_error})") from exc
+        folded.notes["retried_after"] = first_error
+        return half, folded
+
+    async def _summarize(self, chunk: _Chunk, *, last_try: bool = False) -> _Folded:
+        """One model call for *chunk*; the answer validated and its decisions traced.
+
+        On the ``last_try`` a sentence said twice is removed instead of
+        failing the chunk (see :func:`~agenvoy_desktop.core.summary.without_repeats`).
+        """
+        if not chunk.has_content:  # nothing to learn: advance without a model call
+            return _Folded(self.summary)
+        prompt = build_prompt(self.summary, chunk.lines)
+        sources = chunk.sources
+        completion = await self.owner.model.complete_json(
+            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve
+        )
+        answer = parse_summary(completion.value, "model answer", repeats=last_try)
+        notes: dict[str, Any] = {}
+        if last_try and (twice := repeated_sentences(answer)):
+            answer = without_repeats(answer)
+            notes["repeats_removed"] = twice
+        answer, dropped = trace_decisions(answer, sources)
+        if answer.is_empty:
+            raise SummaryFormatError(
+                f"model answer: empty summary for {len(chunk.rows)} messages with content"
+            )
+        if dropped:
+            log.info("summary of %s: dropped untraced decisions: %s", self.sid, dropped)
+            notes["dropped_decisions"] = dropped
+        return _Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
+
+    # -- planning ------------------------------------------------------------------------
+    async def _row(self, index: int) -> ArchivedMessage | None:
+        while index >= len(self.pending.rows) and not self.pending.exhausted:
+            await self.io(self.pending.fetch, self.store)
+        return self.pending.rows[index] if index < len(self.pending.rows) else None
+
+    async def _plan(self) -> _Chunk:
+        """The next chunk: as many messages as fit beside instructions, summary and answer."""
+        count = self.owner.count_tokens
+        reserve = min(ANSWER_TOKENS, self.owner.model.context_size // 2)
+        if self.owner.max_answer_tokens is not None:
+            summary_tokens = await count(summary_prompt_json(self.summary))
+            reserve = max(self.owner.max_answer_tokens, summary_tokens + GROWTH_TOKENS)
+        frame = build_prompt(self.summary, [])
+        fixed = await count(SUMMARIZE_INSTRUCTIONS) + await count(frame[1]["content"])
+        budget = self.owner.model.context_size - reserve - fixed - SAFETY_TOKENS
+        if budget < MIN_TRANSCRIPT_TOKENS:
+            raise _ContextTooSmallError(
+                f"model {self.owner.model.name}: context of {self.owner.model.context_size} "
+                f"tokens leaves {budget} for messages (need {MIN_TRANSCRIPT_TOKENS}+)"
+            )
+        chunk = _Chunk([], [], reserve, decision_sources(self.summary))
+        used = 0
+        while (row := await self._row(self.index + len(chunk.rows))) is not None:
+            line = transcript_line(row.message, message_handle(len(chunk.rows)))
+            cost = await count(line) + 1  # + the newline
+            if used + cost > budget:
+                if chunk.rows:
+                    break
+                line, cost = await self._fit(line, budget - 1), budget
+            chunk.rows.append(row)
+            chunk.lines.append(line)
+            used += cost
+        return chunk
+
+    async def _fit(self, line: str, budget: int) -> str:
+        """Cut a message bigger than the whole budget in the middle until it fits."""
+        tokens = await self.owner.model.count_tokens(line)
+        keep = int(len(line) * budget / max(tokens, 1) * 0.9)
+        for _ in range(12):
+            text = cut_middle(line, keep)
+            if await self.owner.model.count_tokens(text) <= budget:
+                return text
+            keep = int(keep * 0.7)
+        return cut_middle(line, 0)
+
+    # -- recording -----------------------------------------------------------------------
+    def _commit(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
+        """Save, under the session lock: checked, then written (see :meth:`_save`)."""
+        with self.store.locked(self.sid, "summary"):
+            if not self.folder.is_dir():  # removed meanwhile: never recreate it
+                raise FileNotFoundError(f"session {self.sid} was removed during the summary")
+            ids = [row.message.id for row in chunk.rows]
+            if len(self.store.archive.rowids_for(ids)) != len(ids):
+                raise _SourceGoneError(
+                    f"session {self.sid} was reset during the summary; the pass was discarded"
+                )
+            return self._save(chunk, folded, duration)
+
+    def _save(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
+        """Save order: summary, meta (cursor), history line, timeline event."""
+        answer = folded.summary
+        before, after = self.cursor, _Cursor.of(chunk.rows[-1])
+        self.index += len(chunk.rows)
+        done = self.index >= len(self.pending.rows) and self.pending.exhausted
+        now = self.owner.clock()
+        save_summary(self.folder, answer)
+        self.meta = self.meta.with_(
+            cursor_seq=after.seq,
+            cursor_message_id=after.message_id,
+            cursor_time_ns=after.time_ns,
+            summarized_messages=self.meta.summarized_messages + len(chunk.rows),
+            updated_ns=now,
+            model=self.owner.model.name,
+            window_messages=self.owner.window_messages,
+            caught_up=done,
+            history_stamp=self.stamp,
+        )
+        save_meta(self.folder, self.meta)
+        self.summary, self.cursor = answer, after
+        log.info(
+            "summary of %s: folded %d messages (seq %d-%d) in %.1f s",
+            self.sid,
+            len(chunk.rows),
+            chunk.rows[0].seq,
+            after.seq,
+            duration,
+        )
+        self.passes += 1
+        self.folded += len(chunk.rows)
+        record = self._record(
+            "pass",
+            chunk,
+            before,
+            duration,
+            prompt=folded.prompt_tokens,
+            completion=folded.completion_tokens,
+            notes=folded.notes,
+        )
+        self._write_record(record)
+        self.lock.refresh()
+        return record
+
+    def _record(
+        self,
+        kind: Literal["pass", "failed"],
+        chunk: _Chunk | None,
+        before: _Cursor,
+        duration: float,
+        *,
+        prompt: int = 0,
+        completion: int = 0,
+        error: str | None = None,
+        notes: dict[str, Any] | None = None,
+    ) -> PassRecord:
+        rows = chunk.rows if chunk else []
+        return PassRecord(
+            kind=kind,
+            time_ns=self.owner.clock(),
+            model=self.owner.model.name,
+            chunk_first=_Cursor.of(rows[0]).to_json() if rows else None,
+            chunk_last=_Cursor.of(rows[-1]).to_json() if rows else None,
+            cursor_before=before.to_json(),
+            cursor_after=self.cursor.to_json(),
+            messages=len(rows),
+            duration_s=round(duration, 4),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            error=error,
+            extra=dict(notes or {}),
+        )
+
+    def _write_record(self, record: PassRecord) -> None:
+        with self.store.locked(self.sid, "summary"):
+            if not self.folder.is_dir():
+                return
+            append_record(self.folder, record)
+        kind = "summary_pass" if record.kind == "pass" else "summary_failed"
+        try:
+            self.store.archive.add_event(self.sid, record.time_ns, kind, record.to_json())
+        except ArchiveError as exc:  # the pass itself is saved; only the timeline misses it
+            log.warning("summary event of %s not recorded: %s", self.sid, exc)
+
+    async def _failed(self, chunk: _Chunk | None, error: str, duration: float) -> SummaryRunResult:
+        log.warning("summary of %s failed: %s", self.sid, error)
+        record = self._record("failed", chunk, self.cursor, duration, error=error)
+        try:
+            await self.io(self._write_record, record)
+        except (OSError, StoreBusyError) as exc:
+            log.warning("summary failure of %s not logged: %s", self.sid, exc)
+        self.owner.emit(self.sid, record)
+        return self.result("failed", error)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ModelOutputError | SummaryFormatError | SummaryFileError):
+        return str(exc)
+    if isinstance(exc, ArchiveError | _ContextTooSmallError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

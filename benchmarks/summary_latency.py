@@ -7,8 +7,9 @@ schema-constrained generation that returns the merged summary.  The first
 round also loads the model and is reported apart.  Reported: wall time per
 pass, prompt and completion tokens, and whether every answer validated.
 
-DESIGN.md §3 quotes "~6 s for a short conversation" on 2 cores; there is no
-pass/fail threshold in the issue, so the figure is recorded as measured.
+The design once hoped for "~6 s for a short conversation" on 2 cores; there is
+no pass/fail threshold here, so the figure is recorded as measured
+(benchmarks/RESULTS.md §7).
 
     .venv/bin/python benchmarks/summary_latency.py [--quick]
 """

@@ -4,7 +4,7 @@ Byte-fallback vocabulary (``<0x00>`` … ``<0xFF>`` typed BYTE, SentencePiece
 ``llama`` tokenizer), two layers, a Qwen-style ChatML chat template with tool
 support.  It says nothing meaningful, but it loads in milliseconds, streams,
 follows a JSON-schema grammar and embeds, so load/generate/cancel/grammar code
-runs for real in CI (DESIGN.md §3).
+runs for real in CI, with no model download.
 """
 
 from __future__ import annotations

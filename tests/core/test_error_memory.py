@@ -1,4 +1,4 @@
-"""The error memory (DESIGN.md §1.6): records, TTL, lookup ranking, hints, safety."""
+"""The error memory: records, TTL, lookup ranking, hints, safety."""
 
 from __future__ import annotations
 

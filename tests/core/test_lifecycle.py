@@ -1,4 +1,4 @@
-"""Reset and remove (DESIGN.md §1.7), including a crash in the middle."""
+"""Reset and remove, including a crash in the middle."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.search import MODES, SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore, SessionInfo, check_session_id
 from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns, parse_iso_in_range
@@ -35,7 +36,7 @@ EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class CliError(Exception):
+class CliError(KnownError):
     """A user-facing failure: printed as one line, exit status 1."""
 
 

@@ -61,6 +61,7 @@ from agenvoy_desktop.core.error_types import (
     text_terms,
     with_type_keyword,
 )
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
 from agenvoy_desktop.core.sqlite_db import SqliteStore, StoreDamagedError, set_aside_database
 from agenvoy_desktop.core.timeutil import Clock, now_ns
@@ -162,7 +163,7 @@ _TYPE_CODE: dict[str, int] = {name: code for code, name in enumerate(ERROR_TYPES
 FloatArray = npt.NDArray[np.float32]
 
 
-class ErrorMemoryError(RuntimeError):
+class ErrorMemoryError(KnownError, RuntimeError):
     """An environment problem with the error-memory file, phrased for the user."""
 
 
@@ -170,7 +171,7 @@ class ErrorMemoryDamagedError(ErrorMemoryError, StoreDamagedError):
     """The error-memory file is damaged: it is set aside and a fresh one started."""
 
 
-class ErrorRecordNotFound(KeyError):
+class ErrorRecordNotFound(KnownError, KeyError):
     """No record has this id (deleted, purged, or never written)."""
 
     def __str__(self) -> str:

@@ -40,6 +40,7 @@ from agenvoy_desktop.core.embedding import (
     embedding_parts,
     with_previous,
 )
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
@@ -67,18 +68,18 @@ Progress = Callable[[int, int], None]
 Cancelled = Callable[[], bool]
 
 
-class UnknownSessionError(KeyError):
+class UnknownSessionError(KnownError, KeyError):
     """No session with that id; ``str()`` is a readable message."""
 
     def __str__(self) -> str:
         return f"no session {self.args[0]!r}"
 
 
-class InvalidSessionIdError(ValueError):
+class InvalidSessionIdError(KnownError, ValueError):
     """A session id that cannot be a folder name."""
 
 
-class OperationCancelledError(RuntimeError):
+class OperationCancelledError(KnownError, RuntimeError):
     """Long work stopped at the user's request; what was done is kept."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.sqlite_db import SqliteStore, StoreDamagedError
@@ -235,7 +236,7 @@ def _scope(session_id: str | None) -> str:
     return "" if session_id is None else f' AND sid : "{sid_token(session_id)}"'
 
 
-class ArchiveError(RuntimeError):
+class ArchiveError(KnownError, RuntimeError):
     """An environment problem with the archive file, phrased for the user."""
 
 

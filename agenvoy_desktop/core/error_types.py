@@ -17,6 +17,7 @@ from typing import Literal, TypeVar, get_args
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.fts_text import normalize
 
 ErrorType = Literal[
@@ -51,7 +52,7 @@ classified, matched and embedded: a traceback's message is at its end."""
 _HINT_FIELD_CHARS = 300
 
 
-class ErrorRecordInvalid(ValueError):
+class ErrorRecordInvalid(KnownError, ValueError):
     """A record field is missing or out of bounds; the message names the field."""
 
 

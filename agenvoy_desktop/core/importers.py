@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import (
     MAX_MESSAGE_BYTES,
     ROLES,
@@ -32,7 +33,7 @@ from agenvoy_desktop.core.timeutil import check_time_ns, parse_iso, split_time_h
 _KNOWN_KEYS = frozenset({"id", "role", "content", "time", "ref"})
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(KnownError, ValueError):
     """The input is not something we can import; the message says where and why."""
 
 

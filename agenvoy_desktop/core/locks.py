@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from agenvoy_desktop.core.errors import KnownError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_WAIT_S = 10.0
@@ -46,7 +48,7 @@ _INFO_AT = 1
 _POSIX = os.name == "posix"
 
 
-class StoreBusyError(RuntimeError):
+class StoreBusyError(KnownError, RuntimeError):
     """Another process holds a lock this operation needs; ``str()`` says who."""
 
 

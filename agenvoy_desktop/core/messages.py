@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import check_time_ns, format_iso, parse_iso
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
@@ -38,7 +39,7 @@ must always fit, or a turn would fail on a user's tiny ``max_history_bytes``.
 """
 
 
-class InvalidMessageError(ValueError):
+class InvalidMessageError(KnownError, ValueError):
     """A message the store must not write; ``str()`` says what is wrong in one line."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
+from agenvoy_desktop.core.errors import KnownError
+
 FinishReason = Literal["stop", "length", "tool_calls", "cancelled"]
 
 
@@ -33,7 +35,7 @@ class ChatMessage(TypedDict, total=False):
     name: str
 
 
-class ModelOutputError(RuntimeError):
+class ModelOutputError(KnownError, RuntimeError):
     """The model answered, but not with what was asked (bad JSON, cut off, empty)."""
 
 

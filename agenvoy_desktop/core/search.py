@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.vectors import from_blobs, message_of
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ EXCERPT_BEFORE = 2
 EXCERPT_AFTER = 1
 
 
-class SearchError(ValueError):
+class SearchError(KnownError, ValueError):
     """A search that cannot run (empty query, no embedding model, bad mode)."""
 
 

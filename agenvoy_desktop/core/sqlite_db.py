@@ -28,6 +28,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from agenvoy_desktop.core.errors import KnownError
+
 _REASONS = {
     "SQLITE_FULL": "the disk is full",
     "SQLITE_READONLY": "the file is read-only",
@@ -52,7 +54,7 @@ DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 """SQLite's primary codes that mean the file itself is damaged (not the disk, not a lock)."""
 
 
-class StoreDamagedError(RuntimeError):
+class StoreDamagedError(KnownError, RuntimeError):
     """Mixed into a store's damaged-file error: the file must be set aside and rebuilt."""
 
 

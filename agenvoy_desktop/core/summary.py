@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.sqlite_db import set_aside_path
@@ -84,11 +85,11 @@ TOOL_ARGS_CHARS = 80
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-class SummaryFormatError(ValueError):
+class SummaryFormatError(KnownError, ValueError):
     """A summary (model answer, user edit or file) that is not the agreed shape."""
 
 
-class SummaryFileError(RuntimeError):
+class SummaryFileError(KnownError, RuntimeError):
     """A summary file that cannot be read; ``str()`` names the file."""
 
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from agenvoy_desktop.core.errors import KnownError
+
 Clock = Callable[[], int]
 """Returns the current UTC time in Unix nanoseconds (injectable in tests)."""
 
@@ -36,7 +38,7 @@ that day) without ever reaching the overflow that used to brick a profile.
 """
 
 
-class TimeRangeError(ValueError):
+class TimeRangeError(KnownError, ValueError):
     """A time the archive cannot store; ``str()`` names the time and the range."""
 
 

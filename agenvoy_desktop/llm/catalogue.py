@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core.atomic import atomic_output, atomic_write_text
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.llm import starter
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError, read_gguf_info
@@ -60,7 +61,7 @@ _COPY_CHUNK = 4 << 20
 ProgressFn = Callable[[float, str], None]
 
 
-class CatalogueError(ValueError):
+class CatalogueError(KnownError, ValueError):
     """A catalogue request that cannot be done (unknown name, duplicate, bad role...)."""
 
 

@@ -27,6 +27,7 @@ import jinja2
 import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.model_api import ChatMessage
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ MIN_KEPT_CHARS = 200
 """A message is never cut below this many characters of its own text."""
 
 
-class ChatTemplateError(ValueError):
+class ChatTemplateError(KnownError, ValueError):
     """The model's chat template cannot render this conversation."""
 
 

@@ -36,6 +36,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.worker import ModelWorker
 
@@ -63,7 +64,7 @@ _LOG_LEVELS = {
 _LOG_CONT = 5
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(KnownError, RuntimeError):
     """The embedding model could not be loaded or run."""
 
 

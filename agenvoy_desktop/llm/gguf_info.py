@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agenvoy_desktop.core.errors import KnownError
+
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32
@@ -59,7 +61,7 @@ EMBEDDING_ARCHITECTURES = frozenset(
 )
 
 
-class ModelFileError(ValueError):
+class ModelFileError(KnownError, ValueError):
     """A model file that is missing, unreadable, not GGUF, damaged or truncated."""
 
 

@@ -31,6 +31,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.model_api import FinishReason
 from agenvoy_desktop.llm.chat_format import ChatTemplate
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
@@ -49,7 +50,7 @@ MIN_CONTEXT = 256
 _ALL_LAYERS = 0x7FFFFFFF
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(KnownError, RuntimeError):
     """The model file is missing, not a GGUF, damaged, or llama.cpp cannot run it."""
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from safetensors import safe_open
 
 from agenvoy_desktop.core.atomic import atomic_output
+from agenvoy_desktop.core.errors import KnownError
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ _LAYER_TENSORS = {
 }
 
 
-class WeightsChecksumError(ValueError):
+class WeightsChecksumError(KnownError, ValueError):
     """The source weights are not the expected file (corrupt, truncated or replaced)."""
 
 

@@ -14,6 +14,7 @@ import importlib.util
 import logging
 from pathlib import Path
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.llm.minilm_convert import (
     CONVERTER_VERSION,
     EXPECTED_WEIGHTS_SHA256,
@@ -36,7 +37,7 @@ SETUP_HINT = (
 )
 
 
-class ModelUnavailableError(RuntimeError):
+class ModelUnavailableError(KnownError, RuntimeError):
     """The embedding model's source package is missing or incomplete."""
 
 

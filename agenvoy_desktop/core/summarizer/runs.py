@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.summary import (
     SUMMARY_SCHEMA,
     HistoryStamp,
@@ -34,7 +35,7 @@ _TOKEN_CACHE_MAX = 50_000
 _MISSING: HistoryStamp = (0, -1, 0)
 
 
-class SummaryBusyError(RuntimeError):
+class SummaryBusyError(KnownError, RuntimeError):
     """Another summary pass holds the session (in this or another process)."""
 
 

@@ -55,6 +55,11 @@ class AppPaths:
         return self.config_dir / "settings.json"
 
     @property
+    def log_file(self) -> Path:
+        """The app's log (window and CLI): where a bug's traceback is written."""
+        return self.config_dir / "logs" / "agenvoy-desktop.log"
+
+    @property
     def models_dir(self) -> Path:
         return self.data_dir / "models"
 

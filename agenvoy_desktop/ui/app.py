@@ -48,7 +48,6 @@ from agenvoy_desktop.ui.theme import apply_theme
 log = logging.getLogger("agenvoy_desktop.ui.app")
 
 APP_NAME = "Agenvoy Desktop"
-LOG_FILE = "agenvoy-desktop.log"
 FULL_GC_EVERY = 1_000_000
 """Young collections between automatic full ones: in effect, none while working.
 
@@ -210,10 +209,9 @@ async def _shutdown(window: MainWindow, runner: AsyncRunner, services: AppServic
 
 
 def _configure_logging(paths: AppPaths, verbose: bool) -> None:
-    folder = paths.config_dir / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
+    paths.log_file.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.handlers.RotatingFileHandler(
-        folder / LOG_FILE, maxBytes=1 << 20, backupCount=3, encoding="utf-8"
+        paths.log_file, maxBytes=1 << 20, backupCount=3, encoding="utf-8"
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     console = logging.StreamHandler()

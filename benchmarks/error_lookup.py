@@ -181,7 +181,7 @@ def index_choice(path: Path, n_queries: int) -> dict[str, Any]:
     queries = matrix[rng.integers(0, len(matrix), n_queries)]
 
     def brute(q: np.ndarray) -> np.ndarray:
-        sims = np.einsum("ij,j->i", matrix, q)  # as _Index.similarities
+        sims = np.einsum("ij,j->i", matrix, q)  # as VectorIndex.similarities
         return np.argpartition(-sims, 10)[:10]
 
     def brute_blas(q: np.ndarray) -> np.ndarray:

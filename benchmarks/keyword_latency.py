@@ -46,8 +46,8 @@ from agenvoy_desktop.core.archive import (
     Archive,
     ArchivedMessage,
 )
-from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION
 from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.paths import AppPaths, app_paths
@@ -454,7 +454,7 @@ def main() -> None:
     paths, build = cached_archive(args.quick)
     db_bytes = sum(p.stat().st_size for p in paths.memory_dir.glob("archive.sqlite3*"))
     queries = query_set(args.quick)
-    store = MemoryStore(paths, None, reconcile=False)
+    store = MemoryStore(paths, None)
     try:
         archive = store.archive
         print(f"{len(queries)} LoCoMo questions as queries, limit {LIMIT}, {build['rows']:,} rows")

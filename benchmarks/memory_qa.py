@@ -50,6 +50,7 @@ from memory_facts import FACTS, UNRELATED, Fact, answer_matches
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import AnswerDelta, ToolCallStarted, TurnEvent
+from agenvoy_desktop.core.lifecycle import remove_session
 from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.llm.engine import ChatEngine, extra_buffers_enabled
 from agenvoy_desktop.paths import AppPaths
@@ -158,7 +159,7 @@ async def ask(services: AppServices, question: str) -> Turn:
 
     result = await agent.run_turn(sid, question, on_event=on_event)
     await agent.idle()
-    await storage.run(store.remove, sid)
+    await storage.run(remove_session, store, sid)
     reported = getattr(result, "first_token_s", None)
     return Turn(
         question=question,

@@ -44,6 +44,7 @@ from agenvoy_desktop.agent.recall import (
     recall_candidates,
 )
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.lifecycle import remove_session
 from agenvoy_desktop.paths import app_paths
 from agenvoy_desktop.settings import Settings
 
@@ -87,7 +88,7 @@ def ask_all(
         sid = services.storage.run_sync(store.create_session, "ask")
         found = services.storage.run_sync(recall_candidates, store, sid, text, WINDOW)
         asked.append(Asked(text, kind, query_kind(text), found, target))
-        services.storage.run_sync(store.remove, sid)
+        services.storage.run_sync(remove_session, store, sid)
     return asked
 
 

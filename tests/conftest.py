@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
 from tests.fakes import HashingEmbedder
@@ -89,12 +90,12 @@ StoreFactory = Callable[..., MemoryStore]
 
 @pytest.fixture
 def open_store(paths: AppPaths, embedder: HashingEmbedder) -> Iterator[StoreFactory]:
-    """Open MemoryStores on the test profile; all are closed at teardown."""
+    """Open the test profile's memory as the app does (:func:`open_memory`); closed at teardown."""
     opened: list[MemoryStore] = []
 
     def factory(**kwargs: object) -> MemoryStore:
         kwargs.setdefault("clock", FakeClock())
-        store = MemoryStore(paths, kwargs.pop("embedder", embedder), **kwargs)  # type: ignore[arg-type]
+        store = open_memory(paths, kwargs.pop("embedder", embedder), **kwargs)  # type: ignore[arg-type]
         opened.append(store)
         return store
 

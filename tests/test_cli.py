@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
+from agenvoy_desktop.cli import common
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import archive_counts, write_json
 from tests.fakes import HashingEmbedder
@@ -28,7 +29,7 @@ ROWS = [
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=256))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=256))
 
 
 @pytest.fixture

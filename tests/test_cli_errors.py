@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from agenvoy_desktop import cli, cli_errors
+from agenvoy_desktop.cli import common
+from agenvoy_desktop.cli import errors as cli_errors
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
 from agenvoy_desktop.paths import app_paths
 from tests.fakes import HashingEmbedder
@@ -43,7 +44,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=256))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=256))
 
 
 Run = Callable[..., tuple[int, str, str]]
@@ -58,7 +59,7 @@ def run(capsys: pytest.CaptureFixture[str], data_dir: Path) -> Run:
         args.data_dir = getattr(args, "data_dir", None)
         try:
             code: int = args.func(args)
-        except cli.CliError as exc:
+        except common.CliError as exc:
             print(f"agenvoy-desktop: error: {exc}", file=sys.stderr)
             code = 1
         out, err = capsys.readouterr()
@@ -149,7 +150,7 @@ def test_search_with_and_without_model(run: Run, monkeypatch: pytest.MonkeyPatch
     def broken(paths: object) -> HashingEmbedder:
         raise RuntimeError("embedding model not downloaded")
 
-    monkeypatch.setattr(cli, "_embedder", broken)
+    monkeypatch.setattr(common, "load_embedder", broken)
     code, out, err = run("errors", "search", "timed out", "--tool", "web")
     assert code == 0
     assert "keyword search only" in err

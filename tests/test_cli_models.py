@@ -1,4 +1,4 @@
-"""``agenvoy-desktop models``: through a small parser that calls register() like cli.py does."""
+"""``agenvoy-desktop models``: a small parser calling register() as build_parser does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from agenvoy_desktop import cli, cli_models
-from agenvoy_desktop.cli_models import format_count, format_size, register
+from agenvoy_desktop import cli
+from agenvoy_desktop.cli import models as cli_models
+from agenvoy_desktop.cli.models import format_count, format_size, register
 from agenvoy_desktop.llm import discovery
 from agenvoy_desktop.llm.catalogue import CATALOGUE_FILE
 from tests.tiny_gguf import write_tiny_llama

@@ -23,6 +23,7 @@ from typing import Any
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.agent.turn import current_session
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import format_local, parse_iso_in_range
@@ -34,6 +35,10 @@ except ImportError:  # Windows
 
 MAX_READ_CHARS = 20_000
 MAX_LISTING = 200
+
+
+class NotTextFileError(KnownError, ValueError):
+    """A file the read tool will not read: binary, or a pipe or device that may never end."""
 
 
 # -- search_chat_history --------------------------------------------------------
@@ -383,12 +388,14 @@ def _read_text(path: Path | None, roots: Sequence[Path], limit: int) -> ToolResu
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(f"{path} is a folder (use list_files)")
         if not stat.S_ISREG(mode):  # FIFO, socket, device: reading could block or never end
-            raise ValueError(f"{path.name} is not a regular file (a pipe or device); not read")
+            raise NotTextFileError(
+                f"{path.name} is not a regular file (a pipe or device); not read"
+            )
         head = _read_up_to(fd, limit * 4 + 4)
     finally:
         os.close(fd)
     if b"\x00" in head[:8192]:
-        raise ValueError(f"{path.name} is a binary file, not text")
+        raise NotTextFileError(f"{path.name} is a binary file, not text")
     text = head.decode("utf-8", errors="replace")
     clipped = text[:limit]
     more = "" if len(text) <= limit and len(head) <= limit * 4 else "\n[… file continues]"

@@ -13,7 +13,7 @@ from typing import Any
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.agent.turn import current_session
-from agenvoy_desktop.core.error_memory import ErrorMemory
+from agenvoy_desktop.core.error_memory import ErrorMemory, ErrorRecordNotFound
 from agenvoy_desktop.core.error_types import (
     MAX_KEYWORD_CHARS,
     MAX_KEYWORDS,
@@ -121,7 +121,7 @@ def error_tools(storage: Storage, errors: ErrorMemory, store: MemoryStore) -> li
     async def read(args: dict[str, Any]) -> ToolResult:
         record = await storage.run(errors.get, int(args["id"]))
         if record is None:
-            raise LookupError(f"no error record #{args['id']} (it may have expired)")
+            raise ErrorRecordNotFound(f"no error record #{args['id']} (it may have expired)")
         return ToolResult(describe_record(record))
 
     text = {"type": "string", "maxLength": MAX_TEXT_CHARS}

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agenvoy_desktop.agent.policy import is_personal
-from agenvoy_desktop.core.fts_text import STOPWORDS, normalize, query_terms
+from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
 from agenvoy_desktop.core.search import SearchError, SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import format_local

@@ -25,6 +25,7 @@ from agenvoy_desktop.agent.turn import Agent, AgentConfig
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path, open_error_memory
 from agenvoy_desktop.core.model_api import ChatModel
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
 from agenvoy_desktop.core.summary import prompt_text
@@ -122,7 +123,7 @@ class AppServices:
         store: MemoryStore | None = None
         try:
             store = storage.run_sync(
-                MemoryStore,
+                open_memory,
                 paths,
                 embedder,
                 max_history_bytes=settings.memory.max_history_bytes,

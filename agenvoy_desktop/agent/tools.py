@@ -18,13 +18,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agenvoy_desktop.core.errors import KnownError, is_known, one_line
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 20.0
 MAX_RESULT_CHARS = 4000  # ~1000 tokens: small models have small contexts
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(KnownError, ValueError):
     """Arguments that do not match the tool's schema (message says which)."""
 
 
@@ -148,7 +150,10 @@ class ToolRegistry:
         except ToolArgumentError as exc:
             return outcome(f"invalid arguments for {name}: {exc}", error=True)
         except Exception as exc:  # a tool bug is reported to the model, not raised
-            log.info("tool %s raised", name, exc_info=True)
+            if is_known(exc):  # a file, a date, a record that is not there: the model's to fix
+                log.info("tool %s failed: %s", name, one_line(exc))
+            else:
+                log.error("internal error in tool %s", name, exc_info=True)
             return outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
         if isinstance(result, str):
             result = ToolResult(result, empty=not result.strip())

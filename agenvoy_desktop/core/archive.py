@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.fts_text import FTS_TEXT_VERSION, index_text, query_terms
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION, index_text
+from agenvoy_desktop.core.retrieval.planner import MatchPlan, plan_match
+from agenvoy_desktop.core.retrieval.widen import fetch_enough
 from agenvoy_desktop.core.sqlite_db import SqliteStore, StoreDamagedError
 
 SCHEMA_VERSION = 3
@@ -234,6 +236,23 @@ def _row_values(session_id: str, seq: int, message: Message) -> tuple[Any, ...]:
 def _scope(session_id: str | None) -> str:
     """The FTS5 filter that keeps a match inside one session ("" for all sessions)."""
     return "" if session_id is None else f' AND sid : "{sid_token(session_id)}"'
+
+
+def _filters(
+    time_from_ns: int | None, time_to_ns: int | None, include_tool: bool
+) -> tuple[str, list[Any]]:
+    """The SQL condition on ``messages m`` (and its parameters) a keyword hit must pass."""
+    where = ["1"]
+    params: list[Any] = []
+    if time_from_ns is not None:
+        where.append("m.time_ns >= ?")
+        params.append(time_from_ns)
+    if time_to_ns is not None:
+        where.append("m.time_ns <= ?")
+        params.append(time_to_ns)
+    if not include_tool:
+        where.append("m.tool = 0")
+    return " AND ".join(where), params
 
 
 class ArchiveError(KnownError, RuntimeError):
@@ -490,47 +509,24 @@ class Archive(SqliteStore):
         if budget is None:
             budget = POSTINGS_BUDGET if session_id is None else SESSION_POSTINGS_BUDGET
         planned = self._plan_match(query, budget, _scope(session_id), _columns(with_context))
-        return None if planned is None else planned[0]
+        return None if planned is None else planned.expr
 
     def _plan_match(
         self, query: str, budget: int, scope: str = "", columns: str = "body"
-    ) -> tuple[str, int] | None:
-        """(MATCH expression, documents it matches at most) for a user's text.
+    ) -> MatchPlan | None:
+        """The bounded MATCH expression for a user's text (:func:`planner.plan_match`).
 
-        Stopwords are dropped unless nothing else is left; then terms are
-        taken rarest first until *budget* documents would be scored.  Terms
-        that occur nowhere are dropped (they cannot match).  With a *scope*
-        (a session), frequencies and the budget count that session's
-        documents only: a word common in the archive but rare in the session
-        is exactly the one that finds the answer there, and only the
-        session's matches are ever scored.
-
-        Counting is the plan's cost, so it stops at 2 × budget: past that a
-        term is too common to be taken with another one anyway, and all it
-        could still decide is which of several very common terms goes alone
-        (then the longer word, usually the rarer one).  Counting on to
-        8 × budget cost half of an archive-wide query in the 1M-message
-        benchmark and changed no recall figure.
+        With a *scope* (a session), frequencies and the budget count that
+        session's documents only: a word common in the archive but rare in
+        the session is exactly the one that finds the answer there, and only
+        the session's matches are ever scored.
         """
-        terms = query_terms(query)
-        content = [t for t in terms if not t.is_stopword] or terms
-        scored: list[tuple[int, int, str]] = []
         newest = self._newest_rowid() if self._df_memo else 0
-        for term in content:
-            df = self._term_df(term.expr, 2 * budget + 1, scope, columns, newest)
-            if df > 0:
-                scored.append((df, -len(term.expr), term.expr))
-        if not scored:
-            return None
-        scored.sort()
-        chosen: list[str] = []
-        total = 0
-        for df, _longer_first, expr in scored:
-            if chosen and total + df > budget:
-                break
-            chosen.append(expr)
-            total += df
-        return " OR ".join(chosen), total
+
+        def doc_freq(expr: str, cap: int) -> int:
+            return self._term_df(expr, cap, scope, columns, newest)
+
+        return plan_match(query, doc_freq, budget)
 
     def _term_df(self, expr: str, cap: int, scope: str, columns: str, newest: int) -> int:
         """:meth:`_doc_freq`, remembered for common terms.
@@ -601,41 +597,45 @@ class Archive(SqliteStore):
         planned = self._plan_match(query, budget, scope, columns)
         if planned is None:
             return []
-        match, total = planned
-        expr = f"{columns} : ({match}){scope}"
-        floor = self._recent_floor(expr, budget) if total > budget else 0
-        where = ["1"]
-        params: list[Any] = []
-        if time_from_ns is not None:
-            where.append("m.time_ns >= ?")
-            params.append(time_from_ns)
-        if time_to_ns is not None:
-            where.append("m.time_ns <= ?")
-            params.append(time_to_ns)
-        if not include_tool:
-            where.append("m.tool = 0")
-        fetch = (limit + len(exclude_msg_ids)) * 3 + 10
-        while True:
-            ranked = self._query(
-                "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?"
-                " AND rowid >= ? ORDER BY rank LIMIT ?",
-                (expr, floor, fetch),
-            )
-            score = {int(rowid): -float(rank) for rowid, rank in ranked}
-            marks = ",".join("?" * len(score))
-            rows = self._query(
-                f"SELECT {_MSG_COLS} FROM messages m WHERE m.id IN ({marks})"
-                f" AND {' AND '.join(where)}",
-                [*score, *params],
-            )
-            hits = [(_row_to_archived(r), score[r[0]]) for r in rows if r[3] not in exclude_msg_ids]
-            hits.sort(key=lambda hit: hit[1], reverse=True)
-            if len(hits) >= limit or (len(ranked) < fetch and floor == 0):
-                return hits[:limit]
-            if len(ranked) < fetch:
+        expr = f"{columns} : ({planned.expr}){scope}"
+        floor = self._recent_floor(expr, budget) if planned.postings > budget else 0
+        where = _filters(time_from_ns, time_to_ns, include_tool)
+
+        def page(fetch: int) -> tuple[list[tuple[ArchivedMessage, float]], bool]:
+            nonlocal floor
+            hits, exhausted = self._ranked(expr, floor, fetch, where, exclude_msg_ids)
+            if len(hits) < limit and exhausted and floor:
                 floor = 0  # the newest matches did not pass the filters: rank all
-            else:
-                fetch *= 8
+                hits, exhausted = self._ranked(expr, floor, fetch, where, exclude_msg_ids)
+            return hits, exhausted
+
+        return fetch_enough(page, limit, (limit + len(exclude_msg_ids)) * 3 + 10)
+
+    def _ranked(
+        self,
+        expr: str,
+        floor: int,
+        fetch: int,
+        where: tuple[str, list[Any]],
+        exclude_msg_ids: frozenset[str],
+    ) -> tuple[list[tuple[ArchivedMessage, float]], bool]:
+        """(hits among FTS5's best *fetch* matches from rowid *floor* on that pass
+        *where*, best first; whether FTS5 returned fewer than *fetch*)."""
+        ranked = self._query(
+            "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?"
+            " AND rowid >= ? ORDER BY rank LIMIT ?",
+            (expr, floor, fetch),
+        )
+        score = {int(rowid): -float(rank) for rowid, rank in ranked}
+        marks = ",".join("?" * len(score))
+        sql, params = where
+        rows = self._query(
+            f"SELECT {_MSG_COLS} FROM messages m WHERE m.id IN ({marks}) AND {sql}",
+            [*score, *params],
+        )
+        hits = [(_row_to_archived(r), score[r[0]]) for r in rows if r[3] not in exclude_msg_ids]
+        hits.sort(key=lambda hit: hit[1], reverse=True)
+        return hits, len(ranked) < fetch
 
     def rebuild_fts(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Recreate the derived full-text index from the rows (interrupt-safe)."""

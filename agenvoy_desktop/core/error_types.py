@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.fts_text import normalize
+from agenvoy_desktop.core.retrieval.clip import clip_line, keep_ends
+from agenvoy_desktop.core.retrieval.fts_text import normalize
 
 ErrorType = Literal[
     "not_found",
@@ -143,15 +144,7 @@ def error_text(error: BaseException | str | None) -> str:
     if error is None:
         return ""
     text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
-    return _head_and_tail(text.strip(), ERROR_TEXT_CLIP, "\n…\n")
-
-
-def _head_and_tail(text: str, limit: int, gap: str) -> str:
-    """*text*, or its first and last ``limit // 2`` characters joined by *gap*."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}{gap}{text[-half:]}"
+    return keep_ends(text.strip(), ERROR_TEXT_CLIP, "\n…\n")
 
 
 QUERY_CLIP = 200
@@ -186,7 +179,7 @@ def lookup_query(tool: str, error: BaseException | str | None) -> str:
     rest = _CLASS_PREFIX.sub("", text, count=1)
     if len(rest.split()) >= _MIN_MESSAGE_WORDS:
         text = rest
-    return _head_and_tail(text, QUERY_CLIP, " … ")
+    return keep_ends(text, QUERY_CLIP, " … ")
 
 
 def classify_error(error: BaseException | str | None) -> ErrorType:
@@ -388,26 +381,10 @@ def rank_for_failure(
     return [(int(i), reasons[int(tier[i])]) for i in order[:limit]]
 
 
-def fuse_ranks(
-    rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float
-) -> dict[int, float]:
-    """Weighted reciprocal rank fusion of id lists: score = Σ w / (k + rank)."""
-    scores: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return scores
-
-
 # -- hints ------------------------------------------------------------------------------
-def _clip(text: str, width: int = _HINT_FIELD_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def instruction_for(record: ErrorRecord) -> str:
     """Resolved: apply the fix.  Failed or abandoned: do not repeat the strategy."""
-    action = _clip(record.action) or "(no action recorded)"
+    action = clip_line(record.action, _HINT_FIELD_CHARS) or "(no action recorded)"
     if record.outcome == "resolved":
         return f"apply this fix: {action}"
     return f"do not repeat this: {action}"
@@ -425,10 +402,10 @@ def format_hints(hints: Sequence[ErrorHint], *, tool: str | None = None) -> str:
     lines = [f"Error memory: past failures of {subject} that resemble this one."]
     for number, hint in enumerate(hints, start=1):
         rec = hint.record
-        cause = f" Cause: {_clip(rec.cause)}." if rec.cause else ""
+        cause = f" Cause: {clip_line(rec.cause, _HINT_FIELD_CHARS)}." if rec.cause else ""
         lines.append(
             f"{number}. [{rec.outcome}, record #{rec.id}, {rec.tool}] "
-            f"Symptom: {_clip(rec.symptom)}.{cause} → {hint.instruction}"
+            f"Symptom: {clip_line(rec.symptom, _HINT_FIELD_CHARS)}.{cause} → {hint.instruction}"
         )
     lines.append(
         "Apply a resolved fix when it fits this failure; never repeat a failed or abandoned one."

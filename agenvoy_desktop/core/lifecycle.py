@@ -21,14 +21,11 @@ import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.locks import StoreBusyError
-from agenvoy_desktop.core.store import check_session_id
-
-if TYPE_CHECKING:
-    from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.store import MemoryStore, check_session_id
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +35,18 @@ TRASH_PREFIX = ".removing-"
 
 def ops_dir(store: MemoryStore) -> Path:
     return store.paths.memory_dir / "ops"
+
+
+def reset_session(store: MemoryStore, session_id: str) -> None:
+    """Clear history, vectors and archive of a session; keep its summary."""
+    with store.locked(session_id, "reset"):
+        run_operation(store, "reset", store.require(session_id))
+
+
+def remove_session(store: MemoryStore, session_id: str) -> None:
+    """Delete a session entirely (folder, archive rows, vectors, summary)."""
+    with store.locked(session_id, "remove"):
+        run_operation(store, "remove", store.require(session_id))
 
 
 def run_operation(store: MemoryStore, op: Operation, session_id: str) -> None:

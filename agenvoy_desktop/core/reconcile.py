@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agenvoy_desktop.core import recovery
 from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.findings import Finding
 from agenvoy_desktop.core.history import HistoryFile, quick_tail
 from agenvoy_desktop.core.lifecycle import finish_pending, ops_dir
 from agenvoy_desktop.core.messages import Message, new_message_id
@@ -45,6 +46,17 @@ from agenvoy_desktop.core.summary import check_summary_files
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
+
+__all__ = [
+    "START_EMBED_LIMIT",
+    "Finding",
+    "check_error_memory",
+    "check_summaries",
+    "count_missing_vectors",
+    "doctor",
+    "reconcile",
+    "repair_archive",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,25 +66,14 @@ well under a second); a bigger backlog (an import killed halfway) is only counte
 embedded in the background so the window opens at once."""
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One disagreement between layers, and whether it was repaired."""
-
-    session_id: str | None
-    kind: str
-    detail: str
-    repaired: bool
-    notice: bool = False
-    """Tell the user even outside ``doctor``: a file was set aside, or messages restored."""
-
-    def __str__(self) -> str:
-        where = f"[{self.session_id}] " if self.session_id else ""
-        state = "repaired" if self.repaired else "found"
-        return f"{state}: {where}{self.kind}: {self.detail}"
-
-
-def reconcile(store: MemoryStore, *, repair: bool, deep: bool) -> list[Finding]:
+def reconcile(
+    store: MemoryStore, *, repair: bool, deep: bool, embed_limit: int | None = None
+) -> list[Finding]:
     """Check (and with *repair*, fix) every session; returns the findings.
+
+    A session lacking more than *embed_limit* vectors (None: no limit) is
+    only reported, not embedded: start-up leaves such a backlog to the
+    background (see :data:`START_EMBED_LIMIT`).
 
     Another process may be writing meanwhile.  Each session is checked
     under its lock; at start-up (not *deep*) a busy session is skipped: its
@@ -109,7 +110,7 @@ def reconcile(store: MemoryStore, *, repair: bool, deep: bool) -> list[Finding]:
                 if repair and (ops_dir(store) / f"{sid}.json").exists():
                     continue  # a reset/remove still to finish: nothing to back-fill from
                 if deep or not _looks_consistent(store, sid):
-                    findings += _check_session(store, sid, repair=repair)
+                    findings += _check_session(store, sid, repair=repair, embed_limit=embed_limit)
         if deep and not store.archive.fts_ok():
             if repair:
                 store.archive.rebuild_fts()
@@ -137,7 +138,9 @@ def _looks_consistent(store: MemoryStore, sid: str) -> bool:
     return True
 
 
-def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Finding]:
+def _check_session(
+    store: MemoryStore, sid: str, *, repair: bool, embed_limit: int | None = None
+) -> list[Finding]:
     out: list[Finding] = []
     if repair:
         hist = store.history(sid)
@@ -179,7 +182,7 @@ def _check_session(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
     if repair and restored and store.maybe_compact(sid):
         known = store.archive.all_msg_ids(sid)
     out += _check_cut(store, sid, known, repair=repair, hist=hist)
-    out += _check_vectors(store, sid, repair=repair, hist=hist)
+    out += _check_vectors(store, sid, repair=repair, hist=hist, embed_limit=embed_limit)
     out += _check_summary(store, sid, repair=repair)
     return out
 
@@ -284,8 +287,22 @@ def _check_archive(store: MemoryStore, *, repair: bool) -> list[Finding]:
     reason = f"integrity check failed: {problems[0]}"
     if not repair:
         return [Finding(None, "archive", reason, False)]
-    report = store.repair_archive(reason)
+    report = repair_archive(store, reason)
     return [Finding(None, "archive", report.notice(), True)]
+
+
+def repair_archive(store: MemoryStore, reason: str) -> recovery.ArchiveRecovery:
+    """Set the store's damaged archive aside and rebuild it (:mod:`recovery`); the user hears of it.
+
+    The rebuild runs under the profile lock, with the store's caches dropped
+    (:meth:`MemoryStore.replace_archive`); its notice joins ``store.notices``.
+    """
+    paths = store.paths
+    report = store.replace_archive(
+        lambda: recovery.rebuild_archive(paths.archive_db, paths.sessions_dir, store.clock, reason)
+    )
+    store.notices.append(report.notice())
+    return report
 
 
 def check_error_memory(path: Path, *, repair: bool) -> list[Finding]:
@@ -351,7 +368,12 @@ def _check_cut(
 
 
 def _check_vectors(
-    store: MemoryStore, sid: str, *, repair: bool, hist: HistoryFile
+    store: MemoryStore,
+    sid: str,
+    *,
+    repair: bool,
+    hist: HistoryFile,
+    embed_limit: int | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     live = set(store.archive.rowids_for(m.id for m in hist.messages).values())
@@ -363,7 +385,7 @@ def _check_vectors(
             store.vectors(sid).remove(orphans)
     lacking = len(live - stored)
     if lacking:
-        inline = not store.defer_embedding or lacking <= START_EMBED_LIMIT
+        inline = embed_limit is None or lacking <= embed_limit
         can = repair and store.embedder is not None and inline
         detail = f"{lacking} message(s) without a vector"
         out.append(Finding(sid, "vectors", detail + (": embedded" if can else ""), can))

@@ -98,7 +98,7 @@ def open_archive(
 
     The check at open is cheap (the schema reads, :meth:`Archive.probe`);
     damage further in shows when a query reaches it, and the caller repairs
-    then (``MemoryStore.repair_archive``).  The rebuild runs inside
+    then (:func:`agenvoy_desktop.core.reconcile.repair_archive`).  The rebuild runs inside
     *exclusive* (the profile lock: no other process writes meanwhile), and
     looks again first: another process may have rebuilt it while we waited.
     """

@@ -4,7 +4,8 @@
   the messages still in history.json;
 - ``keyword`` — exact text: the FTS5 archive (which also holds everything in
   history.json, so nothing is listed twice);
-- ``hybrid`` — both lists fused by reciprocal rank.
+- ``hybrid`` — both lists fused by reciprocal rank (:mod:`retrieval.fusion`
+  holds the rule and the constants measured on LoCoMo).
 
 Hits are widened into excerpts (2 messages before, 1 after, overlapping
 excerpts merged, time order).  The agent passes ``exclude_window`` so the
@@ -21,6 +22,7 @@ import numpy as np
 
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.errors import KnownError
+from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.vectors import from_blobs, message_of
 
 if TYPE_CHECKING:
@@ -28,14 +30,6 @@ if TYPE_CHECKING:
 
 Mode = Literal["semantic", "keyword", "hybrid"]
 MODES: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
-# Fusion measured on LoCoMo (benchmarks/locomo_recall.py, RESULTS.md): the
-# textbook k=60 ranks items found by both routes at middling ranks above each
-# route's own best hit and lost to keyword search alone.  With the stemmed,
-# context-aware keyword route (R@10 0.69) far ahead of the semantic one
-# (0.47), a small k with the semantic list at half weight keeps keyword's top
-# hits on top and lets semantic add what keyword misses.
-RRF_K = 3
-HYBRID_WEIGHTS = (0.5, 1.0)  # (semantic, keyword)
 EXCERPT_BEFORE = 2
 EXCERPT_AFTER = 1
 
@@ -215,25 +209,22 @@ def fuse(
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
 ) -> list[Hit]:
-    """Weighted reciprocal rank fusion: score = Σ w / (k + rank).
+    """Weighted reciprocal rank fusion of hit lists (:func:`fusion.rrf_scores`).
 
     Each route's evidence (``cosine``, ``bm25``) survives the fusion: a
     message both routes found carries both.
     """
-    scores: dict[int, float] = {}
+    scores = rrf_scores([[hit.item.rowid for hit in r] for r in rankings], weights, k)
     first: dict[int, Hit] = {}
     cosine: dict[int, float] = {}
     bm25: dict[int, float] = {}
-    for number, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[number]
-        for rank, hit in enumerate(ranking, start=1):
-            rowid = hit.item.rowid
-            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
-            first.setdefault(rowid, hit)
-            if hit.cosine is not None:
-                cosine[rowid] = max(cosine.get(rowid, hit.cosine), hit.cosine)
-            if hit.bm25 is not None:
-                bm25[rowid] = max(bm25.get(rowid, hit.bm25), hit.bm25)
+    for hit in (hit for ranking in rankings for hit in ranking):
+        rowid = hit.item.rowid
+        first.setdefault(rowid, hit)
+        if hit.cosine is not None:
+            cosine[rowid] = max(cosine.get(rowid, hit.cosine), hit.cosine)
+        if hit.bm25 is not None:
+            bm25[rowid] = max(bm25.get(rowid, hit.bm25), hit.bm25)
     order = sorted(scores, key=lambda rowid: scores[rowid], reverse=True)
     return [Hit(first[r].item, scores[r], cosine=cosine.get(r), bm25=bm25.get(r)) for r in order]
 

@@ -5,8 +5,11 @@ version in ``PRAGMA user_version``, migrate it forward with a table of SQL
 scripts and refuse a database written by a newer app *before* switching it
 to WAL, so such a file is left exactly as it was.  Environment failures
 (disk full, read-only, locked, damaged, not a database) reach the user as
-the store's own error type with a short reason, never as a raw
-``sqlite3`` exception (the known-error idea of qutebrowser's ``misc/sql.py``).
+the store's own error type with a short reason, chosen by SQLite's primary
+result code (the known-error idea of qutebrowser's ``misc/sql.py``).  Every
+other ``sqlite3`` error — a misspelt column, a syntax error, a constraint,
+a misused connection — is a bug and leaves unchanged, so it is reported as
+one rather than as something wrong with the user's file.
 A damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) gets the store's *damaged*
 type, a subclass of both its error type and :class:`StoreDamagedError`, so a
 caller can tell "set the file aside and rebuild" from "free some disk space".
@@ -26,18 +29,38 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NoReturn, Self
 
 from agenvoy_desktop.core.errors import KnownError
 
 _REASONS = {
-    "SQLITE_FULL": "the disk is full",
-    "SQLITE_READONLY": "the file is read-only",
-    "SQLITE_CANTOPEN": "the file cannot be opened",
-    "SQLITE_CORRUPT": "the file is damaged",
-    "SQLITE_BUSY": "another program holds it locked",
-    "SQLITE_IOERR": "a disk read or write failed",
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_READONLY: "the file is read-only",
+    sqlite3.SQLITE_CANTOPEN: "the file cannot be opened",
+    sqlite3.SQLITE_CORRUPT: "the file is damaged",
+    sqlite3.SQLITE_BUSY: "another program holds it locked",
+    sqlite3.SQLITE_LOCKED: "another program holds it locked",
+    sqlite3.SQLITE_IOERR: "a disk read or write failed",
 }
+"""The primary result codes that are the environment's doing, with the reason a user reads.
+
+SQLITE_NOTADB is one too; its reason names the store (``_not_a_db``).
+"""
+
+UTF8_DAMAGE = "Could not decode to UTF-8"
+"""Python's sqlite3 (not SQLite) says this, with no result code, when stored text is not UTF-8."""
+
+
+def primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of *exc* (extended codes folded), or None when it has none.
+
+    Python's own checks (a closed connection, a wrong parameter count) carry
+    no code.  An error built by hand may carry only ``sqlite_errorname``.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        code = getattr(sqlite3, str(getattr(exc, "sqlite_errorname", "")), None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 WAL_AUTOCHECKPOINT_PAGES = 4000
@@ -50,7 +73,7 @@ is the safety net for long runs of writes with no pause (a big import).
 """
 
 
-DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 """SQLite's primary codes that mean the file itself is damaged (not the disk, not a lock)."""
 
 
@@ -64,9 +87,15 @@ def is_damage(exc: sqlite3.Error) -> bool:
     Text that is not UTF-8 is damage too: the app only ever stores UTF-8,
     and Python's sqlite3 (not SQLite) is the one that notices.
     """
-    if str(getattr(exc, "sqlite_errorname", "")).startswith(DAMAGE_CODES):
+    if primary_code(exc) in DAMAGE_CODES:
         return True
-    return "Could not decode to UTF-8" in str(exc)
+    return UTF8_DAMAGE in str(exc)
+
+
+def is_environment(exc: sqlite3.Error) -> bool:
+    """Whether *exc* is the disk, a lock or the file speaking (else: a bug in our SQL or code)."""
+    code = primary_code(exc)
+    return code in _REASONS or code == sqlite3.SQLITE_NOTADB or is_damage(exc)
 
 
 COMPANIONS = ("-wal", "-shm", "-journal")
@@ -121,12 +150,13 @@ class SqliteStore:
     _migrations: ClassVar[Mapping[int, str]]
     """``_migrations[v]`` upgrades a database at version v-1 to v."""
     _tx_friendly: ClassVar[type[sqlite3.Error]] = sqlite3.DatabaseError
-    """Failures inside :meth:`transaction` reported as ``_error`` (IntegrityError never is)."""
+    """Failures inside :meth:`transaction` that :meth:`_raise` may report as ``_error``."""
 
     def __init__(self, path: Path, *, check_same_thread: bool = True) -> None:
         """Open (creating or migrating) the file, then run :meth:`_opened`.
 
-        Any failure closes the connection again; SQLite's become ``_error``.
+        Any failure closes the connection again; SQLite's environment
+        failures become ``_error``.
         """
         self.path = path
         self._lock = threading.RLock()
@@ -136,7 +166,7 @@ class SqliteStore:
                 path, check_same_thread=check_same_thread, isolation_level=None
             )
         except sqlite3.Error as exc:
-            raise self._friendly(exc) from exc
+            self._raise(exc)
         try:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._check_version()  # before WAL: a newer app's file is left as it was
@@ -148,7 +178,7 @@ class SqliteStore:
         except BaseException as exc:
             self._db.close()
             if isinstance(exc, sqlite3.Error):
-                raise self._friendly(exc) from exc
+                self._raise(exc)
             raise
 
     def _opened(self) -> None:
@@ -173,7 +203,7 @@ class SqliteStore:
                     "PRAGMA wal_checkpoint(PASSIVE)"
                 ).fetchone()
             except sqlite3.DatabaseError as exc:
-                raise self._friendly(exc) from exc
+                self._raise(exc)
         return max(0, int(log_frames) - int(copied))
 
     def __enter__(self) -> Self:
@@ -183,15 +213,25 @@ class SqliteStore:
         self.close()
 
     def _friendly(self, exc: sqlite3.Error) -> RuntimeError:
-        """*exc* as the store's error, with a reason a user can act on."""
-        code = getattr(exc, "sqlite_errorname", "")
-        reasons = {**_REASONS, "SQLITE_NOTADB": self._not_a_db}
-        reason = next((text for key, text in reasons.items() if code.startswith(key)), str(exc))
+        """*exc* (an environment failure, see :func:`is_environment`) as the store's error."""
+        code = primary_code(exc)
+        reasons = {**_REASONS, sqlite3.SQLITE_NOTADB: self._not_a_db}
+        reason = reasons.get(code, str(exc)) if code is not None else str(exc)
         damaged = is_damage(exc)
-        if damaged and not code:
+        if damaged and code is None:
             reason = "the file is damaged (text that is not UTF-8)"
         error = self._damaged if self._damaged is not None and damaged else self._error
         return error(f"{self._kind} {self.path}: {reason}")
+
+    def _raise(self, exc: sqlite3.Error) -> NoReturn:
+        """Raise *exc* as the store's error when the environment caused it; else unchanged.
+
+        Called inside the ``except`` that caught *exc*: a bug keeps its own
+        type and traceback, so it is reported as a bug, not as a bad file.
+        """
+        if is_environment(exc):
+            raise self._friendly(exc) from exc
+        raise exc
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -207,10 +247,8 @@ class SqliteStore:
             except BaseException as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                if isinstance(exc, self._tx_friendly) and not isinstance(
-                    exc, sqlite3.IntegrityError
-                ):
-                    raise self._friendly(exc) from exc
+                if isinstance(exc, self._tx_friendly):
+                    self._raise(exc)  # IntegrityError (a constraint) is never the environment
                 raise
 
     def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
@@ -218,7 +256,7 @@ class SqliteStore:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as exc:  # also SQLITE_CORRUPT ("malformed")
-                raise self._friendly(exc) from exc
+                self._raise(exc)
 
     def integrity_problems(self, *, quick: bool = False) -> list[str]:
         """What SQLite's own check finds wrong with the file ([] when it is sound).
@@ -232,6 +270,8 @@ class SqliteStore:
             with self._lock:
                 rows = self._db.execute(f"PRAGMA {pragma}(20)").fetchall()
         except sqlite3.DatabaseError as exc:
+            if not is_environment(exc):
+                raise
             return [str(self._friendly(exc))]
         problems = [str(row[0]) for row in rows]
         return [] if problems == ["ok"] else problems

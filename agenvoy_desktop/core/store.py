@@ -4,8 +4,8 @@ It keeps the three layers in step — history.json (hot window), the SQLite
 archive (everything) and the per-session vector index — and is the only
 writer of them.  Write order for a new message: history.json first (it is
 what the user sees and what the model reads), then the archive, then the
-vector; start-up reconciliation (:mod:`reconcile`) repairs whatever a crash
-left between those steps.
+vector; opening the profile (:func:`startup.open_memory`) reconciles
+whatever a crash left between those steps.
 
 Not thread-safe by design: callers run it on one worker (the UI's storage
 thread, or the CLI's main thread); the embedding model has its own thread.
@@ -30,10 +30,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.embedding import (
     EMBED_TEXT_VERSION,
     TextEmbedder,
@@ -41,6 +42,7 @@ from agenvoy_desktop.core.embedding import (
     with_previous,
 )
 from agenvoy_desktop.core.errors import KnownError
+from agenvoy_desktop.core.findings import Finding
 from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
@@ -48,12 +50,11 @@ from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.vectors import SessionVectors
 from agenvoy_desktop.paths import AppPaths
 
-if TYPE_CHECKING:
-    from agenvoy_desktop.core.recovery import ArchiveRecovery
-
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+"""The embedding model's name recorded with its vectors (a change re-embeds everything)."""
 COMPACT_TO = 0.8
 EMBED_BATCH = 64
 FLUSH_EVERY_S = 60.0
@@ -66,6 +67,7 @@ _WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.I
 Progress = Callable[[int, int], None]
 """``progress(done, total)``."""
 Cancelled = Callable[[], bool]
+T = TypeVar("T")
 
 
 class UnknownSessionError(KnownError, KeyError):
@@ -132,87 +134,58 @@ class MemoryStore:
         paths: AppPaths,
         embedder: TextEmbedder | None = None,
         *,
-        model_name: str = "all-MiniLM-L6-v2",
+        model_name: str = DEFAULT_MODEL_NAME,
         max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES,
         clock: Clock = now_ns,
-        reconcile: bool = True,
-        repair_damage: bool = True,
+        archive: Archive | None = None,
     ) -> None:
-        """Open the profile's memory; a damaged archive is set aside and rebuilt.
+        """Open the profile's memory as it is on disk: no repair, no reconciliation.
 
-        *repair_damage* False (``doctor`` without ``--repair``) raises
-        :class:`ArchiveDamagedError` instead.  Start-up reconciliation embeds
-        a few missing vectors; a backlog is only counted (``missing_vectors``,
-        with an embedder) and embedding it is the caller's background work.
-        What start-up repaired that the user should hear of is in
-        ``notices`` (one line each).
+        *archive* is one already opened (and, if it was damaged, rebuilt) by
+        :func:`startup.open_memory`, which is how the app opens a profile;
+        without it the archive file is opened as it is.  Vectors of another
+        embedding model are dropped here (they are meaningless with this one).
+        ``notices``, ``findings`` and ``missing_vectors`` stay empty unless
+        :func:`startup.open_memory` filled them.
         """
-        from agenvoy_desktop.core import recovery
-        from agenvoy_desktop.core.archive import ArchiveDamagedError
-        from agenvoy_desktop.core.reconcile import (
-            Finding,
-            check_summaries,
-            count_missing_vectors,
-        )
-        from agenvoy_desktop.core.reconcile import reconcile as run_reconcile
-
         self.paths = paths.ensure()
         self.embedder = embedder
         self.model_name = model_name
         self.max_history_bytes = max_history_bytes
         self.clock = clock
         self.notices: list[str] = []
+        """What opening repaired that the user should hear of (one line each)."""
         self.findings: list[Finding] = []
+        """What start-up reconciliation found and repaired."""
         self.missing_vectors: dict[str, int] = {}
-        self.defer_embedding = True
-        """While true, reconciliation counts missing vectors instead of embedding them."""
-        self.archive, recovered = recovery.open_archive(
-            paths.archive_db,
-            paths.sessions_dir,
-            clock,
-            repair=repair_damage,
-            exclusive=lambda: self.locks.profile("archive repair"),
-        )
-        if recovered is not None:
-            self.notices.append(recovered.notice())
+        """Per session, messages still lacking a vector: the caller's background work."""
+        self.archive = archive if archive is not None else Archive(paths.archive_db)
         self._histories: dict[str, HistoryFile] = {}
         self._vectors: dict[str, SessionVectors] = {}
         self._unsaved: dict[str, int] = {}
         self._last_flush: dict[str, float] = {}
         self._dim_recorded = False
-        for attempt in (1, 2):
-            try:
-                self._check_embedding_model()
-                if reconcile:
-                    self.findings = run_reconcile(self, repair=True, deep=False)
-                    self.findings += check_summaries(self, repair=True)
-                    self.notices += [
-                        str(f).removeprefix("repaired: ") for f in self.findings if f.notice
-                    ]
-                    if embedder is not None:  # only a store that can embed needs the count
-                        self.missing_vectors = count_missing_vectors(self)
-                break
-            except ArchiveDamagedError as exc:  # a bad page the check at open did not reach
-                if attempt == 2 or not repair_damage:
-                    self.archive.close()
-                    raise
-                self.repair_archive(recovery.damage_reason(exc))
-        self.defer_embedding = False
+        try:
+            self.check_embedding_model()
+        except BaseException:
+            self.archive.close()
+            raise
 
-    def repair_archive(self, reason: str) -> ArchiveRecovery:
-        """Set the damaged archive aside and rebuild it (:mod:`recovery`); caches are dropped."""
-        from agenvoy_desktop.core.recovery import rebuild_archive
+    def replace_archive(self, rebuild: Callable[[], tuple[Archive, T]]) -> T:
+        """Close the archive and start over on the one *rebuild* makes in its place.
 
-        with self.locks.profile("archive repair"):  # no other process writes meanwhile
+        For a damaged archive (see :mod:`recovery`): *rebuild* runs under the
+        profile lock, so no other process writes meanwhile, and every cache
+        is dropped (it may hold rows the old file lost).  Returns what
+        *rebuild* reports.
+        """
+        with self.locks.profile("archive repair"):
             self.archive.close()
             self._histories.clear()
             self._vectors.clear()
             self._dim_recorded = False
-            self.archive, report = rebuild_archive(
-                self.paths.archive_db, self.paths.sessions_dir, self.clock, reason
-            )
-        self.notices.append(report.notice())
-        self._check_embedding_model()
+            self.archive, report = rebuild()
+        self.check_embedding_model()
         return report
 
     # -- plumbing ----------------------------------------------------------
@@ -318,7 +291,7 @@ class MemoryStore:
             self._vectors[session_id] = vec
         return vec
 
-    def _check_embedding_model(self) -> None:
+    def check_embedding_model(self) -> None:
         """Vectors of another model are meaningless: drop them, re-embed lazily.
 
         The archive remembers which model (and dimension) made its vectors; a
@@ -603,21 +576,6 @@ class MemoryStore:
         )
         log.info("compacted %s: dropped %d messages", session_id, len(dropped))
         return True
-
-    # -- reset / remove --------------------------------------------------------
-    def reset(self, session_id: str) -> None:
-        """Clear history, vectors and archive of a session; keep its summary."""
-        from agenvoy_desktop.core.lifecycle import run_operation
-
-        with self.locked(session_id, "reset"):
-            run_operation(self, "reset", self.require(session_id))
-
-    def remove(self, session_id: str) -> None:
-        """Delete a session entirely (folder, archive rows, vectors, summary)."""
-        from agenvoy_desktop.core.lifecycle import run_operation
-
-        with self.locked(session_id, "remove"):
-            run_operation(self, "remove", self.require(session_id))
 
 
 def _whole_messages(

@@ -42,6 +42,10 @@ class TimeRangeError(KnownError, ValueError):
     """A time the archive cannot store; ``str()`` names the time and the range."""
 
 
+class TimeFormatError(KnownError, ValueError):
+    """Text that is not an ISO 8601 time; ``str()`` quotes it."""
+
+
 def now_ns() -> int:
     """The default clock."""
     return time.time_ns()
@@ -57,7 +61,7 @@ def _to_ns(moment: datetime) -> int:
 def parse_iso(text: str) -> int:
     """Parse an ISO 8601 timestamp (``Z`` allowed; naive = local) into UTC ns.
 
-    Raises ValueError with the offending text on anything else.
+    Raises :class:`TimeFormatError` with the offending text on anything else.
     """
     cleaned = text.strip()
     if cleaned.endswith(("Z", "z")):
@@ -69,7 +73,7 @@ def parse_iso(text: str) -> int:
     try:
         return _to_ns(datetime.fromisoformat(cleaned)) + sub_micro
     except (ValueError, OverflowError):  # overflow: year 1 or 9999 shifted by its offset
-        raise ValueError(f"not an ISO 8601 time: {text!r}") from None
+        raise TimeFormatError(f"not an ISO 8601 time: {text!r}") from None
 
 
 def check_time_ns(ns: int, shown: str | None = None) -> int:

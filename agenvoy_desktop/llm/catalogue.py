@@ -546,20 +546,20 @@ def _info_from_json(data: dict[str, Any] | None) -> GgufInfo | None:
 def _parse_records(data: object) -> list[_Record]:
     """Validate catalogue.json's content; any inconsistency raises (-> rebuild)."""
     if not isinstance(data, dict) or data.get("version") != CATALOGUE_VERSION:
-        raise ValueError("no catalogue version")
+        raise CatalogueError("no catalogue version")
     raw_entries = data.get("entries")
     if not isinstance(raw_entries, list):
-        raise ValueError("'entries' is not a list")
+        raise CatalogueError("'entries' is not a list")
     records = [_parse_record(raw) for raw in raw_entries]
     names = [r.name.casefold() for r in records]
     if len(set(names)) != len(names):
-        raise ValueError("two entries share a name")
+        raise CatalogueError("two entries share a name")
     return records
 
 
 def _parse_record(raw: object) -> _Record:
     if not isinstance(raw, dict):
-        raise TypeError("an entry is not an object")
+        raise CatalogueError("an entry is not an object")
     record = _Record(**raw)
     checks = (
         isinstance(record.name, str) and bool(_NAME_RE.match(record.name)),
@@ -575,7 +575,7 @@ def _parse_record(raw: object) -> _Record:
         record.info is None or isinstance(record.info, dict),
     )
     if not all(checks):
-        raise ValueError(f"entry {raw.get('name')!r} has a bad field")
+        raise CatalogueError(f"entry {raw.get('name')!r} has a bad field")
     return record
 
 

@@ -48,7 +48,7 @@ from agenvoy_desktop.llm.llama_model import (
 )
 from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
-from agenvoy_desktop.llm.worker import ModelWorker
+from agenvoy_desktop.llm.worker import ModelClosedError, ModelWorker
 from agenvoy_desktop.settings import ModelSettings, default_threads
 
 __all__ = [
@@ -382,10 +382,10 @@ class ChatEngine:
                 and task is not None
                 and not task.cancelling()
             ):
-                raise RuntimeError(f"chat engine {self.name!r} was closed") from None
+                raise ModelClosedError(f"chat engine {self.name!r} was closed") from None
             raise
         except _Cancelled:
-            raise RuntimeError(f"chat engine {self.name!r} was closed") from None
+            raise ModelClosedError(f"chat engine {self.name!r} was closed") from None
 
     def _raise_failure(self, future: concurrent.futures.Future[None]) -> None:
         if future.cancelled():

@@ -54,6 +54,24 @@ class ModelLoadError(KnownError, RuntimeError):
     """The model file is missing, not a GGUF, damaged, or llama.cpp cannot run it."""
 
 
+class ModelRunError(KnownError, RuntimeError):
+    """llama.cpp failed while computing (out of memory, a backend failure): the machine's doing.
+
+    Only ``llama_decode`` codes below -1 are this; 1 (no room in the context)
+    and -1 (a malformed batch) mean the app built the batch wrong — a bug.
+    """
+
+
+def _decode_failure(path: Path, rc: int, what: str = "llama_decode") -> RuntimeError:
+    """The error for a non-zero ``llama_decode`` result (see :class:`ModelRunError`)."""
+    if rc < -1:
+        return ModelRunError(
+            f"{path}: llama.cpp could not compute ({what} code {rc}); the machine may be "
+            "out of memory: close other programs or choose a smaller model or context"
+        )
+    return RuntimeError(f"{path}: {what} failed with code {rc}")
+
+
 def effective_context(requested: int, trained: int | None) -> int:
     """min(setting, the model's trained context), never below a usable minimum.
 
@@ -266,7 +284,7 @@ class LlamaModel:
         if rc != 0:
             llama_cpp.llama_memory_clear(self._memory, True)
             self._past.clear()
-            raise RuntimeError(f"{self.path}: llama_decode failed with code {rc}")
+            raise _decode_failure(self.path, rc)
 
     # -- embeddings ---------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> FloatArray:
@@ -292,7 +310,7 @@ class LlamaModel:
                 llama_cpp.llama_memory_clear(memory, True)
             rc = int(llama_cpp.llama_decode(ctx, batch))
             if rc != 0:
-                raise RuntimeError(f"{self.path}: llama_decode (embeddings) failed with code {rc}")
+                raise _decode_failure(self.path, rc, "llama_decode (embeddings)")
             pooled = llama_cpp.llama_get_embeddings_seq(ctx, 0)
             if not pooled:
                 raise RuntimeError(f"{self.path}: llama.cpp returned no pooled embedding")

@@ -84,6 +84,10 @@ class WeightsChecksumError(KnownError, ValueError):
     """The source weights are not the expected file (corrupt, truncated or replaced)."""
 
 
+class ModelSourceError(KnownError, ValueError):
+    """The installed source files are not the model the converter knows (damaged or replaced)."""
+
+
 @dataclass(frozen=True)
 class _HParams:
     n_layer: int
@@ -164,14 +168,16 @@ def _load_json(path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8") as fh:
         data = json.load(fh)
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
+        raise ModelSourceError(f"{path}: expected a JSON object")
     return data
 
 
 def _read_hparams(src_dir: Path) -> _HParams:
     cfg = _load_json(src_dir / "config.json")
     if cfg.get("model_type", "bert") != "bert":
-        raise ValueError(f"{src_dir / 'config.json'}: not a BERT model ({cfg.get('model_type')})")
+        raise ModelSourceError(
+            f"{src_dir / 'config.json'}: not a BERT model ({cfg.get('model_type')})"
+        )
     return _HParams(
         n_layer=int(cfg["num_hidden_layers"]),
         n_embd=int(cfg["hidden_size"]),
@@ -187,7 +193,7 @@ def _read_hparams(src_dir: Path) -> _HParams:
 def _check_pooling(src_dir: Path) -> None:
     pooling_cfg = src_dir / "1_Pooling" / "config.json"
     if pooling_cfg.is_file() and not _load_json(pooling_cfg).get("pooling_mode_mean_tokens"):
-        raise ValueError(f"{pooling_cfg}: only mean pooling is supported")
+        raise ModelSourceError(f"{pooling_cfg}: only mean pooling is supported")
 
 
 def _read_vocab(src_dir: Path, hparams: _HParams) -> _Vocab:
@@ -198,7 +204,7 @@ def _read_vocab(src_dir: Path, hparams: _HParams) -> _Vocab:
     if words and words[-1] == "":
         words.pop()
     if len(words) != hparams.n_vocab:
-        raise ValueError(f"{vocab_path}: {len(words)} tokens, config says {hparams.n_vocab}")
+        raise ModelSourceError(f"{vocab_path}: {len(words)} tokens, config says {hparams.n_vocab}")
     index = {word: i for i, word in enumerate(words)}
 
     special_names = dict(_SPECIAL_DEFAULTS)
@@ -213,7 +219,7 @@ def _read_vocab(src_dir: Path, hparams: _HParams) -> _Vocab:
     special_ids: dict[str, int] = {}
     for kind, word in special_names.items():
         if word not in index:
-            raise ValueError(f"{vocab_path}: special token {word!r} missing")
+            raise ModelSourceError(f"{vocab_path}: special token {word!r} missing")
         special_ids[kind] = index[word]
 
     control = set(special_ids.values())
@@ -223,7 +229,7 @@ def _read_vocab(src_dir: Path, hparams: _HParams) -> _Vocab:
         for i in range(len(words))
     ]
     if len(set(tokens)) != len(tokens):
-        raise ValueError(f"{vocab_path}: duplicate tokens after phantom-space conversion")
+        raise ModelSourceError(f"{vocab_path}: duplicate tokens after phantom-space conversion")
     lowercase = bool(tok_cfg.get("do_lower_case", True))
     strip = tok_cfg.get("strip_accents")
     max_word_chars = _DEFAULT_MAX_WORD_CHARS
@@ -259,12 +265,12 @@ def _tensor_plan(names: list[str], n_layer: int) -> list[tuple[str, str]]:
     prefixed = any(n.startswith("bert.") for n in names)
     unknown = sorted(present - {s for s, _ in wanted} - {n for n in present if _SKIPPED.match(n)})
     if unknown:
-        raise ValueError(f"unexpected tensors in the weights file: {', '.join(unknown[:5])}")
+        raise ModelSourceError(f"unexpected tensors in the weights file: {', '.join(unknown[:5])}")
     missing = [
         s for s, _ in wanted if s not in present and s != "embeddings.token_type_embeddings.weight"
     ]
     if missing:
-        raise ValueError(f"tensors missing from the weights file: {', '.join(missing[:5])}")
+        raise ModelSourceError(f"tensors missing from the weights file: {', '.join(missing[:5])}")
     return [(("bert." if prefixed else "") + s, d) for s, d in wanted if s in present]
 
 
@@ -340,4 +346,4 @@ def _check_shape(name: str, data: np.ndarray[Any, Any], hp: _HParams) -> None:
     }
     want = expected.get(name)
     if want is not None and data.shape != want:
-        raise ValueError(f"tensor {name}: shape {data.shape}, expected {want}")
+        raise ModelSourceError(f"tensor {name}: shape {data.shape}, expected {want}")

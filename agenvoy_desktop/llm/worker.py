@@ -14,7 +14,13 @@ import threading
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
+from agenvoy_desktop.core.errors import KnownError
+
 _T = TypeVar("_T")
+
+
+class ModelClosedError(KnownError, RuntimeError):
+    """Work reached a model after it was closed (the app is quitting or the model was changed)."""
 
 
 class ClosableModel(Protocol):
@@ -29,7 +35,7 @@ class ModelWorker(Generic[_M]):
 
     def __init__(self, load: Callable[[], _M], *, thread_name: str, closed_message: str) -> None:
         """*load* runs on the worker at the first job; *closed_message* is the
-        RuntimeError a submit after :meth:`close` raises."""
+        :class:`ModelClosedError` a submit after :meth:`close` raises."""
         self._load = load
         self._closed_message = closed_message
         self.model: _M | None = None  # created and used on the worker only
@@ -43,14 +49,14 @@ class ModelWorker(Generic[_M]):
     def submit(
         self, job: Callable[[_M], _T], *, check: Callable[[], None] | None = None
     ) -> concurrent.futures.Future[_T]:
-        """Queue *job*; RuntimeError once the worker is closed.
+        """Queue *job*; :class:`ModelClosedError` once the worker is closed.
 
         *check* runs on the worker before the model is loaded and may raise
         to drop a job that was cancelled while it waited (no load for it).
         """
         with self._lock:
             if self.closed:
-                raise RuntimeError(self._closed_message)
+                raise ModelClosedError(self._closed_message)
             return self._pool.submit(self._run, job, check)
 
     def _run(self, job: Callable[[_M], _T], check: Callable[[], None] | None) -> _T:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summarizer import save_user_edit
 from agenvoy_desktop.core.summary import (
     SUMMARY_FILE,
     KeyDecision,
@@ -18,6 +19,8 @@ from agenvoy_desktop.core.summary import (
     load_summary,
     read_records,
 )
+from agenvoy_desktop.core.timeutil import Clock
+from agenvoy_desktop.operations.changes import Changed, summary_changes
 
 HISTORY_ROWS = 200
 """Pass records read with a snapshot (newest first)."""
@@ -91,3 +94,10 @@ def plus_decision(summary: Summary, text: str, today: date | None = None) -> Sum
     when = (today or date.today()).isoformat()
     added = KeyDecision(text.strip(), when, by_user=True)
     return replace(summary, key_decisions=(*summary.key_decisions, added))
+
+
+def save_edit(
+    store: MemoryStore, session_id: str, summary: Summary, clock: Clock
+) -> Changed[PassRecord]:
+    """Save the person's edit of the summary (validated; recorded like a pass)."""
+    return Changed(save_user_edit(store, session_id, summary, clock), summary_changes(session_id))

@@ -114,8 +114,8 @@ class StrayErrors:
     def _excepthook(
         self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
     ) -> None:
-        log.error("uncaught exception", exc_info=(kind, value, tb))
-        self.runner.report_error("", value)
+        value.__traceback__ = value.__traceback__ or tb
+        self.runner.report_error("", value)  # logs it with its traceback
 
     def _loop_handler(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
@@ -132,7 +132,7 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     Messages that end the start are put in *fatal* (shown once the loop has
     ended: no dialog is ``exec``'d inside a coroutine).
     """
-    runner = AsyncRunner()
+    runner = AsyncRunner(log_path=paths.log_file)
     buffered: list[str] = []
     runner.error_reported.connect(buffered.append)
     errors = StrayErrors(runner)

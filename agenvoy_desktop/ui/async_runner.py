@@ -10,8 +10,10 @@ awaits.  Rules for callers:
 
 - never touch a widget inside the background function — only in
   ``on_success`` / ``on_failure``, which run on the UI thread;
-- failures become one readable line in the window's :class:`ErrorStrip`
-  (details go to the log), never a traceback dialog;
+- failures become one line in the window's :class:`ErrorStrip`, never a
+  traceback dialog: a known failure (:func:`~agenvoy_desktop.core.errors.is_known`)
+  is its own message, logged as a warning; anything else is a bug, shown as
+  "internal error" with where the log is, and logged with its traceback;
 - cancelling is a request: the task is cancelled and ``op.is_cancelled()``
   turns true for code on worker threads, which stops at its next check.
 
@@ -29,6 +31,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -42,7 +45,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.core.errors import is_known, one_line
 from agenvoy_desktop.core.store import OperationCancelledError
+from agenvoy_desktop.operations.changes import Changed, MemoryChanges
 from agenvoy_desktop.ui.theme import apply_sheet, strip_style
 
 log = logging.getLogger(__name__)
@@ -51,20 +56,19 @@ T = TypeVar("T")
 PROGRESS_DELAY_MS = 500
 """Work that ends sooner never shows a progress dialog."""
 
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, RuntimeError)
-"""Environment and input problems: their message is meant for the user."""
 
+def readable_error(exc: BaseException, log_path: Path | None = None) -> str:
+    """One line for the person: a known failure's message, or "internal error" for a bug.
 
-def readable_error(exc: BaseException) -> str:
-    """One line a person can act on (no traceback; those go to the log)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f" ({exc.filename})" if exc.filename else ""
-        return f"{exc.strerror}{where}"
+    A bug's line names its type and where the log (with the traceback) is,
+    so a report can quote both; *log_path* is that log when it is known.
+    """
+    if is_known(exc):
+        return one_line(exc)
     text = " ".join(str(exc).split())
-    if isinstance(exc, EXPECTED_ERRORS) and text:
-        return text
     detail = f": {text}" if text else ""
-    return f"internal error {type(exc).__name__}{detail} (details are in the log)"
+    where = f"details in {log_path}" if log_path is not None else "details are in the log"
+    return f"internal error: {type(exc).__name__}{detail} ({where})"
 
 
 class Operation(QObject):
@@ -136,12 +140,16 @@ class AsyncRunner(QObject):
     error_reported = Signal(str)
     """A readable failure message for the error strip."""
     busy_changed = Signal(bool)
+    memory_changed = Signal(object)
+    """A :class:`MemoryChanges` some work made: every panel decides what to reload."""
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, log_path: Path | None = None) -> None:
         super().__init__(parent)
         self._ops: set[Operation] = set()
         self.progress_host: ProgressStrip | None = None
         """Where progress appears once the window exists (else: a dialog)."""
+        self.log_path = log_path
+        """The log a bug's traceback goes to, named in its message (None: not known)."""
 
     def run(
         self,
@@ -176,17 +184,60 @@ class AsyncRunner(QObject):
                 ProgressPopup(op, progress, None)
         return op
 
-    def report_error(self, what: str, exc: BaseException) -> None:
-        """Log *exc* and show it as one readable line."""
-        expected = isinstance(exc, EXPECTED_ERRORS)
-        log.log(
-            logging.WARNING if expected else logging.ERROR,
-            "could not %s",
-            what or "finish an operation",
-            exc_info=exc,
+    def run_change(
+        self,
+        work: Awaitable[Changed[T] | MemoryChanges]
+        | Callable[[Operation], Awaitable[Changed[T] | MemoryChanges]],
+        *,
+        what: str = "",
+        on_success: Callable[[T | None], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+        progress: str | None = None,
+        interrupt: bool = True,
+    ) -> Operation:
+        """:meth:`run` for a write: what it changed is broadcast before *on_success*.
+
+        The work returns a :class:`MemoryChanges` or a :class:`Changed`
+        value; *on_success* receives the value (None for bare changes).
+        """
+
+        async def changing(op: Operation) -> T | None:
+            awaitable = work(op) if callable(work) and not inspect.isawaitable(work) else work
+            result = await awaitable
+            changes = result if isinstance(result, MemoryChanges) else result.changes
+            self.broadcast(changes)
+            return None if isinstance(result, MemoryChanges) else result.value
+
+        op = self.run(
+            changing,
+            what=what,
+            on_success=on_success,
+            on_failure=on_failure,
+            progress=progress,
+            interrupt=interrupt,
         )
+        if inspect.iscoroutine(work):  # cancelled before it began: close, do not warn
+            op.finished.connect(lambda: _close_unstarted(work))
+        return op
+
+    def broadcast(self, changes: MemoryChanges) -> None:
+        """Tell every panel what changed (UI thread)."""
+        if not changes.empty:
+            self.memory_changed.emit(changes)
+
+    def readable(self, exc: BaseException) -> str:
+        """:func:`readable_error` naming this runner's log."""
+        return readable_error(exc, self.log_path)
+
+    def report_error(self, what: str, exc: BaseException) -> None:
+        """Log *exc* and show it as one line: a warning if known, a bug with its traceback."""
+        doing = what or "finish an operation"
+        if is_known(exc):
+            log.warning("could not %s: %s", doing, one_line(exc))
+        else:
+            log.error("internal error while trying to %s", doing, exc_info=exc)
         prefix = f"Could not {what}: " if what else ""
-        self.error_reported.emit(prefix + readable_error(exc))
+        self.error_reported.emit(prefix + self.readable(exc))
 
     def operations(self) -> list[Operation]:
         """Work still running."""
@@ -240,6 +291,11 @@ class AsyncRunner(QObject):
             on_failure(exc)
         except Exception as inner:  # noqa: BLE001 - the failure handler itself failed
             self.report_error(op.what, inner)
+
+
+def _close_unstarted(work: Any) -> None:
+    if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:
+        work.close()
 
 
 class ProgressPopup(QObject):

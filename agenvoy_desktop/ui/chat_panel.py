@@ -42,7 +42,9 @@ from agenvoy_desktop.agent.turn import (
     TurnEvent,
 )
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.operations.changes import MemoryChanges, turn_changes
 from agenvoy_desktop.operations.chat import load_page, seq_of
+from agenvoy_desktop.operations.sessions import create_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.chat_widgets import (
     ChatBubble,
@@ -96,8 +98,6 @@ class ChatPanel(QWidget):
 
     turn_started = Signal(str)
     turn_finished = Signal(str)
-    messages_changed = Signal(str)
-    """A message of that session was saved (the timeline and the list refresh)."""
     settings_requested = Signal()
     starter_requested = Signal()
 
@@ -125,6 +125,7 @@ class ChatPanel(QWidget):
         self._render_timer.timeout.connect(self._render_partial)
         self._build()
         self.refresh_model_state()
+        runner.memory_changed.connect(self._on_memory_changed)
 
     def _build(self) -> None:
         self.banner = ModelBanner()
@@ -169,7 +170,9 @@ class ChatPanel(QWidget):
     async def _default_session(self) -> str:
         """Without a window: the shown session, or a new one."""
         if self._sid is None:
-            self._sid = await self.services.storage.run(self.services.store.create_session, None)
+            created = await self.services.storage.run(create_session, self.services.store)
+            self.runner.broadcast(created.changes)
+            self._sid = created.value
         return self._sid
 
     # -- state ----------------------------------------------------------------------
@@ -200,6 +203,10 @@ class ChatPanel(QWidget):
             self.banner.hide()
         model = self.services.chat_model
         self.status.setText(f"Model: {getattr(model, 'name', '?')}" if model else "")
+
+    def _on_memory_changed(self, changes: MemoryChanges) -> None:
+        if changes.models:
+            self.refresh_model_state()
 
     def focus_input(self) -> None:
         self.composer.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -411,6 +418,7 @@ class ChatPanel(QWidget):
             self._turn_sid = None
             self._streaming = self._pending_user = None
             self._set_busy(False)
+            self.runner.broadcast(turn_changes(sid))
             self.turn_finished.emit(sid)
 
     def _failed(self, text: str, exc: BaseException) -> None:
@@ -465,7 +473,10 @@ class ChatPanel(QWidget):
 
     def _on_saved(self, message: Message) -> None:
         if self._turn_sid is not None:
-            self.messages_changed.emit(self._turn_sid)
+            # the list and the timeline follow each message; the rest reloads once the turn ends
+            self.runner.broadcast(
+                MemoryChanges(sessions=True, timeline=True, session_id=self._turn_sid)
+            )
         if not self._shown():
             return
         if message.role == "user" and self._pending_user is not None:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QMainWindow,
@@ -35,7 +35,12 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.store import SessionInfo
-from agenvoy_desktop.operations.sessions import auto_title
+from agenvoy_desktop.operations import sessions as session_ops
+from agenvoy_desktop.operations.changes import (
+    MODELS_CHANGED,
+    VECTORS_CHANGED,
+    MemoryChanges,
+)
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation, ProgressStrip
 from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.inspector.panel import InspectorPanel
@@ -49,7 +54,6 @@ from agenvoy_desktop.ui.toast import ToastArea
 log = logging.getLogger(__name__)
 
 STATE_FILE = "window.ini"
-LIST_REFRESH_MS = 500
 
 
 class MainWindow(QMainWindow):
@@ -74,7 +78,7 @@ class MainWindow(QMainWindow):
         self._sid: str | None = None
         self.setWindowTitle("Agenvoy Desktop")
         self._build_panels()
-        self.session_actions = SessionActions(self, undo_ms=undo_ms)
+        self.session_actions = SessionActions(self, self, undo_ms=undo_ms)
         self.pending = self.session_actions.pending
         self._build_actions()
         self._connect()
@@ -207,19 +211,10 @@ class MainWindow(QMainWindow):
         self.sessions.action_requested.connect(self.session_actions.run_named)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)
-        self.chat.messages_changed.connect(self._on_messages_changed)
         self.chat.settings_requested.connect(lambda: self.open_settings("Models"))
         self.chat.starter_requested.connect(self.use_starter_model)
         self.timeline.message_activated.connect(self.chat.reveal_message)
         self.inspector.message_activated.connect(self.chat.reveal_message)
-        self.inspector.settings_changed.connect(self.chat.refresh_model_state)
-        self._list_timer = QTimer(self)
-        self._list_timer.setSingleShot(True)
-        self._list_timer.setInterval(LIST_REFRESH_MS)
-        self._list_timer.timeout.connect(self.sessions.refresh)
-        summarizer = getattr(self.services, "summarizer", None)
-        if summarizer is not None and hasattr(summarizer, "on_pass"):
-            summarizer.on_pass(lambda sid, _record: self._on_summary_pass(sid))
         self._update_actions()
 
     # -- start and the current session -----------------------------------------------------
@@ -235,7 +230,7 @@ class MainWindow(QMainWindow):
 
         self._start_repairs()
         return self.runner.run(
-            self.services.storage.run(self.services.store.sessions),
+            self.services.storage.run(session_ops.list_sessions, self.services.store),
             what="list the sessions",
             on_success=opened,
         )
@@ -253,8 +248,13 @@ class MainWindow(QMainWindow):
         if not count:
             return
         services = self.services
-        self.runner.run(
-            lambda op: services.embed_missing(op.report_counts, op.is_cancelled),
+
+        async def embed(op: Operation) -> MemoryChanges:
+            await services.embed_missing(op.report_counts, op.is_cancelled)
+            return VECTORS_CHANGED
+
+        self.runner.run_change(
+            embed,
             what="index messages for recall",
             progress=f"Indexing {count:,} messages for recall…",
         )
@@ -288,6 +288,15 @@ class MainWindow(QMainWindow):
             self.state.setValue("last_session", session_id)
         self._update_actions()
 
+    def show_cleared(self) -> None:
+        """The current session shown empty in every panel (a reset in its undo window)."""
+        self.chat.show_cleared()
+        self.timeline.show_cleared()
+        self.inspector.set_session(None)
+
+    def show_status(self, text: str, ms: int) -> None:
+        self.statusBar().showMessage(text, ms)
+
     def _update_actions(self) -> None:
         has = self._sid is not None
         for action in (
@@ -304,19 +313,15 @@ class MainWindow(QMainWindow):
     def new_session(self) -> Operation:
         """Create an empty session and show it (Ctrl+N)."""
 
-        store = self.services.store
+        def done(sid: str | None) -> None:
+            if sid is not None:
+                self.select_session(sid, empty=True)
+                self.chat.focus_input()
 
-        def create() -> tuple[str, list[SessionInfo]]:  # storage thread
-            return store.create_session(None), store.sessions()
-
-        def done(created: tuple[str, list[SessionInfo]]) -> None:
-            sid, infos = created
-            self.sessions.set_sessions(infos)
-            self.select_session(sid, empty=True)
-            self.chat.focus_input()
-
-        return self.runner.run(
-            self.services.storage.run(create), what="create a session", on_success=done
+        return self.runner.run_change(
+            self.services.storage.run(session_ops.create_session, self.services.store),
+            what="create a session",
+            on_success=done,
         )
 
     async def _session_for_message(self) -> str:
@@ -325,21 +330,21 @@ class MainWindow(QMainWindow):
         if sid is not None and self.pending.pending_for(sid) is not None:
             await self.pending.flush(sid)  # typing into a reset session ends its undo window
         if sid is None or sid in self.pending.hidden_sessions():
-            sid = await self.services.storage.run(self.services.store.create_session, None)
+            created = await self.services.storage.run(
+                session_ops.create_session, self.services.store
+            )
+            self.runner.broadcast(created.changes)
+            sid = created.value
             self.select_session(sid, empty=True)
-            self._list_timer.start()
         return sid
 
     def rename_session(self, session_id: str, title: str) -> Operation:
-        store = self.services.store
-        return self.runner.run(
-            self.services.storage.run(store.archive.set_title, session_id, title),
+        return self.runner.run_change(
+            self.services.storage.run(
+                session_ops.rename_session, self.services.store, session_id, title
+            ),
             what="rename the session",
-            on_success=lambda _none: self._refresh_list(),
         )
-
-    def _refresh_list(self) -> None:
-        self.sessions.refresh()
 
     # -- session actions (kept here for callers of the window) ----------------------------
     @property
@@ -381,8 +386,7 @@ class MainWindow(QMainWindow):
         return dialog
 
     def _settings_saved(self) -> None:
-        self.chat.refresh_model_state()
-        self.inspector.refresh()
+        self.runner.broadcast(MODELS_CHANGED)
 
     def use_starter_model(self) -> Operation:
         """Assemble the starter model (progress) and make it the chat model."""
@@ -402,8 +406,7 @@ class MainWindow(QMainWindow):
             return self.services.chat_model is not None
 
         def done(loaded: bool) -> None:
-            self.chat.refresh_model_state()
-            self.inspector.refresh()
+            self.runner.broadcast(MODELS_CHANGED)
             if not loaded and self.services.chat_problem is not None:
                 self.errors.show_error(self.services.chat_problem.message)
 
@@ -426,25 +429,14 @@ class MainWindow(QMainWindow):
         )
         box.open()
 
-    # -- refreshes ------------------------------------------------------------------------------
-    def _on_messages_changed(self, session_id: str) -> None:
-        if session_id == self._sid:
-            self.timeline.refresh_soon()
-        self._list_timer.start()
-
+    # -- after a turn ----------------------------------------------------------------------------
     def _on_turn_finished(self, session_id: str) -> None:
+        """The panels reload from the turn's broadcast; an untitled session gets its title."""
         self.stop_action.setEnabled(False)
-        if session_id == self._sid:
-            self.inspector.refresh()
-        self.runner.run(
-            self.services.storage.run(auto_title, self.services.store, session_id),
+        self.runner.run_change(
+            self.services.storage.run(session_ops.auto_title, self.services.store, session_id),
             what="name the session",
-            on_success=lambda title: self._refresh_list() if title else None,
         )
-
-    def _on_summary_pass(self, session_id: str) -> None:
-        if session_id == self._sid:
-            self.timeline.refresh_soon()
 
     # -- layout state ----------------------------------------------------------------------------
     def _restore_layout(self) -> None:

@@ -17,14 +17,15 @@ closing the window is not an undo.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.ui.async_runner import AsyncRunner, readable_error
+from agenvoy_desktop.core.errors import is_known
+from agenvoy_desktop.operations.sessions import remove_session, reset_session
+from agenvoy_desktop.ui.async_runner import AsyncRunner
 
 log = logging.getLogger(__name__)
 
@@ -135,18 +136,19 @@ class PendingOps(QObject):
         if op.state != "pending":
             return
         op.state = "running"
-        store = self.services.store
-        action: Callable[[str], None] = store.reset if op.kind == "reset" else store.remove
+        action = reset_session if op.kind == "reset" else remove_session
         try:
-            await self.services.storage.run(action, op.session_id)
+            changes = await self.services.storage.run(action, self.services.store, op.session_id)
         except Exception as exc:  # the window shows it; the session comes back
             op.state = "failed"
             self._ops.pop(op.session_id, None)
-            log.warning("%s of %s failed", op.kind, op.session_id, exc_info=True)
-            self.failed.emit(op, readable_error(exc))
+            level = logging.WARNING if is_known(exc) else logging.ERROR  # a bug: with traceback
+            log.log(level, "%s of %s failed", op.kind, op.session_id, exc_info=not is_known(exc))
+            self.failed.emit(op, self.runner.readable(exc))
             return
         op.state = "done"
         if self._ops.get(op.session_id) is op:
             del self._ops[op.session_id]
         log.info("%s of %s done", op.kind, op.session_id)
+        self.runner.broadcast(changes)
         self.executed.emit(op)

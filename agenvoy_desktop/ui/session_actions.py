@@ -15,30 +15,58 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QWidget
 
-from agenvoy_desktop.core.export import ExportFormat, suggested_filename, write_export
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.export import ExportFormat, suggested_filename
 from agenvoy_desktop.core.importers import read_import_file
-from agenvoy_desktop.ui.async_runner import Operation
+from agenvoy_desktop.operations.changes import Changed
+from agenvoy_desktop.operations.sessions import export_session, import_conversation
+from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation
+from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
-from agenvoy_desktop.ui.toast import Toast
-
-if TYPE_CHECKING:
-    from agenvoy_desktop.ui.main_window import MainWindow
+from agenvoy_desktop.ui.sessions_panel import SessionsPanel
+from agenvoy_desktop.ui.toast import Toast, ToastArea
 
 PathChooser = Callable[[str, ExportFormat, Callable[[Path | None], None]], None]
+
+
+class SessionHost(Protocol):
+    """What the actions need from the window that owns them (and nothing more)."""
+
+    services: AppServices
+    runner: AsyncRunner
+    chat: ChatPanel
+    sessions: SessionsPanel
+    toasts: ToastArea
+    errors: ErrorStrip
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    def select_session(self, session_id: str | None, *, empty: bool = False) -> None: ...
+
+    def show_cleared(self) -> None:
+        """Show the current session empty (a reset waiting for its undo window)."""
+
+    def show_status(self, text: str, ms: int) -> None:
+        """A passing note in the status bar."""
 
 
 class SessionActions(QObject):
     """See the module docstring."""
 
-    def __init__(self, window: MainWindow, *, undo_ms: int = UNDO_WINDOW_MS) -> None:
-        super().__init__(window)
-        self.window = window
-        self.pending = PendingOps(window.services, window.runner, delay_ms=undo_ms, parent=self)
+    def __init__(
+        self, host: SessionHost, parent: QWidget, *, undo_ms: int = UNDO_WINDOW_MS
+    ) -> None:
+        super().__init__(parent)
+        self.window = host
+        """The window the actions work for."""
+        self._dialog_parent = parent
+        self.pending = PendingOps(host.services, host.runner, delay_ms=undo_ms, parent=self)
         self.choose_export_path: PathChooser = self._ask_export_path
         """Asks where to export (tests replace it; the default opens a file dialog)."""
         self._toast_for: dict[PendingOp, Toast] = {}
@@ -67,9 +95,7 @@ class SessionActions(QObject):
             return None
         w = self.window
         if op.session_id == w.session_id:
-            w.chat.show_cleared()
-            w.timeline.show_cleared()
-            w.inspector.set_session(None)
+            w.show_cleared()
         self._toast_for[op] = w.toasts.show_toast(
             f"Reset “{op.title}”: messages cleared, summary kept.",
             [("Undo", lambda: self.undo(op))],
@@ -120,12 +146,11 @@ class SessionActions(QObject):
         w.sessions.set_hidden(self.pending.hidden_sessions())
         if op.kind == "remove" or op.session_id == w.session_id:
             w.select_session(op.session_id)
-        w.statusBar().showMessage(f"Undone: {op.kind} of “{op.title}”.", 4000)
+        w.show_status(f"Undone: {op.kind} of “{op.title}”.", 4000)
         return True
 
     def _on_op_executed(self, op: PendingOp) -> None:
-        w = self.window
-        w.sessions.refresh()
+        w = self.window  # the list and the other panels reload from the broadcast
         if op.kind == "reset" and op.session_id == w.session_id:
             w.select_session(op.session_id)
 
@@ -154,10 +179,9 @@ class SessionActions(QObject):
                 if then is not None:
                     then(False)
                 return
-            store = w.services.store
 
             def done(written: Path) -> None:
-                w.statusBar().showMessage(f"Exported to {written}", 8000)
+                w.show_status(f"Exported to {written}", 8000)
                 if then is not None:
                     then(True)
 
@@ -168,7 +192,7 @@ class SessionActions(QObject):
 
             w.runner.run(
                 w.services.storage.run(
-                    write_export, store, session_id, path, fmt, w.services.clock()
+                    export_session, w.services.store, session_id, path, fmt, w.services.clock()
                 ),
                 what="export the session",
                 on_success=done,
@@ -201,7 +225,7 @@ class SessionActions(QObject):
         self, session_id: str, fmt: ExportFormat, then: Callable[[Path | None], None]
     ) -> None:
         name = suggested_filename(self.window.sessions.title_of(session_id), session_id, fmt)
-        dialog = QFileDialog(self.window, "Export session", str(Path.home() / name))
+        dialog = QFileDialog(self._dialog_parent, "Export session", str(Path.home() / name))
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilter("Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)")
         dialog.fileSelected.connect(lambda path: then(Path(path)))
@@ -212,7 +236,7 @@ class SessionActions(QObject):
         """Import JSON Lines or a history.json as a new session, with progress."""
         w = self.window
         if path is None:
-            dialog = QFileDialog(w, "Import conversation")
+            dialog = QFileDialog(self._dialog_parent, "Import conversation")
             dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
             dialog.setNameFilter("Conversations (*.json *.jsonl);;All files (*)")
             dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
@@ -220,21 +244,22 @@ class SessionActions(QObject):
             return None
         services = w.services
 
-        async def work(op: Operation) -> str:
+        async def work(op: Operation) -> Changed[str]:
             messages = await asyncio.to_thread(read_import_file, path, services.clock())
             op.report(0.0, f"{len(messages):,} messages read; indexing…")
             return await services.storage.run(
-                services.store.import_messages,
+                import_conversation,
+                services.store,
                 messages,
                 title=path.stem,
                 progress=op.report_counts,
                 cancelled=op.is_cancelled,
             )
 
-        def done(sid: str) -> None:
-            w.sessions.refresh()
-            w.select_session(sid)
+        def done(sid: str | None) -> None:
+            if sid is not None:
+                w.select_session(sid)
 
-        return w.runner.run(
+        return w.runner.run_change(
             work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"
         )

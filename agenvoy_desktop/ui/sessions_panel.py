@@ -1,6 +1,6 @@
 """The sessions sidebar: list, new, rename, search across titles and content.
 
-Rows come from ``store.sessions()`` (on the storage thread) and show the
+Rows come from ``operations.sessions.list_sessions`` (on the storage thread) and show the
 title, the last activity and the size.  Searching filters by title at once
 and, a moment after typing stops, by content through the archive's keyword
 index (CJK included), so a session is found by what was said in it.
@@ -42,7 +42,8 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.store import SessionInfo
-from agenvoy_desktop.operations.sessions import CONTENT_HITS, content_matches
+from agenvoy_desktop.operations.changes import MemoryChanges
+from agenvoy_desktop.operations.sessions import CONTENT_HITS, content_matches, list_sessions
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.theme import colors
 
@@ -76,6 +77,10 @@ def human_size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.0f} KiB"
     return f"{size / (1024 * 1024):.1f} MiB"
+
+
+LIST_REFRESH_MS = 500
+"""Changes to the list within this time (a turn saves several messages) reload it once."""
 
 
 class SessionListModel(QAbstractListModel):
@@ -262,15 +267,30 @@ class SessionsPanel(QWidget):
         self._search_timer.setInterval(SEARCH_DELAY_MS)
         self._search_timer.timeout.connect(self._search_content)
         self._search_op: Operation | None = None
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(LIST_REFRESH_MS)
+        self._refresh_timer.timeout.connect(self.refresh)
+        runner.memory_changed.connect(self._on_memory_changed)
 
     # -- data ------------------------------------------------------------------------
     def refresh(self) -> Operation:
         """Reload the list from the store."""
         return self.runner.run(
-            self.services.storage.run(self.services.store.sessions),
+            self.services.storage.run(list_sessions, self.services.store),
             what="list the sessions",
             on_success=self.set_sessions,
         )
+
+    def _on_memory_changed(self, changes: MemoryChanges) -> None:
+        """A session new to the list shows at once; other changes coalesce (a turn's bursts)."""
+        if not changes.sessions:
+            return
+        if changes.session_id is not None and self.model.row_of(changes.session_id) is None:
+            self._refresh_timer.stop()
+            self.refresh()
+        else:
+            self._refresh_timer.start()
 
     def set_sessions(self, infos: list[SessionInfo]) -> None:
         self.model.set_sessions(infos)

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.timeline import KIND_LABELS, KINDS, TimelineEvent, load_timeline
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 
@@ -137,6 +138,7 @@ class TimelinePanel(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(REFRESH_DELAY_MS)
         self._timer.timeout.connect(self.refresh)
+        runner.memory_changed.connect(self._on_memory_changed)
 
     def _build_filters(self) -> QHBoxLayout:
         """A menu of kinds (one checkable entry each, with counts) and a summary line."""
@@ -195,6 +197,10 @@ class TimelinePanel(QWidget):
         self.model.set_events([])
         self._update_labels()
         return self.refresh()
+
+    def _on_memory_changed(self, changes: MemoryChanges) -> None:
+        if changes.affects(self._sid, "timeline", "messages", "summary"):
+            self.refresh_soon()
 
     def refresh_soon(self) -> None:
         """Coalesce bursts (a streaming turn saves several messages) into one reload."""

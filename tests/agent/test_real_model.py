@@ -28,6 +28,7 @@ import pytest
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import TurnResult
+from agenvoy_desktop.core.lifecycle import remove_session
 from agenvoy_desktop.core.model_api import ChatEvent, ChatMessage
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.paths import AppPaths
@@ -99,7 +100,7 @@ def ask_after_planting(
             assert services.agent is not None
             results.append(await services.agent.run_turn(today, question))
             await services.agent.idle()
-            await services.storage.run(store.remove, today)  # no answer is recalled next time
+            await services.storage.run(remove_session, store, today)  # nothing recalled next time
         return results, planted
 
     return asyncio.run(main())

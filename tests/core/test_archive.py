@@ -9,7 +9,7 @@ import pytest
 
 from agenvoy_desktop.core import archive as archive_mod
 from agenvoy_desktop.core.archive import SCHEMA_VERSION, Archive, ArchiveError
-from agenvoy_desktop.core.fts_text import index_text, query_terms, stem
+from agenvoy_desktop.core.retrieval.fts_text import index_text, query_terms, stem
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import SECOND, T0, conversation, msg
 from tests.core.conftest import add_texts as _add

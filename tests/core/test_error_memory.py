@@ -543,3 +543,10 @@ def test_lookup_matches_despite_paths(mem: ErrorMemory) -> None:
         " the allowed folders (/home/me)"
     )
     assert _ids(mem.lookup_for_failure("read_file", error))[0] == outside.id
+
+
+def test_a_search_longer_than_any_record_finds_nothing_quietly(tmp_path: Path) -> None:
+    """SQLite refuses LIKE patterns over 50,000 bytes; such text is never sent."""
+    with ErrorMemory(tmp_path / "errors.sqlite3", None, clock=FakeClock()) as memory:
+        memory.add("read_file", "no such file: notes.txt", outcome="failed")
+        assert memory.search("x" * 100_000) == []

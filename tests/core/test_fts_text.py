@@ -9,8 +9,8 @@ import pytest
 
 from agenvoy_desktop.core import archive as archive_mod
 from agenvoy_desktop.core.archive import Archive
-from agenvoy_desktop.core.fts_text import index_text, query_terms
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.retrieval.fts_text import index_text, query_terms
 from tests.conftest import T0
 from tests.core.conftest import add_texts as _add
 from tests.core.conftest import hit_ids as _ids

@@ -74,7 +74,7 @@ def _assert_removed(store: MemoryStore, sid: str = "doomed") -> None:
 def test_reset(store: MemoryStore) -> None:
     _seed(store)
     other = _snapshot(store, "bystander")
-    store.reset("doomed")
+    lifecycle.reset_session(store, "doomed")
     _assert_reset(store)
     assert _snapshot(store, "bystander") == other
     assert not list(lifecycle.ops_dir(store).glob("*.json"))
@@ -88,7 +88,7 @@ def test_reset(store: MemoryStore) -> None:
 def test_remove(store: MemoryStore) -> None:
     _seed(store)
     other = _snapshot(store, "bystander")
-    store.remove("doomed")
+    lifecycle.remove_session(store, "doomed")
     _assert_removed(store)
     assert _snapshot(store, "bystander") == other
     assert [s.session_id for s in store.sessions()] == ["bystander"]
@@ -96,19 +96,19 @@ def test_remove(store: MemoryStore) -> None:
 
 def test_unknown_session(store: MemoryStore) -> None:
     with pytest.raises(UnknownSessionError, match="nope"):
-        store.reset("nope")
+        lifecycle.reset_session(store, "nope")
     with pytest.raises(UnknownSessionError):
-        store.remove("nope")
+        lifecycle.remove_session(store, "nope")
 
 
 def test_state_survives_reopen(open_store: StoreFactory) -> None:
     store = open_store()
     _seed(store)
-    store.reset("doomed")
+    lifecycle.reset_session(store, "doomed")
     store.close()
     again = open_store()
     _assert_reset(again)
-    again.remove("doomed")
+    lifecycle.remove_session(again, "doomed")
     again.close()
     _assert_removed(open_store())
 
@@ -136,7 +136,7 @@ def test_interrupted_reset_is_finished_at_next_open(
         else:
             _crash_on(patch, Archive, step)
         with pytest.raises(Crash):
-            store.reset("doomed")
+            lifecycle.reset_session(store, "doomed")
     assert list(lifecycle.ops_dir(store).glob("*.json"))
     store.archive.close()  # the process is gone; nothing is flushed
     again = open_store()
@@ -165,7 +165,7 @@ def test_interrupted_remove_is_finished_at_next_open(
         else:
             _crash_on(patch, Archive, step)
         with pytest.raises(Crash):
-            store.remove("doomed")
+            lifecycle.remove_session(store, "doomed")
     store.archive.close()
     again = open_store()
     _assert_removed(again)
@@ -188,7 +188,7 @@ def test_crash_after_rows_deleted_leaves_no_half_removed_session(
 
     monkeypatch.setattr(shutil, "rmtree", rmtree_crash)
     with pytest.raises(Crash):
-        store.remove("doomed")
+        lifecycle.remove_session(store, "doomed")
     monkeypatch.setattr(shutil, "rmtree", real)
     # Even before the next start, the session is not listed half-removed.
     assert "doomed" not in store.session_ids()

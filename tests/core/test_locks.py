@@ -132,7 +132,7 @@ def test_a_store_sees_what_another_store_appended(open_store: StoreFactory) -> N
     first.append(sid, [msg("user", "one", T0)])
     second.append(sid, [msg("assistant", "two", T0 + 1)])
     first.append(sid, [msg("user", "three", T0 + 2)])  # its cached size is stale by now
-    again = MemoryStore(first.paths, reconcile=False)
+    again = MemoryStore(first.paths)
     try:
         contents = [m.content for m in again.history(sid).messages]
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
+from agenvoy_desktop.cli import sessions as cli_sessions
 from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError, ArchiveError
 from agenvoy_desktop.core.error_memory import (
     ErrorMemoryDamagedError,
@@ -133,7 +134,7 @@ def test_damage_found_by_reconcile_is_repaired_once_at_open(
     ids = _seeded(open_store)
     calls: list[int] = []
 
-    def flaky(store: object, *, repair: bool, deep: bool) -> list[object]:
+    def flaky(store: object, *, repair: bool, deep: bool, **more: object) -> list[object]:
         calls.append(1)
         if len(calls) == 1:
             raise ArchiveDamagedError("archive x: the file is damaged")
@@ -210,12 +211,12 @@ def test_cli_repairs_damage_found_mid_command(
             raise ArchiveDamagedError("archive x: the file is damaged")
         return 0
 
-    monkeypatch.setattr(cli, "cmd_sessions", damaged_once)
+    monkeypatch.setattr(cli_sessions, "cmd_sessions", damaged_once)
     assert cli.main(["sessions", "--data-dir", str(tmp_path / "p")]) == 0
     assert len(attempts) == 2  # repaired, then run again: it writes nothing
     assert "notice: the archive was damaged" in capsys.readouterr().err
     attempts.clear()
-    monkeypatch.setattr(cli, "cmd_reset", damaged_once)
+    monkeypatch.setattr(cli_sessions, "cmd_reset", damaged_once)
     assert cli.main(["reset", "s", "--data-dir", str(tmp_path / "p")]) == 1
     assert len(attempts) == 1  # a writing command is not repeated
     assert "run the command again" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from agenvoy_desktop.core.lifecycle import remove_session, reset_session
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ModelOutputError
 from agenvoy_desktop.core.store import MemoryStore, UnknownSessionError
@@ -516,7 +517,7 @@ def test_reset_keeps_the_summary_and_new_messages_fold_into_it(store: MemoryStor
     seed(store, 40)
     run(make(store, ScriptedJsonModel(numbered_summary)).run(SID))
     kept = {name: (folder(store) / name).read_bytes() for name in (SUMMARY_FILE, LOG_FILE)}
-    store.reset(SID)
+    reset_session(store, SID)
     for name, data in kept.items():
         assert (folder(store) / name).read_bytes() == data
     store.append(SID, conversation(texts(20, start=100), start=T0 + 500 * SECOND))
@@ -531,7 +532,7 @@ def test_reset_keeps_the_summary_and_new_messages_fold_into_it(store: MemoryStor
 def test_remove_deletes_the_summary(store: MemoryStore) -> None:
     seed(store, 40)
     run(make(store, ScriptedJsonModel(numbered_summary)).run(SID))
-    store.remove(SID)
+    remove_session(store, SID)
     assert not folder(store).exists()
 
 
@@ -554,7 +555,7 @@ def test_stop_session_then_remove(store: MemoryStore) -> None:
     result = run(scenario())
     assert result.stopped == "cancelled"
     assert result.passes == 2  # the chunk in flight finished, then it stopped
-    store.remove(SID)
+    remove_session(store, SID)
     assert not folder(store).exists()
 
 
@@ -567,7 +568,7 @@ def test_a_pass_never_recreates_a_removed_session(store: MemoryStore) -> None:
         model.hold = asyncio.Event()
         task = asyncio.create_task(summarizer.run(SID))
         await model.waiting.wait()
-        store.remove(SID)
+        remove_session(store, SID)
         assert model.hold is not None
         model.hold.set()
         return await task

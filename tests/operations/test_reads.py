@@ -41,11 +41,15 @@ def test_timeline_lists_messages_in_order(store: MemoryStore) -> None:
 
 def test_auto_title_takes_the_first_user_words_once(store: MemoryStore) -> None:
     sid = _filled(store, ["Plan the Kyoto trip " + "in detail " * 10, "Sure."])
-    title = auto_title(store, sid)
-    assert title is not None
-    assert title.startswith("Plan the Kyoto trip")
-    assert len(title) <= TITLE_CHARS
-    assert auto_title(store, sid) is None  # titled now: left alone
+    titled = auto_title(store, sid)
+    assert titled.value is not None
+    assert titled.value.startswith("Plan the Kyoto trip")
+    assert len(titled.value) <= TITLE_CHARS
+    assert titled.changes.sessions
+    assert titled.changes.session_id == sid
+    again = auto_title(store, sid)  # titled now: left alone
+    assert again.value is None
+    assert again.changes.empty
 
 
 def test_search_and_counts(store: MemoryStore) -> None:

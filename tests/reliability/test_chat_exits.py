@@ -16,7 +16,7 @@ import pytest
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import conversation
 from tests.fakes import HashingEmbedder
@@ -40,7 +40,7 @@ def test_chat_does_not_wait_for_the_summary_it_triggered(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = app_paths(tmp_path / "profile")
-    with MemoryStore(paths, HashingEmbedder()) as store:  # enough history to summarise
+    with open_memory(paths, HashingEmbedder()) as store:  # enough history to summarise
         store.create_session("t", "s1")
         store.append("s1", conversation([f"message {i}" for i in range(60)]))
 

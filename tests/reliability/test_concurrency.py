@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from agenvoy_desktop.core.lifecycle import reset_session
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.fakes import HashingEmbedder
@@ -33,8 +35,9 @@ DIM = 64
 WORKER = """
 import json, sys, time
 from pathlib import Path
+from agenvoy_desktop.core.lifecycle import remove_session, reset_session
 from agenvoy_desktop.core.messages import Message, new_message_id
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import app_paths
 from tests.fakes import HashingEmbedder
 
@@ -47,7 +50,7 @@ class Slow(HashingEmbedder):  # an import long enough for the other process to c
     def submit(self, texts):
         time.sleep(job.get("slow", 0.0))
         return super().submit(texts)
-store = MemoryStore(app_paths(Path(job["profile"])), Slow(dim=DIM))
+store = open_memory(app_paths(Path(job["profile"])), Slow(dim=DIM))
 tag, n, sid = job["tag"], job["n"], job["session"]
 out = {"ok": False, "ids": []}
 try:
@@ -66,7 +69,7 @@ try:
     elif job["kind"] == "open":  # start-up reconciliation is the point
         pass
     elif job["kind"] in ("reset", "remove"):
-        getattr(store, job["kind"])(sid)
+        (reset_session if job["kind"] == "reset" else remove_session)(store, sid)
     out["ok"] = True
     out["end"] = time.time()
 except Exception as exc:
@@ -114,7 +117,7 @@ def _check_layers(paths: AppPaths, sid: str) -> list[str]:
     """History ids after a consistency check of all three layers (opened without repair)."""
     ids = _history_ids(paths, sid)
     assert len(ids) == len(set(ids)), "a message is in history.json twice"
-    store = MemoryStore(paths, HashingEmbedder(dim=DIM), reconcile=False)
+    store = MemoryStore(paths, HashingEmbedder(dim=DIM))
     try:
         archived = store.archive.all_msg_ids(sid) if store.archive.session(sid) else {}
         assert set(ids) <= set(archived), "history messages missing from the archive"
@@ -132,7 +135,7 @@ def profile(tmp_path: Path) -> Path:
 
 
 def test_two_importers_into_one_session(tmp_path: Path, profile: Path) -> None:
-    MemoryStore(app_paths(profile), HashingEmbedder(dim=DIM)).close()  # the profile exists
+    open_memory(app_paths(profile), HashingEmbedder(dim=DIM)).close()  # the profile exists
     n = 300 * SCALE
     reports = _start(
         tmp_path,
@@ -147,7 +150,7 @@ def test_two_importers_into_one_session(tmp_path: Path, profile: Path) -> None:
 
 
 def test_two_appenders_into_one_session(tmp_path: Path, profile: Path) -> None:
-    with MemoryStore(app_paths(profile), HashingEmbedder(dim=DIM)) as store:
+    with open_memory(app_paths(profile), HashingEmbedder(dim=DIM)) as store:
         store.create_session(session_id="chat")
     n = 150 * SCALE
     reports = _start(
@@ -170,7 +173,7 @@ def _import_vs(tmp_path: Path, profile: Path, op: str) -> None:
     reset/remove finished after the import did (it ran second); no vector
     outlives its message.
     """
-    with MemoryStore(app_paths(profile), HashingEmbedder(dim=DIM)) as store:
+    with open_memory(app_paths(profile), HashingEmbedder(dim=DIM)) as store:
         sid = store.create_session(session_id="victim")
         store.append(sid, [Message("seed", "user", "seed", 1_700_000_000_000_000_000)])
     importer, other = _start(
@@ -214,7 +217,7 @@ def test_start_up_check_skips_a_session_another_process_is_writing(
 ) -> None:
     """Stores opened (reconciling) while another process imports: no repair collides."""
     paths = app_paths(profile)
-    with MemoryStore(paths, HashingEmbedder(dim=DIM)) as store:
+    with open_memory(paths, HashingEmbedder(dim=DIM)) as store:
         store.create_session(session_id="busy")
     opener = {"kind": "open", "profile": str(profile), "session": "busy", "tag": "", "n": 0}
     openers = [{**opener, "delay": delay} for delay in (0.05, 0.15, 0.3)]
@@ -248,13 +251,13 @@ def test_a_summary_pass_over_messages_reset_meanwhile_is_discarded(
     from tests.scripted_model import ScriptedJsonModel, numbered_summary
 
     paths = app_paths(profile)
-    store = MemoryStore(paths, HashingEmbedder(dim=DIM))
-    other = MemoryStore(paths, HashingEmbedder(dim=DIM))  # stands in for the CLI
+    store = open_memory(paths, HashingEmbedder(dim=DIM))
+    other = open_memory(paths, HashingEmbedder(dim=DIM))  # stands in for the CLI
     try:
         sid = store.import_messages(conversation([f"message {i}" for i in range(40)]), "s")
 
         def answer(index: int, messages: list[Any]) -> Any:
-            other.reset(sid)  # while the model is thinking
+            reset_session(other, sid)  # while the model is thinking
             return numbered_summary(index, messages)
 
         result = asyncio.run(Summarizer(store, ScriptedJsonModel(answer)).run(sid))

@@ -18,9 +18,10 @@ import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.cli import common
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path
 from agenvoy_desktop.core.error_types import OUTCOMES
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.summarizer import Summarizer
 from agenvoy_desktop.core.summary import load_summary
 from agenvoy_desktop.paths import AppPaths, app_paths
@@ -37,7 +38,7 @@ HISTORY_BYTES = 40_000
 
 @pytest.fixture(autouse=True)
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=64))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=64))
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def profile(tmp_path: Path) -> AppPaths:
     """One session of MESSAGES messages; history.json keeps the recent part."""
     paths = app_paths(tmp_path / "profile")
     texts = [f"message {i:03d} about topic{i % 7} " + "words " * 20 for i in range(MESSAGES)]
-    with MemoryStore(paths, None, max_history_bytes=HISTORY_BYTES) as store:
+    with open_memory(paths, None, max_history_bytes=HISTORY_BYTES) as store:
         store.import_messages(conversation(texts), SID, title="trip")
     return paths
 
@@ -57,7 +58,7 @@ def cli_run(capsys: pytest.CaptureFixture[str], paths: AppPaths, *args: str) -> 
 
 
 def history_ids(paths: AppPaths) -> list[str]:
-    with MemoryStore(paths, None, reconcile=False) as store:
+    with open_memory(paths, None, reconcile=False) as store:
         return [m.id for m in store.history(SID).messages]
 
 
@@ -205,7 +206,7 @@ def test_chat_runs_after_the_error_memory_was_damaged(profile: AppPaths) -> None
 def test_damaged_summary_is_set_aside_and_summarize_starts_fresh(profile: AppPaths) -> None:
     folder = profile.sessions_dir / SID
     (folder / "summary.json").write_text("{not json", "utf-8")
-    with MemoryStore(profile, None, max_history_bytes=HISTORY_BYTES) as store:
+    with open_memory(profile, None, max_history_bytes=HISTORY_BYTES) as store:
         assert any("summary starts fresh" in n for n in store.notices)
         [aside] = folder.glob("summary.json.damaged-*")
         assert aside.read_text("utf-8") == "{not json"
@@ -251,7 +252,7 @@ def test_missing_vectors_are_embedded_in_the_background_at_start(profile: AppPat
         assert services.missing_vectors() == 0
     finally:
         services.close()
-    with MemoryStore(profile, HashingEmbedder()) as again:
+    with open_memory(profile, HashingEmbedder()) as again:
         assert again.missing_vectors == {}
 
 
@@ -260,14 +261,14 @@ def test_search_tops_up_missing_vectors(
 ) -> None:
     code, text = cli_run(capsys, profile, "search", "topic3", "--mode", "semantic", "--json")
     assert code == 0, text
-    with MemoryStore(profile, HashingEmbedder(dim=64)) as store:
+    with open_memory(profile, HashingEmbedder(dim=64)) as store:
         assert store.missing_vectors == {}
         assert store.pending_vectors(SID) == []
 
 
 def test_nothing_is_lost_when_archive_and_history_are_fine(profile: AppPaths) -> None:
     before = archived_ids(profile.archive_db)
-    with MemoryStore(profile, None) as store:
+    with open_memory(profile, None) as store:
         assert store.notices == []
     assert archived_ids(profile.archive_db) == before
     assert T0 > 0

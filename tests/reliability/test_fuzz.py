@@ -29,11 +29,13 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from agenvoy_desktop import cli
+from agenvoy_desktop.cli import common
 from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.history import HistoryFile
 from agenvoy_desktop.core.importers import ImportFormatError, read_import_file
 from agenvoy_desktop.core.messages import ROLES, Message
 from agenvoy_desktop.core.search import MODES, SearchError, SearchQuery, search_chat_history
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import InvalidSessionIdError, MemoryStore, check_session_id
 from agenvoy_desktop.core.timeutil import MAX_TIME_NS, MIN_TIME_NS
 from agenvoy_desktop.paths import app_paths
@@ -87,7 +89,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryStore]:
         "nul \x00 inside",
         "e\u0301 combining",
     ]
-    with MemoryStore(app_paths(tmp_path_factory.mktemp("fuzz")), HashingEmbedder(64)) as opened:
+    with open_memory(app_paths(tmp_path_factory.mktemp("fuzz")), HashingEmbedder(64)) as opened:
         for sid in ("s1", "s2"):
             opened.create_session("t", sid)
             opened.append(sid, conversation([f"{sid}: {t}" for t in texts], start=T0))
@@ -167,9 +169,9 @@ def test_keyword_search_takes_any_text(
 @given(value=st.integers())
 def test_limit_check_takes_any_integer(value: int) -> None:
     checked, refused = _refusal(
-        cli.in_range, "--limit", value, 1, cli.MAX_RESULTS, error=cli.CliError
+        common.in_range, "--limit", value, 1, common.MAX_RESULTS, error=common.CliError
     )
-    if 1 <= value <= cli.MAX_RESULTS:
+    if 1 <= value <= common.MAX_RESULTS:
         assert checked == value
     else:
         assert refused is not None
@@ -179,7 +181,7 @@ def test_limit_check_takes_any_integer(value: int) -> None:
 @fuzz(200)
 @given(text=st.one_of(hostile_text, st.datetimes().map(lambda d: d.isoformat())))
 def test_time_option_takes_any_text(text: str) -> None:
-    ns, refused = _refusal(cli._time_option, "--since", text, error=cli.CliError)
+    ns, refused = _refusal(common.time_option, "--since", text, error=common.CliError)
     if refused is not None:
         assert "\n" not in refused.strip()
         return
@@ -190,7 +192,7 @@ def test_time_option_takes_any_text(text: str) -> None:
 @pytest.fixture(scope="module")
 def cli_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("cli") / "profile"
-    with MemoryStore(app_paths(data_dir), HashingEmbedder(256)) as opened:
+    with open_memory(app_paths(data_dir), HashingEmbedder(256)) as opened:
         opened.create_session("t", "s1")
         opened.append("s1", conversation(["a hotel in Kyoto", "the Granvia", "記憶系統"]))
     return data_dir
@@ -224,7 +226,7 @@ def test_search_command_answers_in_one_line(
     argv: list[str],
 ) -> None:
     """The whole command, in-process: results, or one line and exit status 1 (argparse: 2)."""
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=256))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=256))
     try:
         code = cli.main([*argv[:-2], "--data-dir", str(cli_profile), *argv[-2:]])
     except SystemExit as exc:  # argparse refusing --limit=abc

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
+from agenvoy_desktop.cli import common
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import archive_counts
 from tests.fakes import HashingEmbedder
@@ -72,7 +73,7 @@ class Cli:
 @pytest.fixture
 def env(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     """A profile holding one session, ``trip``."""
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=64))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=64))
     env = Cli(capsys, tmp_path)
     code, _, err = env.run("import", str(env.lines(*GOOD)), "--session", "trip")
     assert code == 0, err

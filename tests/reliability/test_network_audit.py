@@ -22,6 +22,7 @@ import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.cli import common
 from agenvoy_desktop.paths import AppPaths
 from tests import conftest
 from tests.fakes import HashingEmbedder
@@ -88,7 +89,7 @@ def test_the_fixture_fails_a_test_that_opens_one(tmp_path: Path) -> None:
 def test_import_search_and_chat_open_no_network_socket(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_embedder", lambda paths: HashingEmbedder(dim=256))
+    monkeypatch.setattr(common, "load_embedder", lambda paths: HashingEmbedder(dim=256))
 
     def start(cls: type[AppServices], /, paths: AppPaths, **_: object) -> AppServices:
         model = ScriptedChatModel([["the answer"]])

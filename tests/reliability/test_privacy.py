@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop.core.atomic import atomic_write_text
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import app_paths, secure_tree
 from agenvoy_desktop.settings import Settings, save_settings
 from tests.conftest import conversation
@@ -40,7 +40,7 @@ def _loose(root: Path) -> list[str]:
 def _use_profile(root: Path) -> None:
     """Write every kind of file a profile holds: history, archive (+WAL), vectors, settings."""
     paths = app_paths(root)
-    with MemoryStore(paths, HashingEmbedder(dim=32)) as store:
+    with open_memory(paths, HashingEmbedder(dim=32)) as store:
         sid = store.create_session("t", "s1")
         store.append(sid, conversation(["hello there", "hi", "a second pair", "ok"]))
         store.index_pending(sid)
@@ -79,7 +79,7 @@ def test_opening_the_store_fixes_a_profile_from_an_older_version(tmp_path: Path)
     (config / "history.json").write_text("[\n]\n", "utf-8")
     for path in [root / "config", *(root / "config").rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    with MemoryStore(app_paths(root)):
+    with open_memory(app_paths(root)):
         pass
     assert _loose(root / "config") == []
 

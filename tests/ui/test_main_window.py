@@ -17,7 +17,7 @@ from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.core.error_memory import error_db_path
 from agenvoy_desktop.core.export import ExportFormat
-from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.operations.timeline import KINDS
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.ui import chat_panel
@@ -334,7 +334,7 @@ def test_the_app_starts_prepares_models_and_quits_cleanly(tmp_path: Path) -> Non
 def test_start_repairs_show_notices_and_index_missing_vectors(
     qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory, profile: AppPaths
 ) -> None:
-    store = MemoryStore(profile, None)  # written without an embedding model: no vectors
+    store = open_memory(profile, None)  # written without an embedding model: no vectors
     sid = store.create_session("old")
     store.append(sid, conversation([f"message number {i}" for i in range(100)]))
     store.close()

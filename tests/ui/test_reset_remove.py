@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core import lifecycle
 from agenvoy_desktop.core.export import ExportFormat
+from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import KeyDecision, Summary, load_summary, save_summary
 from agenvoy_desktop.ui.main_window import MainWindow
@@ -175,7 +178,7 @@ def test_a_crash_inside_the_undo_window_keeps_the_data(
     window.remove_session(sid)
     window.pending.pending()[0].timer.stop()  # the process "dies": nothing else runs
     services.storage.run_sync(services.store.close)
-    with MemoryStore(services.paths) as reopened:
+    with open_memory(services.paths) as reopened:
         assert len(reopened.history(sid).messages) == 4
 
 
@@ -192,14 +195,17 @@ def test_sending_into_a_reset_session_ends_its_undo_window_first(
 
 
 def test_a_failed_operation_is_reported_and_the_session_comes_back(
-    qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
+    qtbot: QtBot,
+    make_services: ServicesFactory,
+    make_window: WindowFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    services, window, sid, _ = setup(make_services, make_window, undo_ms=50)
+    _services, window, sid, _ = setup(make_services, make_window, undo_ms=50)
 
-    def broken(_sid: str) -> None:
-        raise OSError(13, "Permission denied", str(services.store.folder(sid)))
+    def broken(store: MemoryStore, _sid: str) -> None:
+        raise OSError(13, "Permission denied", str(store.folder(sid)))
 
-    services.store.remove = broken  # type: ignore[method-assign]
+    monkeypatch.setattr(lifecycle, "remove_session", broken)
     with qtbot.waitSignal(window.pending.failed, timeout=5000):
         window.remove_action.trigger()
     assert "Could not remove “notes”: Permission denied" in window.errors.current()

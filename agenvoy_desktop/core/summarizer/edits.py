@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agenvoy_desktop.core.archive import ArchiveError
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.core.summarizer.pending import _Cursor
+from agenvoy_desktop.core.summarizer.pending import Cursor
 from agenvoy_desktop.core.summarizer.runs import SummaryBusyError
 from agenvoy_desktop.core.summarizer.session_lock import SessionLock
 from agenvoy_desktop.core.summary import (
@@ -58,7 +58,7 @@ def _save_edit(
     now = clock()
     save_summary(folder, summary)
     save_meta(folder, meta.with_(updated_ns=now))
-    cursor = _Cursor(meta.cursor_seq, meta.cursor_message_id, meta.cursor_time_ns).to_json()
+    cursor = Cursor(meta.cursor_seq, meta.cursor_message_id, meta.cursor_time_ns).to_json()
     record = PassRecord("edit", now, model="user", cursor_before=cursor, cursor_after=cursor)
     append_record(folder, record)
     try:

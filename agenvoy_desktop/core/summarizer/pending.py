@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.core.summarizer.runs import _MISSING, PAGE
+from agenvoy_desktop.core.summarizer.runs import MISSING_STAMP, PAGE
 
 if TYPE_CHECKING:  # the runner imports this module
     from agenvoy_desktop.core.summarizer.runner import Summarizer
@@ -26,13 +26,15 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class _Cursor:
+class Cursor:
+    """The last message folded into the summary (seq -1: none yet)."""
+
     seq: int = -1
     message_id: str | None = None
     time_ns: int = 0
 
     @classmethod
-    def of(cls, row: ArchivedMessage) -> _Cursor:
+    def of(cls, row: ArchivedMessage) -> Cursor:
         return cls(row.seq, row.message.id, row.message.time_ns)
 
     def to_json(self) -> dict[str, Any]:
@@ -48,22 +50,22 @@ def _seq_of(store: MemoryStore, session_id: str, message_id: str) -> int | None:
     return row.seq if row is not None and row.session_id == session_id else None
 
 
-def _resolve_cursor(store: MemoryStore, session_id: str, meta: SummaryMeta | None) -> _Cursor:
+def resolve_cursor(store: MemoryStore, session_id: str, meta: SummaryMeta | None) -> Cursor:
     """The meta's cursor, checked against the archive.
 
     After a reset the archive restarts at seq 0 and the cursor's message is
     gone: everything now in the archive is new to the (kept) summary.
     """
     if meta is None or meta.cursor_message_id is None:
-        return _Cursor()
+        return Cursor()
     seq = _seq_of(store, session_id, meta.cursor_message_id)
     if seq is None:
         log.info("summary cursor of %s is not in the archive (reset?): folding anew", session_id)
-        return _Cursor()
-    return _Cursor(seq, meta.cursor_message_id, meta.cursor_time_ns)
+        return Cursor()
+    return Cursor(seq, meta.cursor_message_id, meta.cursor_time_ns)
 
 
-def _window_start(store: MemoryStore, session_id: str, window_messages: int) -> int | None:
+def window_start(store: MemoryStore, session_id: str, window_messages: int) -> int | None:
     """Archive seq of the window's oldest message; None = every archived row is older."""
     window = store.window(session_id, window_messages)
     rowids = store.archive.rowids_for(m.id for m in window)
@@ -74,7 +76,7 @@ def _window_start(store: MemoryStore, session_id: str, window_messages: int) -> 
     return None if row is None else row.seq
 
 
-def _gate_closed(meta: SummaryMeta, stamp: HistoryStamp, owner: Summarizer) -> bool:
+def gate_closed(meta: SummaryMeta, stamp: HistoryStamp, owner: Summarizer) -> bool:
     """The mtime gate: history.json unchanged since the summary was last fully caught up."""
     return (
         meta.caught_up
@@ -83,7 +85,7 @@ def _gate_closed(meta: SummaryMeta, stamp: HistoryStamp, owner: Summarizer) -> b
     )
 
 
-def _count_between(store: MemoryStore, session_id: str, after: int, end: int | None) -> int:
+def count_between(store: MemoryStore, session_id: str, after: int, end: int | None) -> int:
     total = store.archive.count_from(session_id, after + 1)
     if end is None:
         return total
@@ -95,11 +97,11 @@ def history_stamp(path: Path) -> HistoryStamp:
     try:
         st = path.stat()
     except FileNotFoundError:
-        return _MISSING
+        return MISSING_STAMP
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-class _Pending:
+class Pending:
     """Unsummarised archive rows, fetched a page at a time (catch-up can be huge)."""
 
     def __init__(self, session_id: str, after: int, end: int | None, total: int) -> None:
@@ -127,7 +129,7 @@ class _Pending:
 
 
 @dataclass(slots=True)
-class _Chunk:
+class Chunk:
     rows: list[ArchivedMessage]
     lines: list[str]
     reserve: int
@@ -147,30 +149,30 @@ class _Chunk:
         }
         return {**self.earlier, **mine}
 
-    def first_half(self) -> _Chunk:
+    def first_half(self) -> Chunk:
         """The retry after a failed answer: fewer messages, so less to get wrong."""
         keep = len(self.rows) // 2
-        return _Chunk(self.rows[:keep], self.lines[:keep], self.reserve, self.earlier)
+        return Chunk(self.rows[:keep], self.lines[:keep], self.reserve, self.earlier)
 
 
-class _ContextTooSmallError(RuntimeError):
-    pass
+class ContextTooSmallError(RuntimeError):
+    """The model's context leaves too few tokens for messages beside the summary."""
 
 
-class _SourceGoneError(RuntimeError):
+class SourceGoneError(RuntimeError):
     """The chunk's messages are no longer in the archive (a reset): its pass is dropped."""
 
 
-class _RetryFailedError(RuntimeError):
+class RetryFailedError(RuntimeError):
     """The retry with half the chunk failed too; ``chunk`` is that half."""
 
-    def __init__(self, chunk: _Chunk, message: str) -> None:
+    def __init__(self, chunk: Chunk, message: str) -> None:
         super().__init__(message)
         self.chunk = chunk
 
 
 @dataclass(slots=True)
-class _Folded:
+class Folded:
     """A good answer for a chunk, its token accounting and notes for the pass record."""
 
     summary: Summary

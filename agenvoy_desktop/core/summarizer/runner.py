@@ -15,31 +15,31 @@ from agenvoy_desktop.core.model_api import JsonModel, ModelOutputError
 from agenvoy_desktop.core.store import Cancelled, MemoryStore, Progress
 from agenvoy_desktop.core.summarizer.edits import save_user_edit
 from agenvoy_desktop.core.summarizer.pending import (
-    _Chunk,
-    _ContextTooSmallError,
-    _count_between,
-    _Cursor,
-    _Folded,
-    _gate_closed,
-    _Pending,
-    _resolve_cursor,
-    _RetryFailedError,
-    _SourceGoneError,
-    _window_start,
+    Chunk,
+    ContextTooSmallError,
+    Cursor,
+    Folded,
+    Pending,
+    RetryFailedError,
+    SourceGoneError,
+    count_between,
+    gate_closed,
     history_stamp,
+    resolve_cursor,
+    window_start,
 )
 from agenvoy_desktop.core.summarizer.runs import (
-    _MISSING,
-    _TOKEN_CACHE_MAX,
     ANSWER_TOKENS,
     GROWTH_TOKENS,
     MIN_TRANSCRIPT_TOKENS,
+    MISSING_STAMP,
     SAFETY_TOKENS,
+    TOKEN_CACHE_MAX,
+    InlineRunner,
     PassListener,
     StopReason,
     StoreRunner,
     SummaryRunResult,
-    _Inline,
 )
 from agenvoy_desktop.core.summarizer.session_lock import SessionLock
 from agenvoy_desktop.core.summary import (
@@ -96,7 +96,7 @@ class Summarizer:
         self.window_messages = window_messages
         self.clock = clock
         self.max_answer_tokens = max_answer_tokens
-        self.storage: StoreRunner = storage or _Inline()
+        self.storage: StoreRunner = storage or InlineRunner()
         self._locks: dict[str, asyncio.Lock] = {}
         self._listeners: list[PassListener] = []
         self._tokens: dict[str, int] = {}
@@ -124,7 +124,7 @@ class Summarizer:
         """Token count with a per-text cache (messages are re-planned after failures)."""
         cached = self._tokens.get(text)
         if cached is None:
-            if len(self._tokens) >= _TOKEN_CACHE_MAX:
+            if len(self._tokens) >= TOKEN_CACHE_MAX:
                 self._tokens.clear()
             cached = self._tokens[text] = await self.model.count_tokens(text)
         return cached
@@ -132,9 +132,9 @@ class Summarizer:
     def pending_count_sync(self, session_id: str) -> int:
         """Unsummarised messages older than the window (no model; runs on the store thread)."""
         meta = load_meta(self.store.folder(session_id))
-        cursor = _resolve_cursor(self.store, session_id, meta)
-        end = _window_start(self.store, session_id, self.window_messages)
-        return _count_between(self.store, session_id, cursor.seq, end)
+        cursor = resolve_cursor(self.store, session_id, meta)
+        end = window_start(self.store, session_id, self.window_messages)
+        return count_between(self.store, session_id, cursor.seq, end)
 
     async def pending_count(self, session_id: str) -> int:
         return await self.storage.run(self.pending_count_sync, session_id)
@@ -224,10 +224,10 @@ class _Run:
         self.summary = Summary()
         self.meta = SummaryMeta()
         self.had_meta = False
-        self.cursor = _Cursor()
-        self.start = _Cursor()
-        self.stamp = _MISSING
-        self.pending = _Pending(session_id, -1, None, 0)
+        self.cursor = Cursor()
+        self.start = Cursor()
+        self.stamp = MISSING_STAMP
+        self.pending = Pending(session_id, -1, None, 0)
         self.index = 0
         self.passes = 0
         self.folded = 0
@@ -265,16 +265,16 @@ class _Run:
         """Read the files and count what is pending; True when the mtime gate skips the run."""
         self.stamp = history_stamp(self.folder / "history.json")
         meta = load_meta(self.folder)
-        if meta is not None and not force and _gate_closed(meta, self.stamp, self.owner):
-            self.cursor = self.start = _Cursor(meta.cursor_seq, meta.cursor_message_id)
+        if meta is not None and not force and gate_closed(meta, self.stamp, self.owner):
+            self.cursor = self.start = Cursor(meta.cursor_seq, meta.cursor_message_id)
             return True
         self.meta = meta or SummaryMeta()
         self.had_meta = meta is not None
         self.summary = load_summary(self.folder) or Summary()
-        self.cursor = self.start = _resolve_cursor(self.store, self.sid, meta)
-        end = _window_start(self.store, self.sid, self.owner.window_messages)
-        total = _count_between(self.store, self.sid, self.cursor.seq, end)
-        self.pending = _Pending(self.sid, self.cursor.seq, end, total)
+        self.cursor = self.start = resolve_cursor(self.store, self.sid, meta)
+        end = window_start(self.store, self.sid, self.owner.window_messages)
+        total = count_between(self.store, self.sid, self.cursor.seq, end)
+        self.pending = Pending(self.sid, self.cursor.seq, end, total)
         return False
 
     def _mark_caught_up(self) -> None:
@@ -282,7 +282,7 @@ class _Run:
         meta = self.meta.with_(
             caught_up=True, window_messages=self.owner.window_messages, history_stamp=self.stamp
         )
-        if meta != self.meta and (self.had_meta or self.stamp != _MISSING):
+        if meta != self.meta and (self.had_meta or self.stamp != MISSING_STAMP):
             with self.store.locked(self.sid, "summary"):
                 if self.folder.is_dir():
                     save_meta(self.folder, meta)
@@ -292,14 +292,14 @@ class _Run:
             if self.sid in self.owner.stopping or (self.cancelled and self.cancelled()):
                 return self.result("cancelled")
             started = time.perf_counter()
-            chunk: _Chunk | None = None
+            chunk: Chunk | None = None
             try:
                 chunk = await self._plan()
                 if not chunk.rows:
                     break
                 started = time.perf_counter()
                 chunk, folded = await self._summarize_or_retry(chunk)
-            except _RetryFailedError as exc:
+            except RetryFailedError as exc:
                 chunk = exc.chunk
                 return await self._failed(chunk, str(exc), time.perf_counter() - started)
             except Exception as exc:  # noqa: BLE001 - any model or planning failure fails the chunk
@@ -307,7 +307,7 @@ class _Run:
             duration = time.perf_counter() - started
             try:
                 record = await self.io(self._commit, chunk, folded, duration)
-            except _SourceGoneError as exc:
+            except SourceGoneError as exc:
                 log.info("summary of %s: %s", self.sid, exc)
                 return self.result("cancelled", str(exc))
             except OSError as exc:  # disk full, read-only...: the atomic writes left the old files
@@ -317,7 +317,7 @@ class _Run:
                 self.progress(self.folded, self.pending.total)
         return self.result("done")
 
-    async def _summarize_or_retry(self, chunk: _Chunk) -> tuple[_Chunk, _Folded]:
+    async def _summarize_or_retry(self, chunk: Chunk) -> tuple[Chunk, Folded]:
         """One pass; after a bad answer, one more over the first half of the chunk.
 
         A small model that loses its way over many messages often manages
@@ -342,18 +342,18 @@ class _Run:
         try:
             folded = await self._summarize(half, last_try=True)
         except (ModelOutputError, SummaryFormatError) as exc:
-            raise _RetryFailedError(half, f"{_describe(exc)} (and before: {first_error})") from exc
+            raise RetryFailedError(half, f"{_describe(exc)} (and before: {first_error})") from exc
         folded.notes["retried_after"] = first_error
         return half, folded
 
-    async def _summarize(self, chunk: _Chunk, *, last_try: bool = False) -> _Folded:
+    async def _summarize(self, chunk: Chunk, *, last_try: bool = False) -> Folded:
         """One model call for *chunk*; the answer validated and its decisions traced.
 
         On the ``last_try`` a sentence said twice is removed instead of
         failing the chunk (see :func:`~agenvoy_desktop.core.summary.without_repeats`).
         """
         if not chunk.has_content:  # nothing to learn: advance without a model call
-            return _Folded(self.summary)
+            return Folded(self.summary)
         prompt = build_prompt(self.summary, chunk.lines)
         sources = chunk.sources
         completion = await self.owner.model.complete_json(
@@ -372,7 +372,7 @@ class _Run:
         if dropped:
             log.info("summary of %s: dropped untraced decisions: %s", self.sid, dropped)
             notes["dropped_decisions"] = dropped
-        return _Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
+        return Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
 
     # -- planning ------------------------------------------------------------------------
     async def _row(self, index: int) -> ArchivedMessage | None:
@@ -380,7 +380,7 @@ class _Run:
             await self.io(self.pending.fetch, self.store)
         return self.pending.rows[index] if index < len(self.pending.rows) else None
 
-    async def _plan(self) -> _Chunk:
+    async def _plan(self) -> Chunk:
         """The next chunk: as many messages as fit beside instructions, summary and answer."""
         count = self.owner.count_tokens
         reserve = min(ANSWER_TOKENS, self.owner.model.context_size // 2)
@@ -391,11 +391,11 @@ class _Run:
         fixed = await count(SUMMARIZE_INSTRUCTIONS) + await count(frame[1]["content"])
         budget = self.owner.model.context_size - reserve - fixed - SAFETY_TOKENS
         if budget < MIN_TRANSCRIPT_TOKENS:
-            raise _ContextTooSmallError(
+            raise ContextTooSmallError(
                 f"model {self.owner.model.name}: context of {self.owner.model.context_size} "
                 f"tokens leaves {budget} for messages (need {MIN_TRANSCRIPT_TOKENS}+)"
             )
-        chunk = _Chunk([], [], reserve, decision_sources(self.summary))
+        chunk = Chunk([], [], reserve, decision_sources(self.summary))
         used = 0
         while (row := await self._row(self.index + len(chunk.rows))) is not None:
             line = transcript_line(row.message, message_handle(len(chunk.rows)))
@@ -421,22 +421,22 @@ class _Run:
         return cut_middle(line, 0)
 
     # -- recording -----------------------------------------------------------------------
-    def _commit(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
+    def _commit(self, chunk: Chunk, folded: Folded, duration: float) -> PassRecord:
         """Save, under the session lock: checked, then written (see :meth:`_save`)."""
         with self.store.locked(self.sid, "summary"):
             if not self.folder.is_dir():  # removed meanwhile: never recreate it
                 raise FileNotFoundError(f"session {self.sid} was removed during the summary")
             ids = [row.message.id for row in chunk.rows]
             if len(self.store.archive.rowids_for(ids)) != len(ids):
-                raise _SourceGoneError(
+                raise SourceGoneError(
                     f"session {self.sid} was reset during the summary; the pass was discarded"
                 )
             return self._save(chunk, folded, duration)
 
-    def _save(self, chunk: _Chunk, folded: _Folded, duration: float) -> PassRecord:
+    def _save(self, chunk: Chunk, folded: Folded, duration: float) -> PassRecord:
         """Save order: summary, meta (cursor), history line, timeline event."""
         answer = folded.summary
-        before, after = self.cursor, _Cursor.of(chunk.rows[-1])
+        before, after = self.cursor, Cursor.of(chunk.rows[-1])
         self.index += len(chunk.rows)
         done = self.index >= len(self.pending.rows) and self.pending.exhausted
         now = self.owner.clock()
@@ -480,8 +480,8 @@ class _Run:
     def _record(
         self,
         kind: Literal["pass", "failed"],
-        chunk: _Chunk | None,
-        before: _Cursor,
+        chunk: Chunk | None,
+        before: Cursor,
         duration: float,
         *,
         prompt: int = 0,
@@ -494,8 +494,8 @@ class _Run:
             kind=kind,
             time_ns=self.owner.clock(),
             model=self.owner.model.name,
-            chunk_first=_Cursor.of(rows[0]).to_json() if rows else None,
-            chunk_last=_Cursor.of(rows[-1]).to_json() if rows else None,
+            chunk_first=Cursor.of(rows[0]).to_json() if rows else None,
+            chunk_last=Cursor.of(rows[-1]).to_json() if rows else None,
             cursor_before=before.to_json(),
             cursor_after=self.cursor.to_json(),
             messages=len(rows),
@@ -517,7 +517,7 @@ class _Run:
         except ArchiveError as exc:  # the pass itself is saved; only the timeline misses it
             log.warning("summary event of %s not recorded: %s", self.sid, exc)
 
-    async def _failed(self, chunk: _Chunk | None, error: str, duration: float) -> SummaryRunResult:
+    async def _failed(self, chunk: Chunk | None, error: str, duration: float) -> SummaryRunResult:
         log.warning("summary of %s failed: %s", self.sid, error)
         record = self._record("failed", chunk, self.cursor, duration, error=error)
         try:
@@ -531,6 +531,6 @@ class _Run:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ModelOutputError | SummaryFormatError | SummaryFileError):
         return str(exc)
-    if isinstance(exc, ArchiveError | _ContextTooSmallError):
+    if isinstance(exc, ArchiveError | ContextTooSmallError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"

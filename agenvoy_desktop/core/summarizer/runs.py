@@ -31,8 +31,10 @@ ANSWER_TOKENS = answer_char_bound(SUMMARY_SCHEMA)
 """The longest answer the schema allows, in characters, hence tokens (the package docstring)."""
 MIN_TRANSCRIPT_TOKENS = 48
 PAGE = 256
-_TOKEN_CACHE_MAX = 50_000
-_MISSING: HistoryStamp = (0, -1, 0)
+TOKEN_CACHE_MAX = 50_000
+"""Token counts the runner remembers before it starts afresh."""
+MISSING_STAMP: HistoryStamp = (0, -1, 0)
+"""The history stamp of a session without a history.json."""
 
 
 class SummaryBusyError(KnownError, RuntimeError):
@@ -45,7 +47,7 @@ class StoreRunner(Protocol):
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
 
-class _Inline:
+class InlineRunner:
     """Default runner: calls the store directly (CLI, tests)."""
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

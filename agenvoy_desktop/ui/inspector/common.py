@@ -10,6 +10,7 @@ for the old one are dropped rather than painted over the new one.
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Awaitable, Callable, Generator
 from datetime import datetime
 from typing import Any, TypeVar
@@ -18,10 +19,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.errors import is_known
 from agenvoy_desktop.llm.catalogue import ModelCatalogue
-from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation, readable_error
+from agenvoy_desktop.operations.changes import Changed, MemoryChanges, Part
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.theme import colors
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Operation], Awaitable[T]]
 
@@ -80,9 +84,11 @@ class Jobs:
                 on_done(value)
 
         def failed(exc: BaseException) -> None:
+            if not is_known(exc):  # a bug: the tab shows one line, the log keeps the traceback
+                log.error("internal error while trying to %s", what, exc_info=exc)
             if current():
                 self._ops.pop(key, None)
-                on_error(readable_error(exc))
+                on_error(self.runner.readable(exc))
 
         op = self.runner.run(
             lambda op: _Deferred(work, op),
@@ -94,6 +100,25 @@ class Jobs:
         if current() and not op.done:
             self._ops[key] = op
         return op
+
+    def start_change(
+        self,
+        key: str,
+        work: Work[Changed[T]],
+        on_done: Callable[[T], None],
+        on_error: Callable[[str], None],
+        *,
+        what: str,
+    ) -> Operation:
+        """:meth:`start` for a write: what it changed is broadcast, even if the answer is stale."""
+        runner = self.runner
+
+        async def changing(op: Operation) -> T:
+            changed = await work(op)
+            runner.broadcast(changed.changes)
+            return changed.value
+
+        return self.start(key, changing, on_done, on_error, what=what)
 
     def busy(self, key: str) -> bool:
         op = self._ops.get(key)
@@ -130,6 +155,10 @@ class InspectorTab(QWidget):
 
     detach_on_switch: tuple[str, ...] = ()
     """Job keys whose work should finish even when the user leaves the session."""
+    reload_on: tuple[Part, ...] = ()
+    """The parts of memory the tab shows: a change to one of them makes it reload."""
+    session_free = False
+    """The tab shows the same thing for every session (error memory, models)."""
     no_session_text = ""
     """What the tab says while no session is chosen."""
 
@@ -152,6 +181,12 @@ class InspectorTab(QWidget):
     def refresh(self) -> None:
         """Load what the tab shows (on the runner, never on the UI thread)."""
         raise NotImplementedError
+
+    def wants_reload(self, changes: MemoryChanges) -> bool:
+        """Whether *changes* touch what the tab shows."""
+        if self.session_free:
+            return changes.any_of(*self.reload_on)
+        return self.session_id is not None and changes.affects(self.session_id, *self.reload_on)
 
     def _session_changed(self) -> None:
         """Clear what showed the old session (tabs that show one override this)."""

@@ -42,7 +42,16 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.error_memory import ErrorMemory
 from agenvoy_desktop.core.error_types import OUTCOMES, ErrorRecord
+from agenvoy_desktop.operations.changes import Changed
+from agenvoy_desktop.operations.errors import (
+    add_record,
+    delete_record,
+    list_records,
+    renew_record,
+    set_outcome,
+)
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, local_time, plural
 from agenvoy_desktop.ui.theme import colors
@@ -259,6 +268,9 @@ def _text_box(placeholder: str) -> QPlainTextEdit:
 class ErrorsTab(InspectorTab):
     """See the module docstring."""
 
+    reload_on = ("errors",)
+    session_free = True
+
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
@@ -381,8 +393,8 @@ class ErrorsTab(InspectorTab):
         storage, clock = self.services.storage, self.services.clock
 
         async def load(_op: Operation) -> tuple[list[ErrorRecord], int]:
-            records = await storage.run(errors.list, include_expired=include)
-            return list(records), clock()
+            records = await storage.run(list_records, errors, include_expired=include)
+            return records, clock()
 
         self.jobs.start(
             "load", load, self._show_records, self.status.error, what="read the error memory"
@@ -483,7 +495,7 @@ class ErrorsTab(InspectorTab):
     def _change(
         self,
         what: str,
-        call: Callable[[Any], ErrorRecord | None],
+        call: Callable[[ErrorMemory], Changed[Any]],
         done_text: str,
         select: int | None,
     ) -> None:
@@ -492,15 +504,14 @@ class ErrorsTab(InspectorTab):
             return
         storage = self.services.storage
 
-        async def work(_op: Operation) -> ErrorRecord | None:
+        async def work(_op: Operation) -> Changed[Any]:
             return await storage.run(call, errors)
 
-        def done(_record: ErrorRecord | None) -> None:
+        def done(_record: object) -> None:
             self.status.info(done_text)
             self._select_after = select
-            self.refresh()
 
-        self.jobs.start(
+        self.jobs.start_change(
             "change", work, done, lambda m: self.status.error(f"Could not {what}: {m}"), what=what
         )
 
@@ -510,7 +521,7 @@ class ErrorsTab(InspectorTab):
             return
         self._change(
             "change the outcome",
-            lambda errors: errors.update(record.id, outcome=outcome),
+            lambda errors: set_outcome(errors, record.id, outcome),
             f"Record #{record.id} is now “{outcome}”.",
             record.id,
         )
@@ -520,7 +531,7 @@ class ErrorsTab(InspectorTab):
         if record is not None:
             self._change(
                 "renew the record",
-                lambda errors: errors.renew(record.id),
+                lambda errors: renew_record(errors, record.id),
                 f"Record #{record.id} is kept for another 90 days.",
                 record.id,
             )
@@ -530,7 +541,7 @@ class ErrorsTab(InspectorTab):
         if record is not None:
             self._change(
                 "delete the record",
-                lambda errors: errors.delete(record.id),
+                lambda errors: delete_record(errors, record.id),
                 f"Deleted record #{record.id} ({record.tool}).",
                 None,
             )
@@ -562,16 +573,14 @@ class ErrorsTab(InspectorTab):
             return
         storage, sid = self.services.storage, self.session_id
 
-        async def work(_op: Operation) -> ErrorRecord:
-            record = await storage.run(lambda: errors.add(**fields, source="user", session_id=sid))
-            return record  # type: ignore[no-any-return]
+        async def work(_op: Operation) -> Changed[ErrorRecord]:
+            return await storage.run(add_record, errors, fields, sid)
 
         def done(record: ErrorRecord) -> None:
             if dialog is not None and self.dialog is dialog:
                 dialog.accept()
             self.status.info(f"Added record #{record.id} for {record.tool}.")
             self._select_after = record.id
-            self.refresh()
 
         def failed(message: str) -> None:
             if dialog is not None and self.dialog is dialog:
@@ -579,7 +588,7 @@ class ErrorsTab(InspectorTab):
             else:
                 self.status.error(f"Could not add the record: {message}")
 
-        self.jobs.start("add", work, done, failed, what="add the record")
+        self.jobs.start_change("add", work, done, failed, what="add the record")
 
 
 def detail_html(record: ErrorRecord, now_ns: int) -> str:

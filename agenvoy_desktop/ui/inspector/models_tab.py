@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -43,6 +43,7 @@ from agenvoy_desktop.llm.catalogue import CatalogueEntry
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo
 from agenvoy_desktop.llm.model_profile import profile_from_info
+from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
@@ -198,7 +199,8 @@ def _table(columns: tuple[str, ...]) -> QTableWidget:
 class ModelsTab(InspectorTab):
     """See the module docstring."""
 
-    settings_changed = Signal()
+    reload_on = ("models",)
+    session_free = True
 
     def __init__(
         self,
@@ -475,8 +477,7 @@ class ModelsTab(InspectorTab):
             return
         what = "chat" if role == "chat" else "embedding"
         self.status.info(f"{entry.name} is now the {what} model. {RESTART_NOTE}")
-        self.settings_changed.emit()
-        self.refresh()
+        self.jobs.runner.broadcast(MODELS_CHANGED)
 
     def load_chat_model(self) -> None:
         model: Any = self.services.chat_model
@@ -488,7 +489,7 @@ class ModelsTab(InspectorTab):
 
         def done(_none: None) -> None:
             self.status.info(f"{model.name} is loaded.")
-            self.refresh()
+            self.jobs.runner.broadcast(MODELS_CHANGED)
 
         def failed(message: str) -> None:
             self.status.error(f"Could not load {model.name}: {message}")
@@ -515,7 +516,7 @@ class ModelsTab(InspectorTab):
 
         def done(_none: None) -> None:
             self.status.info("The chat model was unloaded; it loads again at the next message.")
-            self.refresh()
+            self.jobs.runner.broadcast(MODELS_CHANGED)
 
         self.jobs.start(
             "model",
@@ -549,7 +550,7 @@ class ModelsTab(InspectorTab):
             use = "embeddings" if entry.role == "embedding" else "chat"
             self.status.info(f"Added {entry.name}. Choose “Use for {use}” to run it.")
             self._pending_select = entry.name
-            self.refresh()
+            self.jobs.runner.broadcast(MODELS_CHANGED)
 
         self.jobs.start(
             "add", work, done, lambda m: self.status.error(f"Not added: {m}"), what="add the model"

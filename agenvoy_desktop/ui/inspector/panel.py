@@ -1,10 +1,11 @@
 """The memory inspector: one tab per thing the assistant remembers or runs on.
 
 Summary, Context, Recall, Error memory and Models.  Tabs load lazily: a
-session switch or :meth:`InspectorPanel.refresh` reloads the tab on screen
-and marks the others stale, so the hidden ones cost nothing until the user
-looks at them (the Context tab counts tokens with the chat model, which
-would otherwise queue behind a streaming answer).
+session switch, or a change the runner broadcasts that touches what a tab
+shows (:attr:`InspectorTab.reload_on`), reloads the tab on screen and marks
+the others stale, so the hidden ones cost nothing until the user looks at
+them (the Context tab counts tokens with the chat model, which would
+otherwise queue behind a streaming answer).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.operations.changes import MemoryChanges, summary_changes
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector.common import InspectorTab
 from agenvoy_desktop.ui.inspector.context_tab import ContextTab
@@ -21,17 +23,12 @@ from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
 
-SESSION_FREE = ("errors", "models")
-"""Tabs whose content does not change with the session."""
-
 
 class InspectorPanel(QTabWidget):
     """The tabs, the current session, and which tabs need a reload."""
 
     message_activated = Signal(str)
     """A message id the chat should scroll to (a recall hit, a summary pass)."""
-    settings_changed = Signal()
-    """The Models tab saved a new model choice."""
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
@@ -64,9 +61,26 @@ class InspectorPanel(QTabWidget):
         self.setDocumentMode(True)
         self.summary_tab.message_activated.connect(self.message_activated)
         self.recall_tab.message_activated.connect(self.message_activated)
-        self.models_tab.settings_changed.connect(self.settings_changed)
         self._stale: set[str] = set(self._tabs)
         self.currentChanged.connect(lambda _index: self._refresh_current())
+        runner.memory_changed.connect(self.memory_changed)
+        self._follow_summaries(runner)
+
+    def _follow_summaries(self, runner: AsyncRunner) -> None:
+        """Broadcast what a summary pass or edit wrote, like any other write.
+
+        Passes run in the background (after turns, when idle) and call their
+        listeners on the loop, i.e. on this thread.
+        """
+        summarizer = getattr(self.services, "summarizer", None)
+        if summarizer is None or not hasattr(summarizer, "on_pass"):
+            return
+
+        def listener(session_id: str, _record: object) -> None:
+            runner.broadcast(summary_changes(session_id))
+
+        unsubscribe = summarizer.on_pass(listener)
+        self.destroyed.connect(lambda *_: unsubscribe())
 
     def set_session(self, session_id: str | None) -> None:
         """Show *session_id*'s memory (None: no session selected)."""
@@ -75,12 +89,17 @@ class InspectorPanel(QTabWidget):
         self.session_id = session_id
         for name, tab in self._tabs.items():
             tab.set_session(session_id)
-            if name not in SESSION_FREE:
+            if not tab.session_free:
                 self._stale.add(name)
         self._refresh_current()
 
+    def memory_changed(self, changes: MemoryChanges) -> None:
+        """Mark the tabs that show a changed part stale; reload the one on screen."""
+        self._stale.update(name for name, tab in self._tabs.items() if tab.wants_reload(changes))
+        self._refresh_current()
+
     def refresh(self) -> None:
-        """Something changed (a turn, a summary pass, an import): reload what is shown."""
+        """Reload every tab (the one on screen now, the others when shown)."""
         self._stale = set(self._tabs)
         self._refresh_current()
 

@@ -170,6 +170,8 @@ def _to_date(value: QDate) -> date:
 class RecallTab(InspectorTab):
     """See the module docstring."""
 
+    reload_on = ("messages", "vectors")
+
     message_activated = Signal(str)
 
     def __init__(

@@ -14,7 +14,6 @@ record) and can be undone once, and the user becomes its source.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
 from typing import Any, cast
 
@@ -43,10 +42,12 @@ from agenvoy_desktop.core.summary import (
     PassRecord,
     Summary,
 )
+from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.summary import (
     SummarySnapshot,
     plus_decision,
     read_snapshot,
+    save_edit,
     with_decision,
     without_decision,
 )
@@ -106,10 +107,10 @@ class SummaryTab(InspectorTab):
 
     detach_on_switch = ("summarize",)
     no_session_text = "Choose a session to see its summary."
+    reload_on = ("summary", "messages")
 
     message_activated = Signal(str)
     _progress = Signal(int, int)
-    _pass_seen = Signal(str)
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
@@ -121,8 +122,6 @@ class SummaryTab(InspectorTab):
         self._adding_row = -1
         self._build()
         self._progress.connect(self._show_progress)
-        self._pass_seen.connect(self._on_pass_elsewhere)
-        self._subscribe()
         self._show_empty(self.placeholder)
 
     # -- construction --------------------------------------------------------------------
@@ -275,21 +274,9 @@ class SummaryTab(InspectorTab):
         """``services.summarizer`` (None without a chat model)."""
         return getattr(self.services, "summarizer", None)
 
-    def _subscribe(self) -> None:
-        summarizer = self.summarizer
-        if summarizer is None or not hasattr(summarizer, "on_pass"):
-            return
-        signal = self._pass_seen
-
-        def listener(session_id: str, _record: PassRecord) -> None:
-            signal.emit(session_id)
-
-        unsubscribe = cast(Callable[[], None], summarizer.on_pass(listener))
-        self.destroyed.connect(lambda *_: unsubscribe())
-
-    def _on_pass_elsewhere(self, session_id: str) -> None:
-        if session_id == self.session_id and not self.jobs.busy("summarize"):
-            self.refresh()
+    def wants_reload(self, changes: MemoryChanges) -> bool:
+        """A pass this tab started reloads at its end, not at every chunk."""
+        return super().wants_reload(changes) and not self.jobs.busy("summarize")
 
     # -- public --------------------------------------------------------------------------
     def _session_changed(self) -> None:
@@ -549,20 +536,22 @@ class SummaryTab(InspectorTab):
         summarizer = self.summarizer
         services = self.services
 
+        runner = self.jobs.runner
+
         async def save(_op: Operation) -> PassRecord:
             if summarizer is not None and hasattr(summarizer, "save_edit"):
+                # the summarizer tells its listeners; the window broadcasts from there
                 return cast(PassRecord, await summarizer.save_edit(sid, summary))
-            from agenvoy_desktop.core.summarizer import save_user_edit
-
-            return await services.storage.run(
-                save_user_edit, services.store, sid, summary, services.clock
+            changed = await services.storage.run(
+                save_edit, services.store, sid, summary, services.clock
             )
+            runner.broadcast(changed.changes)
+            return changed.value
 
         def saved(_record: PassRecord) -> None:
             self._undo = before if undoable else None
             self.undo_button.setVisible(self._undo is not None)
             self.status.info(done_text)
-            self.refresh()
 
         def failed(message: str) -> None:
             self.status.error(f"Not saved: {message}")

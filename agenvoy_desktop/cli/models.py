@@ -1,39 +1,40 @@
-"""``agenvoy-desktop models``: list, add, remove, discover and verify GGUF models.
+"""``agenvoy-desktop models`` and ``setup``: the GGUF models the app runs.
 
-Registered into the main parser by :func:`register` (``cli.build_parser``
-passes its ``add`` helper), so this module owns the whole command group and
-``cli.py`` only needs two lines.  ``models`` alone lists the catalogue.
+``models`` lists, adds, removes, discovers and verifies them (``models``
+alone lists the catalogue); ``setup`` prepares the default ones.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from agenvoy_desktop.cli import common
+from agenvoy_desktop.cli.common import AddCommand, CliError, Command, emit_json, profile_options
 from agenvoy_desktop.llm.catalogue import ROLES, CatalogueEntry, CatalogueError, ModelCatalogue
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError
-from agenvoy_desktop.paths import HOME_ENV, app_paths
 
-Handler = Callable[[argparse.Namespace], int]
-AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
+
+def register_setup(add_command: AddCommand) -> None:
+    """Add ``setup`` through build_parser's ``add`` helper."""
+    add_command("setup", cmd_setup, "prepare the local models (done automatically on first use)")
 
 
 def register(add_command: AddCommand) -> None:
-    """Add the ``models`` command group through cli.build_parser's ``add`` helper."""
+    """Add the ``models`` command group through build_parser's ``add`` helper."""
     models = add_command("models", cmd_models_list, "list the chat and embedding models")
     models.add_argument("--json", action="store_true", help="machine-readable list")
-    common = _common_options()
+    options = profile_options()
     sub = models.add_subparsers(dest="models_command", metavar="ACTION")
 
-    def action(name: str, func: Handler, text: str) -> argparse.ArgumentParser:
-        parser = sub.add_parser(name, parents=[common], help=text, description=text)
+    def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, parents=[options], help=text, description=text)
         parser.set_defaults(func=func)
         return parser
 
@@ -54,25 +55,23 @@ def register(add_command: AddCommand) -> None:
     )
 
 
-def _common_options() -> argparse.ArgumentParser:
-    """--data-dir / -v accepted after the action too (defaults suppressed: no overriding)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,
-        help=f"profile folder (default: platform dirs, or ${HOME_ENV})",
-    )
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-    return common
-
-
 # -- commands ----------------------------------------------------------------------
+def cmd_setup(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.llm.starter import prepare_starter_model
+
+    paths = common.profile_paths(args).ensure()
+    common.close_embedder(common.load_embedder(paths))
+    prepare_starter_model(paths.models_dir, progress=common.fraction_report("starter chat model"))
+    print(f"models ready in {paths.models_dir}")
+    return 0
+
+
 def cmd_models_list(args: argparse.Namespace) -> int:
     catalogue = _catalogue(args)
     entries = catalogue.entries()
     _note(catalogue)
     if getattr(args, "json", False):
-        _emit_json([entry_json(e) for e in entries])
+        emit_json([entry_json(e) for e in entries])
         return 0
     if not any(e.source == "starter" for e in entries):
         print("(the starter chat model is not prepared yet: run `agenvoy-desktop setup`)")
@@ -146,7 +145,7 @@ def cmd_models_discover(args: argparse.Namespace) -> int:
     found = discover_gguf_files()
     known = _catalogued_files(_catalogue(args).entries())
     if getattr(args, "json", False):
-        _emit_json([discovered_json(m, _catalogued_as(known, m.path)) for m in found])
+        emit_json([discovered_json(m, _catalogued_as(known, m.path)) for m in found])
         return 0
     if not found:
         print("no GGUF files found in the usual folders of LM Studio, GPT4All, Jan, Ollama,")
@@ -267,14 +266,9 @@ def _print_table(rows: Sequence[Sequence[str]]) -> None:
         print("  ".join([*cells, row[-1]]))
 
 
-def _emit_json(data: object) -> None:
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-
-
 # -- plumbing ----------------------------------------------------------------------------
 def _catalogue(args: argparse.Namespace) -> ModelCatalogue:
-    return ModelCatalogue(app_paths(getattr(args, "data_dir", None)).models_dir)
+    return ModelCatalogue(common.profile_paths(args).models_dir)
 
 
 def _note(catalogue: ModelCatalogue) -> None:
@@ -285,8 +279,6 @@ def _note(catalogue: ModelCatalogue) -> None:
 @contextlib.contextmanager
 def _user_errors() -> Iterator[None]:
     """Catalogue and model-file problems are the user's to fix: one line, exit 1."""
-    from agenvoy_desktop.cli import CliError
-
     try:
         yield
     except (CatalogueError, ModelFileError) as exc:

@@ -11,11 +11,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from agenvoy_desktop.cli import common
+from agenvoy_desktop.cli.common import (
+    MAX_RESULTS,
+    SQLITE_INT_MAX,
+    AddCommand,
+    CliError,
+    Command,
+    clip,
+    emit_json,
+    in_range,
+    profile_options,
+)
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import (
     ORDER_KEYS,
@@ -26,27 +37,17 @@ from agenvoy_desktop.core.error_memory import (
 )
 from agenvoy_desktop.core.error_types import ERROR_TYPES, OUTCOMES, ErrorHint, ErrorRecord
 from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns
-from agenvoy_desktop.paths import HOME_ENV, app_paths
-
-Command = Callable[[argparse.Namespace], int]
-AddCommand = Callable[[str, Command, str], argparse.ArgumentParser]
 
 
 def register(add_command: AddCommand) -> None:
-    """Add the ``errors`` command (with its actions) through cli.build_parser's ``add``."""
+    """Add the ``errors`` command (with its actions) through build_parser's ``add``."""
     parser = add_command("errors", _dispatch, "inspect and edit the cross-session error memory")
     sub = parser.add_subparsers(dest="errors_action", metavar="ACTION", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,
-        help=f"profile folder (default: platform dirs, or ${HOME_ENV})",
-    )
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    options = argparse.ArgumentParser(add_help=False, parents=[profile_options()])
+    options.add_argument("--json", action="store_true", help="machine-readable output")
 
     def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, parents=[common], help=text, description=text)
+        cmd = sub.add_parser(name, parents=[options], help=text, description=text)
         cmd.set_defaults(errors_func=func)
         return cmd
 
@@ -85,8 +86,6 @@ def _record_options(cmd: argparse.ArgumentParser, *, required: bool) -> None:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from agenvoy_desktop.cli import CliError
-
     _check_numbers(args)
     try:
         result: int = args.errors_func(args)
@@ -97,8 +96,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _check_numbers(args: argparse.Namespace) -> None:
     """Range-check the numeric arguments before the store sees them (one line each)."""
-    from agenvoy_desktop.cli import MAX_RESULTS, SQLITE_INT_MAX, in_range
-
     if getattr(args, "id", None) is not None:
         in_range("id", args.id, 1, SQLITE_INT_MAX)
     if getattr(args, "limit", None) is not None:
@@ -109,10 +106,10 @@ def _check_numbers(args: argparse.Namespace) -> None:
 def _memory(
     args: argparse.Namespace, embedder: TextEmbedder | None = None
 ) -> Iterator[ErrorMemory]:
-    path = error_db_path(app_paths(getattr(args, "data_dir", None)))
+    path = error_db_path(common.profile_paths(args))
     memory, notice = open_error_memory(path, embedder, purge_on_open=False)
     if notice:
-        print(f"agenvoy-desktop: notice: {notice}", file=sys.stderr)
+        common.notice(notice)
     with memory:
         yield memory
 
@@ -146,24 +143,14 @@ def _say(text: str, *, err: bool = False) -> None:
     (sys.stderr if err else sys.stdout).write(text + "\n")
 
 
-def _emit_json(data: object) -> None:
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-
-
-def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def _table(records: list[ErrorRecord], now: int, scores: list[float] | None = None) -> None:
     head = f"{'ID':>5}  {'TOOL':<16} {'OUTCOME':<9} {'TYPE':<14} {'HITS':>4}  {'EXPIRES':<10}  "
     _say(("SCORE   " if scores else "") + head + "SYMPTOM")
     for n, rec in enumerate(records):
         expires = "expired" if rec.is_expired(now) else format_local(rec.expires_ns)[:10]
         line = (
-            f"{rec.id:>5}  {_clip(rec.tool, 16):<16} {rec.outcome:<9} {rec.error_type:<14}"
-            f" {rec.hits:>4}  {expires:<10}  {_clip(rec.symptom, 70)}"
+            f"{rec.id:>5}  {clip(rec.tool, 16):<16} {rec.outcome:<9} {rec.error_type:<14}"
+            f" {rec.hits:>4}  {expires:<10}  {clip(rec.symptom, 70)}"
         )
         _say((f"{scores[n]:6.3f}  " if scores else "") + line)
 
@@ -187,7 +174,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     now = now_ns()
     if args.json:
-        _emit_json([record_json(r, now) for r in records])
+        emit_json([record_json(r, now) for r in records])
     elif not records:
         _say("no error records")
     else:
@@ -201,7 +188,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if record is None:
         raise ErrorRecordNotFound(f"no error record #{args.id}")
     if args.json:
-        _emit_json(record_json(record, now_ns()))
+        emit_json(record_json(record, now_ns()))
     else:
         _show(record, now_ns())
     return 0
@@ -223,7 +210,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         )
     merged = existing is not None and existing.id == record.id
     if args.json:
-        _emit_json({**record_json(record, now_ns()), "merged": merged})
+        emit_json({**record_json(record, now_ns()), "merged": merged})
     elif merged:
         _say(f"updated error record #{record.id} (same tool and symptom)")
     else:
@@ -232,8 +219,6 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    from agenvoy_desktop.cli import CliError
-
     fields = {
         name: getattr(args, name)
         for name in ("tool", "symptom", "cause", "action", "outcome", "error_type")
@@ -251,7 +236,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         if fields and args.renew:
             record = memory.renew(args.id)
     if args.json:
-        _emit_json(record_json(record, now_ns()))
+        emit_json(record_json(record, now_ns()))
     else:
         _say(f"updated error record #{record.id}")
     return 0
@@ -261,7 +246,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
         memory.delete(args.id)
     if args.json:
-        _emit_json({"deleted": args.id})
+        emit_json({"deleted": args.id})
     else:
         _say(f"deleted error record #{args.id}")
     return 0
@@ -271,7 +256,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
         purged = memory.purge_expired()
     if args.json:
-        _emit_json({"purged": purged})
+        emit_json({"purged": purged})
     else:
         _say(f"purged {purged} expired error record{'s' if purged != 1 else ''}")
     return 0
@@ -281,10 +266,8 @@ def _search_embedder(args: argparse.Namespace) -> TextEmbedder | None:
     """The embedding model, or None (with a note on stderr) when it cannot be had."""
     if args.keyword_only:
         return None
-    from agenvoy_desktop import cli
-
     try:
-        return cli._embedder(app_paths(getattr(args, "data_dir", None)))
+        return common.load_embedder(common.profile_paths(args))
     except (ImportError, OSError, RuntimeError, ValueError) as exc:  # missing, broken, offline
         _say(
             f"note: embedding model unavailable ({' '.join(str(exc).split()) or exc!r});"
@@ -295,8 +278,6 @@ def _search_embedder(args: argparse.Namespace) -> TextEmbedder | None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from agenvoy_desktop.cli import CliError
-
     if not args.query.strip():
         raise CliError("empty query")
     if args.limit < 1:
@@ -307,9 +288,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             memory.backfill_vectors()  # records added here without a model
             hints = memory.search(args.query, tool=args.tool, limit=args.limit)
     finally:
-        close = getattr(embedder, "close", None)
-        if close is not None:
-            close()
+        common.close_embedder(embedder)
     _print_hits(hints, json_out=args.json)
     return 0
 
@@ -317,7 +296,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _print_hits(hints: list[ErrorHint], *, json_out: bool) -> None:
     now = now_ns()
     if json_out:
-        _emit_json(
+        emit_json(
             [
                 {
                     **record_json(h.record, now),

@@ -1,4 +1,4 @@
-"""Text preparation for the FTS5 archive: CJK bigrams, safe queries.
+"""Text preparation for FTS5 (the archive and the error memory): CJK bigrams, safe queries.
 
 SQLite's ``unicode61`` tokenizer treats a run of Han characters as one token,
 so ``記憶系統`` could never be found inside ``我們使用記憶系統來保存對話``.

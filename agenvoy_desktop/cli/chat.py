@@ -1,7 +1,7 @@
-"""``agenvoy-desktop chat`` and ``summarize``: the agent and the summary, headless.
+"""``agenvoy-desktop chat``: one assistant turn, headless.
 
-``chat`` runs one full turn (tools included): the answer streams to stdout,
-tool calls, results and error-memory hints go to stderr, so
+The turn runs in full (tools included): the answer streams to stdout, tool
+calls, results and error-memory hints go to stderr, so
 ``agenvoy-desktop chat "…" > answer.txt`` keeps only the answer.  Ctrl+C
 stops the answer; what was said so far is kept, marked interrupted.  The
 command returns as soon as the answer is stored and embedded: a summary pass
@@ -13,45 +13,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agenvoy_desktop.cli.common import AddCommand, CliError, open_services
 from agenvoy_desktop.interpreter import responsive_threads
-from agenvoy_desktop.paths import app_paths
 
 if TYPE_CHECKING:
     from agenvoy_desktop.agent.services import AppServices
     from agenvoy_desktop.agent.turn import TurnEvent
 
-AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
-
 
 def register(add: AddCommand) -> None:
+    """Add ``chat`` through build_parser's ``add`` helper."""
     chat = add("chat", cmd_chat, "run one assistant turn; the answer streams to stdout")
     chat.add_argument("message")
     chat.add_argument("--session", help="session id (created if new; default: a new session)")
-    summ = add("summarize", cmd_summarize, "fold a session's older messages into its summary")
-    summ.add_argument("session_id")
-    summ.add_argument("--json", action="store_true")
-
-
-@contextmanager
-def _services(args: argparse.Namespace) -> Iterator[AppServices]:
-    from agenvoy_desktop.agent.services import AppServices
-    from agenvoy_desktop.cli import CliError, _fraction_report
-
-    services = AppServices.start(app_paths(args.data_dir), progress=_fraction_report("models"))
-    try:
-        if services.chat_model is None:
-            problem = services.chat_problem
-            raise CliError(f"{problem.message} {problem.fix}" if problem else "no chat model")
-        yield services
-    finally:
-        services.close()
 
 
 def _print_event(event: TurnEvent) -> None:
@@ -82,13 +60,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.session is not None:
         check_session_id(args.session)  # before minutes of model loading
     responsive_threads()  # as the window: the turn hands work between threads
-    with _services(args) as services:
+    with open_services(args) as services:
         return asyncio.run(_chat(services, args.session, args.message))
 
 
 async def _chat(services: AppServices, session: str | None, message: str) -> int:
-    from agenvoy_desktop.cli import CliError
-
     store, agent = services.store, services.agent
     if agent is None:
         raise CliError("no chat model")
@@ -108,34 +84,3 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
         # folded so far is saved, the rest waits for the next run.
         await services.summary_scheduler.stop()
     return 0
-
-
-def cmd_summarize(args: argparse.Namespace) -> int:
-    from agenvoy_desktop.cli import CliError, _emit_json
-
-    with _services(args) as services:
-        if not services.storage.run_sync(services.store.exists, args.session_id):
-            raise CliError(f"no session {args.session_id!r}")
-        scheduler = services.summary_scheduler
-        assert scheduler is not None  # set whenever there is a chat model
-        result = asyncio.run(scheduler.summarize_now(args.session_id, progress=_progress()))
-    data: dict[str, Any] = dataclasses.asdict(result)
-    if args.json:
-        _emit_json(data)
-    else:
-        print(
-            f"{result.stopped}: {result.passes} pass(es), {result.folded} message(s) folded,"
-            f" {result.remaining} still pending"
-        )
-    if result.stopped in ("failed", "busy"):
-        raise CliError(result.error or f"summary {result.stopped}")
-    return 0
-
-
-def _progress() -> Callable[[int, int], None]:
-    def report(done: int, total: int) -> None:
-        if sys.stderr.isatty():
-            end = "\n" if done >= total else ""
-            print(f"\rsummarising: {done}/{total} messages", end=end, file=sys.stderr)
-
-    return report

@@ -1,0 +1,93 @@
+"""The Context tab's reading: exactly what the model receives on a session's next turn.
+
+The messages come from ``agent.context_messages`` — the same call a turn
+makes — so the system prompt (with the rolling summary and the current
+time) and the last-N window are the real thing.  Tokens are counted with
+the chat model's own tokenizer; without a chat model the messages are still
+built (same functions, same settings) and only the count is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.core.summary import prompt_text
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Role markers a chat template adds around each message (ChatML: ~4 tokens)."""
+
+
+@dataclass(slots=True)
+class ContextView:
+    """One reading of the next turn's prompt, with its token accounting."""
+
+    messages: list[ChatMessage]
+    window_messages: int
+    model_name: str | None = None
+    context_size: int | None = None
+    answer_reserve: int = 0
+    tokens: list[int] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    """Names of the tools offered with the prompt (their schemas go in too)."""
+    tool_tokens: int = 0
+    exact_total: int | None = None
+    """The model's own count of the templated prompt, when it can give one."""
+    small_model: bool = False
+    """Tools are chosen per message (the small-model turn), so none are listed."""
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.exact_total is not None:
+            return self.exact_total
+        if not self.tokens:
+            return None
+        overhead = MESSAGE_OVERHEAD_TOKENS * len(self.tokens)
+        return sum(self.tokens) + overhead + self.tool_tokens
+
+
+def message_text(message: ChatMessage) -> str:
+    """A message as the tokenizer sees most of it: content plus any tool calls."""
+    text = message.get("content", "") or ""
+    calls = message.get("tool_calls")
+    if calls:
+        text += "\n" + json.dumps(calls, ensure_ascii=False)
+    return text
+
+
+async def read_context(services: AppServices, session_id: str) -> ContextView:
+    """Build the next turn's messages and count their tokens (no model call)."""
+    window = services.settings.memory.window_messages
+    if services.agent is not None:
+        messages = await services.agent.context_messages(session_id)
+        window = services.agent.config.window_messages
+    else:
+        store = services.store
+        recent = await services.storage.run(store.window, session_id, window)
+        summary = await services.storage.run(prompt_text, store, session_id)
+        messages = build_messages(
+            base_prompt=DEFAULT_SYSTEM_PROMPT,
+            summary_text=summary,
+            window=recent,
+            now_ns=services.clock(),
+        )
+    view = ContextView(messages, window, answer_reserve=services.settings.models.max_answer_tokens)
+    view.small_model = services.model_profile.small
+    specs = [] if view.small_model else services.tools.specs()
+    view.tools = [str(spec["function"]["name"]) for spec in specs]
+    model: Any = services.chat_model
+    if model is None:
+        return view
+    view.model_name = str(model.name)
+    view.context_size = int(model.context_size)
+    view.tokens = [int(await model.count_tokens(message_text(m))) for m in messages]
+    if specs:
+        view.tool_tokens = int(await model.count_tokens(json.dumps(specs, ensure_ascii=False)))
+    exact = getattr(model, "count_prompt_tokens", None)
+    if exact is not None:
+        view.exact_total = int(await exact(messages, tools=specs or None))
+    return view

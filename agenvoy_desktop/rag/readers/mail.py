@@ -82,10 +82,16 @@ def _message_block(raw: bytes, start: int, end: int) -> Block:
 
 
 def _header(message: Message, name: str) -> str:
+    """A header's text; one the parser chokes on is given as it was written.
+
+    The standard library's structured header parsing raises more than
+    ValueError on hostile input (an address group without a local part
+    raises AttributeError), so any failure falls back to the raw text.
+    """
     try:
         value = message.get(name)
-    except (ValueError, IndexError, TypeError):  # a malformed header the parser chokes on
-        return ""
+    except Exception:  # noqa: BLE001 - the stdlib header parser's failures are not one type
+        value = next((v for k, v in message.raw_items() if k.lower() == name.lower()), None)
     return " ".join(str(value).split()) if value is not None else ""
 
 

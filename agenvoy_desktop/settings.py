@@ -61,11 +61,20 @@ class MemorySettings:
 
 
 @dataclass(slots=True)
+class DocumentSettings:
+    """The user's document collections (opt-in: off until turned on)."""
+
+    enabled: bool = False
+    """Offer the collections to the assistant (``list_rag``/``search_rag``)."""
+
+
+@dataclass(slots=True)
 class Settings:
     """Everything the user can change; see :func:`load_settings`."""
 
     models: ModelSettings = field(default_factory=ModelSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    documents: DocumentSettings = field(default_factory=DocumentSettings)
     allowed_folders: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys this version does not know, kept verbatim."""
@@ -76,6 +85,7 @@ class Settings:
             version=SETTINGS_VERSION,
             models=dataclasses.asdict(self.models),
             memory=dataclasses.asdict(self.memory),
+            documents=dataclasses.asdict(self.documents),
             allowed_folders=list(self.allowed_folders),
         )
         return data
@@ -132,10 +142,11 @@ def _checked(value: object, default: object, name: str) -> Any:
 
 def settings_from_json(data: dict[str, Any]) -> Settings:
     folders = data.get("allowed_folders", [])
-    known = {"version", "models", "memory", "allowed_folders"}
+    known = {"version", "models", "memory", "documents", "allowed_folders"}
     return Settings(
         models=_section(ModelSettings, data.get("models")),
         memory=_section(MemorySettings, data.get("memory")),
+        documents=_section(DocumentSettings, data.get("documents")),
         allowed_folders=[str(f) for f in folders] if isinstance(folders, list) else [],
         extra={k: v for k, v in data.items() if k not in known},
     )

@@ -14,7 +14,9 @@ from typing import Generic, Literal, TypeVar
 
 T = TypeVar("T")
 
-Part = Literal["sessions", "messages", "summary", "vectors", "errors", "timeline", "models"]
+Part = Literal[
+    "sessions", "messages", "summary", "vectors", "errors", "timeline", "models", "documents"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class MemoryChanges:
     timeline: bool = False
     models: bool = False
     """Which models are in use, or their settings."""
+    documents: bool = False
+    """The document collections: added, removed, re-indexed, switched on or off."""
     session_id: str | None = None
 
     def __or__(self, other: MemoryChanges) -> MemoryChanges:
@@ -104,5 +108,6 @@ def session_changes(session_id: str | None = None) -> MemoryChanges:
 
 
 ERRORS_CHANGED = MemoryChanges(errors=True)
+DOCUMENTS_CHANGED = MemoryChanges(documents=True)
 MODELS_CHANGED = MemoryChanges(models=True)
 VECTORS_CHANGED = MemoryChanges(vectors=True)

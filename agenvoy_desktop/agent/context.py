@@ -25,6 +25,10 @@ SEARCH_GUIDANCE = (
     "You remember earlier conversations: when the user refers to something that is neither "
     "in the messages below nor in what you remember, call search_chat_history before answering."
 )
+DOCUMENTS_GUIDANCE = (
+    "For questions of fact, call search_rag first and cite the sources you use as (path:lines)."
+)
+"""One line: the prompt of a 0.5B model has little room (see ``document_tools``)."""
 TOOL_FAILURE_GUIDANCE = (
     "When a tool fails, read the hint that comes with the error before trying again."
 )
@@ -39,6 +43,8 @@ def tool_guidance(offered: Sequence[str]) -> str:
     parts: list[str] = []
     if "search_chat_history" in offered:
         parts.append(SEARCH_GUIDANCE)
+    if "search_rag" in offered:  # offered only while the user's collections are enabled
+        parts.append(DOCUMENTS_GUIDANCE)
     if offered:
         parts.append(TOOL_FAILURE_GUIDANCE)
     return " ".join(parts)

@@ -12,6 +12,11 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   recall found nothing (otherwise the answer is already in the prompt);
 - the error-memory tools never: the loop records and looks up failures
   itself, and a small model only loops on them;
+- ``search_rag`` when the message names documents or notes, or asks an
+  information question (what is, how does, explain …); ``list_rag`` when it
+  asks about the collections themselves.  Both are offered only while the
+  user's collections are enabled and readable (the tools' own availability
+  check), so the cues cost nothing when there are none;
 - at most two tool rounds.
 
 The cues are plain word lists in English, German and Chinese — cheap,
@@ -29,6 +34,8 @@ SEARCH_TOOL = "search_chat_history"
 FILE_TOOLS = frozenset({"list_files", "read_text_file"})
 TIME_TOOLS = frozenset({"current_time", "date_calc"})
 ERROR_TOOLS = frozenset({"remember_error", "search_error_history", "read_error"})
+DOCUMENT_SEARCH_TOOL = "search_rag"
+DOCUMENT_LIST_TOOL = "list_rag"
 SMALL_MODEL_TOOL_ROUNDS = 2
 
 
@@ -76,6 +83,35 @@ _FIRST_PERSON = re.compile(
 )
 
 
+_DOCUMENT_CUE = re.compile(
+    r"\b(?:"
+    + _words(
+        "document documents doc docs note notes notebook file files paper papers pdf pdfs "
+        "manual handbook article articles report reports wiki source sources "
+        "dokument dokumente notiz notizen unterlagen handbuch bericht laut"
+    )
+    + r")\b|\baccording to\b|\bin my\b|\bin meinen?\b"
+    r"|文件|文檔|文档|筆記|笔记|資料|资料|根據|根据|論文|论文",
+    re.IGNORECASE,
+)
+_QUESTION_CUE = re.compile(
+    r"\b(?:what|how|why|which|explain|summari[sz]e|describe|define|tell me about|"
+    r"was ist|was sind|wie|warum|welche|welcher|erkläre|erklär)\b"
+    r"|什么是|什麼是|如何|怎么|怎麼|为什么|為什麼|是什么|是什麼",
+    re.IGNORECASE,
+)
+_SMALL_TALK = re.compile(
+    r"\bhow are you\b|\bhow's it going\b|\bwhat's up\b|\bhow do you do\b|\bwie geht"
+    r"|你好吗|你好嗎",
+    re.IGNORECASE,
+)
+_COLLECTION_CUE = re.compile(
+    r"\b(?:collection|collections|sammlung|sammlungen)\b"
+    r"|\b(?:which|what) (?:documents|files|notes)\b|知识库|知識庫|文件集",
+    re.IGNORECASE,
+)
+
+
 def is_personal(text: str) -> bool:
     """The message is about the user (first person) or about something said before.
 
@@ -102,9 +138,8 @@ def plan_turn(text: str, *, small_model: bool, recalled: bool) -> TurnPlan:
     """The turn's plan; see the module docstring."""
     if not small_model:
         return FULL
-    return TurnPlan(
-        tools=needed_tools(text, recalled=recalled), max_tool_rounds=SMALL_MODEL_TOOL_ROUNDS
-    )
+    tools = needed_tools(text, recalled=recalled) | document_tools_needed(text)
+    return TurnPlan(tools=tools, max_tool_rounds=SMALL_MODEL_TOOL_ROUNDS)
 
 
 def needed_tools(text: str, *, recalled: bool) -> frozenset[str]:
@@ -116,6 +151,27 @@ def needed_tools(text: str, *, recalled: bool) -> frozenset[str]:
         names |= TIME_TOOLS
     if not recalled and asks_about_the_past(text):
         names.add(SEARCH_TOOL)
+    return frozenset(names)
+
+
+def document_tools_needed(text: str) -> frozenset[str]:
+    """The document tools a message may use, by its cues (see the module docstring).
+
+    Kept apart from :func:`needed_tools`: they are offered only where the
+    user enabled collections, which the tools themselves check per turn.  A
+    question about the time, about the conversation itself, or small talk is
+    not an information question.
+    """
+    names: set[str] = set()
+    if _COLLECTION_CUE.search(text):
+        names.add(DOCUMENT_LIST_TOOL)
+    if _DOCUMENT_CUE.search(text) or (
+        _QUESTION_CUE.search(text)
+        and not _SMALL_TALK.search(text)
+        and not _TIME_CUE.search(text)
+        and not asks_about_the_past(text)
+    ):
+        names.add(DOCUMENT_SEARCH_TOOL)
     return frozenset(names)
 
 

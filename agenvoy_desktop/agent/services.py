@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
+from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -67,7 +68,8 @@ class AppServices:
     ``storage``, ``store``, ``errors`` (storage thread only), ``catalogue``,
     ``embedder``, ``chat_model`` (None → ``chat_problem`` says why),
     ``model_profile`` (size and abilities of the chat model), ``agent``,
-    ``summarizer``, ``summary_scheduler``, ``tools``.
+    ``summarizer``, ``summary_scheduler``, ``tools``, ``documents`` (the
+    collections the document tools search; :meth:`documents_status`).
     """
 
     def __init__(
@@ -91,6 +93,10 @@ class AppServices:
         self.embedder = embedder
         self.clock = clock
         self.catalogue = ModelCatalogue(paths.models_dir)
+        self.documents = DocumentLibrary(
+            paths, lambda: self.settings.documents.enabled, lambda: self.embedder
+        )
+        """The document collections the ``list_rag``/``search_rag`` tools search (opt-in)."""
         self.tools = self._build_tools()
         self.chat_model: ChatModel | None = None
         self.chat_problem = chat_problem
@@ -202,9 +208,18 @@ class AppServices:
             *time_tools(self.clock),
             *file_tools(lambda: self.settings.allowed_folders),
             *error_tools(self.storage, self.errors, self.store),
+            *document_tools(self.documents),
         ]:
             registry.register(tool)
         return registry
+
+    def documents_status(self) -> str | None:
+        """Why the document tools are left out of turns now, in one line (None: offered or off).
+
+        Cheap enough for the window to ask on a timer: indexes are only
+        re-read when their files changed.
+        """
+        return self.documents.problem()
 
     def set_chat_model(
         self, model: ChatModel | None, problem: ChatModelProblem | None = None

@@ -22,6 +22,7 @@ from pathlib import Path
 from agenvoy_desktop import __version__
 from agenvoy_desktop.cli import (
     chat,
+    docs,
     doctor,
     errors,
     imports,
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     errors.register(add)
     chat.register(add)
     summary.register(add)
+    docs.register(add)
     return parser
 
 

@@ -15,7 +15,7 @@ the full prompt evaluation.  Rounds alternate which side goes first
   from the call to ``ChatFinished``; time to first token measured at the
   consumer (first ``TextDelta``).
 
-Acceptance (issue 3): ours / bare tokens/s >= 0.95, as the ratio of the
+Acceptance: ours / bare tokens/s >= 0.95, as the ratio of the
 totals (all tokens / all seconds of each side over the interleaved runs).
 The machine is shared and single runs swing by 2x, so the per-round paired
 ratios (each pair ran back to back) and their median are reported too.  The

@@ -1,4 +1,4 @@
-"""Error-memory latency with 10,000 records (issue 4: turn overhead <= 20 ms p95).
+"""Error-memory latency with 10,000 records (the turn-overhead goal: <= 20 ms p95).
 
 Records are synthetic tool failures (ten error classes, templated texts
 with random paths, hosts, names and parameters, 0-4 keywords) spread over

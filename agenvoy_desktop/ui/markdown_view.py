@@ -13,10 +13,14 @@ renders as code so far.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import quote, unquote
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication, QTextDocument
+import shiboken6
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -28,9 +32,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.operations.documents import find_citations
 from agenvoy_desktop.ui.theme import mono_font
 
 HEIGHT_CACHE = 8
+CITE_SCHEME = "cite:"
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 
 
@@ -112,6 +118,62 @@ def _list_pieces(block: str) -> list[str]:
     return ["\n".join(piece) for piece in pieces]
 
 
+class CitationLinks(Protocol):
+    """What makes a citation in an answer a link (see ``ui.document_viewer``)."""
+
+    def known(self, path: str) -> bool: ...
+
+    def open(self, text: str, parent: QWidget | None) -> object: ...
+
+
+_links: list[CitationLinks] = []
+
+
+def set_citation_links(links: CitationLinks | None, *, only: object = None) -> None:
+    """Make citations links opened by *links* (None: plain text again).
+
+    ``only``: clear only if that object is still the one installed (a closing
+    window must not undo a newer window's hook).
+    """
+    if links is None and only is not None and (not _links or _links[0] is not only):
+        return
+    _links[:] = [] if links is None else [links]
+
+
+def link_citations(text: str, known: Callable[[str], bool]) -> str:
+    """*text* with each citation of a known collection file made a Markdown ``cite:`` link.
+
+    A citation in backticks keeps them inside the link; one already inside a
+    link (``](``, ``[``) is left alone.
+    """
+    out: list[str] = []
+    last = 0
+    for start, end, citation in find_citations(text):
+        if start < last or not known(citation.path):
+            continue
+        if start and text[start - 1] in "([/":
+            continue
+        ticked = start > 0 and text[start - 1] == "`" and text[end : end + 1] == "`"
+        left, right = (start - 1, end + 1) if ticked else (start, end)
+        if left < last:
+            continue
+        label = text[left:right]
+        out.append(text[last:left])
+        out.append(f"[{label}]({CITE_SCHEME}{quote(text[start:end], safe='/')})")
+        last = right
+    out.append(text[last:])
+    return "".join(out)
+
+
+def open_link(link: str, parent: QWidget | None) -> None:
+    """A link in a message: a citation opens its document, anything else the browser."""
+    if link.startswith(CITE_SCHEME):
+        if _links and shiboken6.isValid(_links[0]):
+            _links[0].open(unquote(link[len(CITE_SCHEME) :]), parent)
+        return
+    QDesktopServices.openUrl(QUrl(link))
+
+
 def markdown_to_html(text: str) -> str:
     """Qt's Markdown reader (GitHub dialect, no raw HTML) as label-ready HTML."""
     doc = QTextDocument()
@@ -163,7 +225,8 @@ class ProseLabel(WrappingLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTextFormat(Qt.TextFormat.RichText)
-        self.setOpenExternalLinks(True)
+        self.setOpenExternalLinks(False)
+        self.linkActivated.connect(lambda link: open_link(link, self))
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.source = ""
@@ -171,6 +234,8 @@ class ProseLabel(WrappingLabel):
     def set_source(self, text: str) -> None:
         if text != self.source:
             self.source = text
+            if _links:
+                text = link_citations(text, _links[0].known)
             self.setText(markdown_to_html(text))
 
 

@@ -72,6 +72,7 @@ class SettingsForm:
     gpu_layers: int
     allowed_folders: list[str] = field(default_factory=list)
     proactive_recall: bool = True
+    documents_enabled: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SettingsForm:
@@ -89,6 +90,7 @@ class SettingsForm:
             gpu_layers=models.gpu_layers,
             allowed_folders=list(settings.allowed_folders),
             proactive_recall=memory.proactive_recall,
+            documents_enabled=settings.documents.enabled,
         )
 
     def apply_to(self, settings: Settings) -> None:
@@ -97,6 +99,7 @@ class SettingsForm:
         memory.max_history_bytes = self.max_history_bytes
         memory.summary_idle_seconds = self.summary_idle_seconds
         memory.proactive_recall = self.proactive_recall
+        settings.documents.enabled = self.documents_enabled
         models.chat_model = self.chat_model
         models.embedding_model = self.embedding_model
         models.threads = self.threads
@@ -266,6 +269,7 @@ class SettingsDialog(QDialog):
         self.idle_spin.setSingleStep(30)
         self.idle_spin.setSuffix(" s")
         self.recall_check = QCheckBox("Bring up what I said before when it is relevant")
+        self.documents_check = QCheckBox("Let the assistant search my document collections")
         form = QFormLayout()
         _add_row(
             form,
@@ -294,6 +298,14 @@ class SettingsDialog(QDialog):
             "Before each answer, your earlier messages that match what you asked are searched "
             "and the relevant ones are given to the model (shown above the answer and in the "
             "Context tab). Off: the model only searches when it decides to.",
+        )
+        _add_row(
+            form,
+            "Document collections:",
+            self.documents_check,
+            "Folders of notes, documents, mail or code you add in the Documents tab, indexed "
+            "on this computer; the assistant searches them when it needs to and cites what it "
+            "used. Off: nothing is indexed or searched.",
         )
         return _page(form)
 
@@ -377,6 +389,7 @@ class SettingsDialog(QDialog):
         self.history_spin.setValue(form.max_history_bytes / MIB)
         self.idle_spin.setValue(form.summary_idle_seconds)
         self.recall_check.setChecked(form.proactive_recall)
+        self.documents_check.setChecked(form.documents_enabled)
         self.chat_picker.set_value(form.chat_model)
         self.embed_picker.set_value(form.embedding_model)
         self.threads_spin.setValue(form.threads)
@@ -401,6 +414,7 @@ class SettingsDialog(QDialog):
             gpu_layers=self.gpu_spin.value(),
             allowed_folders=self.allowed_folders(),
             proactive_recall=self.recall_check.isChecked(),
+            documents_enabled=self.documents_check.isChecked(),
         )
 
     def allowed_folders(self) -> list[str]:

@@ -1,6 +1,6 @@
 """The memory inspector: one tab per thing the assistant remembers or runs on.
 
-Summary, Context, Recall, Error memory and Models.  Tabs load lazily: a
+Summary, Context, Recall, Error memory, Models and Documents.  Tabs load lazily: a
 session switch, or a change the runner broadcasts that touches what a tab
 shows (:attr:`InspectorTab.reload_on`), reloads the tab on screen and marks
 the others stale, so the hidden ones cost nothing until the user looks at
@@ -18,6 +18,7 @@ from agenvoy_desktop.operations.changes import MemoryChanges, summary_changes
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector.common import InspectorTab
 from agenvoy_desktop.ui.inspector.context_tab import ContextTab
+from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab
 from agenvoy_desktop.ui.inspector.errors_tab import ErrorsTab
 from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
@@ -41,23 +42,27 @@ class InspectorPanel(QTabWidget):
         self.recall_tab = RecallTab(services, runner)
         self.errors_tab = ErrorsTab(services, runner)
         self.models_tab = ModelsTab(services, runner)
+        self.documents_tab = DocumentsTab(services, runner)
         self._tabs: dict[str, InspectorTab] = {
             "summary": self.summary_tab,
             "context": self.context_tab,
             "recall": self.recall_tab,
             "errors": self.errors_tab,
             "models": self.models_tab,
+            "documents": self.documents_tab,
         }
         self.addTab(self.summary_tab, "Summary")
         self.addTab(self.context_tab, "Context")
         self.addTab(self.recall_tab, "Recall")
         self.addTab(self.errors_tab, "Error memory")
         self.addTab(self.models_tab, "Models")
+        self.addTab(self.documents_tab, "Documents")
         self.setTabToolTip(0, "The rolling summary of older messages")
         self.setTabToolTip(1, "Exactly what the model receives next turn")
         self.setTabToolTip(2, "Search the memory as the assistant does")
         self.setTabToolTip(3, "What the assistant learned from failed tool calls")
         self.setTabToolTip(4, "The models in use and available")
+        self.setTabToolTip(5, "Your document collections: files, chunks and search")
         self.setDocumentMode(True)
         self.summary_tab.message_activated.connect(self.message_activated)
         self.recall_tab.message_activated.connect(self.message_activated)
@@ -104,7 +109,7 @@ class InspectorPanel(QTabWidget):
         self._refresh_current()
 
     def show_tab(self, name: str) -> None:
-        """Bring a tab to the front by its name (summary, context, recall, errors, models)."""
+        """Bring a tab to the front by its name (see :meth:`tab_names`)."""
         self.setCurrentWidget(self._tabs[name])
 
     def tab_names(self) -> list[str]:

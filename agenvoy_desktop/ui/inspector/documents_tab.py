@@ -1,0 +1,678 @@
+"""The Documents tab: the collections the assistant may search, their files, chunks and search.
+
+Top: the collections with their counts, and Add… / Re-index / Cancel /
+Remove.  Below, for the chosen collection: its files (indexed, changed on
+disk, new, failed and why) with the chunks of the file chosen, and a search
+box that runs ``search_rag`` as the assistant does (scores, citations, the
+query's words marked; a click on a citation opens the file at that place).
+
+Indexing runs in a child process (:func:`run_index_job` on a worker
+thread), with progress in the status bar and a Cancel; if the child
+crashes or is killed, the tab says so and everything else keeps working.
+Collections are opt-in: while they are off in Settings the tab says so and
+offers to turn them on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from agenvoy_desktop.agent.doc_embedder import FACTORY
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.operations import documents as ops
+from agenvoy_desktop.operations.changes import DOCUMENTS_CHANGED, Changed, MemoryChanges
+from agenvoy_desktop.rag.search import DOC_MODES, DocumentHit
+from agenvoy_desktop.rag.worker import IndexJob, JobOutcome
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.document_viewer import CitationOpener
+from agenvoy_desktop.ui.inspector.collection_dialog import AddCollectionDialog
+from agenvoy_desktop.ui.inspector.common import (
+    InspectorTab,
+    StatusLine,
+    esc,
+    heading,
+    local_time,
+    plural,
+)
+from agenvoy_desktop.ui.inspector.recall_tab import clip_around, highlight, query_terms
+from agenvoy_desktop.ui.markdown_view import CITE_SCHEME
+from agenvoy_desktop.ui.theme import colors
+
+HIT_CHARS = 700
+RESULTS = 10
+MODE_LABELS = {
+    "hybrid": "Hybrid (both)",
+    "keyword": "Keyword (exact words)",
+    "semantic": "Semantic (meaning)",
+}
+STATUS_LABELS = {
+    "indexed": "indexed",
+    "failed": "failed",
+    "changed": "changed on disk",
+    "new": "not indexed yet",
+    "deleted": "deleted on disk",
+}
+SCORE_NAMES = {"semantic": "similarity", "keyword": "relevance", "hybrid": "fused"}
+PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".eml", ".mbox")
+_BLOCK_START = re.compile(r" {4}|\t| {0,3}(?:[-*+>|#]|\d+[.)]\s|```)")
+"""A line that starts its own block: indented code, a list item, a quote, a table, a fence."""
+NAME_ROLE = Qt.ItemDataRole.UserRole
+OFF_TEXT = (
+    "<b>Document collections are off.</b><br><br>When they are on, you can add folders of "
+    "notes, documents, mail or code here; they are indexed on this computer, and the "
+    "assistant can search them and cite what it used. Nothing is read until you add a "
+    "collection."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """What the collections list shows, read on a worker thread."""
+
+    collections: list[ops.CollectionView]
+    notices: list[str]
+    problem: str | None
+
+
+def collection_line(view: ops.CollectionView) -> str:
+    """One line for the list: name, counts, and when it was indexed (or why it cannot be)."""
+    if view.problem:
+        return f"{view.name} — {view.problem}"
+    if not view.indexed:
+        return f"{view.name} — not indexed yet: choose Re-index"
+    parts = [plural(view.files, "file"), plural(view.chunks, "chunk")]
+    if view.failed:
+        parts.append(f"{view.failed:,} failed")
+    parts.append(f"indexed {local_time(view.last_indexed_ns)}")
+    return f"{view.name} — " + " · ".join(parts)
+
+
+def marked_terms(query: str) -> list[str]:
+    """The query's words worth marking: short ones (to, of) would light up inside other words."""
+    return [t for t in query_terms(query) if len(t) > 2 or not t.isascii()]
+
+
+def reflow(text: str, path: str) -> str:
+    """Prose with its source line breaks joined (paragraphs, lists and code keep theirs)."""
+    if not path.lower().endswith(PROSE_SUFFIXES):
+        return text
+    out: list[str] = []
+    for line in text.split("\n"):
+        joinable = out and out[-1].strip() and line.strip() and not _BLOCK_START.match(line)
+        after_block = out and (
+            out[-1].startswith(("    ", "\t")) or out[-1].lstrip().startswith(("#", "|", "```"))
+        )
+        if joinable and not after_block:
+            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def render_hits(hits: list[DocumentHit], query: str, mode: str) -> str:
+    """Search results as HTML: rank and score, a clickable citation, the excerpt marked."""
+    terms = marked_terms(query)
+    label = SCORE_NAMES.get(mode, "score")
+    blocks = []
+    for rank, hit in enumerate(hits, start=1):
+        badge = (
+            f"<span style='background:#1565c0; color:white;'>&nbsp;#{rank} · "
+            f"{label} {hit.score:.3f}&nbsp;</span>"
+        )
+        where = f"<a href='{CITE_SCHEME}{esc(hit.citation)}'>{esc(hit.citation)}</a>"
+        trail = f"<br><span style='color: gray;'>{esc(hit.heading)}</span>" if hit.heading else ""
+        text = reflow(hit.text, hit.path)
+        body = highlight(clip_around(text, terms, HIT_CHARS), terms)
+        blocks.append(
+            "<table width='100%' cellspacing='0' cellpadding='5' style='border-left: 3px solid"
+            " #1565c0; background: rgba(21,101,192,0.06); margin-bottom: 8px;'><tr><td>"
+            f"{badge} {where}{trail}<br><span style='white-space: pre-wrap;'>{body}</span>"
+            "</td></tr></table>"
+        )
+    return "".join(blocks)
+
+
+def render_chunks(chunks: list[ops.ChunkView]) -> str:
+    """A file's chunks as HTML: heading trail, place, text."""
+    out = []
+    for chunk in chunks:
+        trail = f"<b>{esc(chunk.heading)}</b> · " if chunk.heading else ""
+        out.append(
+            f"<p style='margin: 10px 0 2px 0;'>{trail}<span style='color: gray;'>"
+            f"{esc(chunk.place)}</span></p>"
+            f"<div style='white-space: pre-wrap; margin-left: 8px; font-family: monospace;'>"
+            f"{esc(chunk.text)}</div>"
+        )
+    return "".join(out)
+
+
+class DocumentsTab(InspectorTab):
+    """See the module docstring."""
+
+    session_free = True
+    reload_on = ("documents",)
+    embedder_factory: str | None = FACTORY
+    """The indexer child's embedder (``module:function``); tests use an instant one."""
+
+    def __init__(
+        self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(services, runner, parent)
+        self.runner = runner
+        self.citations = CitationOpener(services.paths, runner, self)
+        self.collections: list[ops.CollectionView] = []
+        self.index_op: Operation | None = None
+        self.index_job: IndexJob | None = None
+        self.indexing: str | None = None
+        self.confirm_box: QMessageBox | None = None
+        self.add_dialog: AddCollectionDialog | None = None
+        self._select_after: str | None = None
+        self._shown: str | None = None
+        """The collection whose files, chunks and results are on screen."""
+        self._build()
+        jobs = self.jobs
+        self.destroyed.connect(lambda *_: jobs.invalidate())  # no answer paints a dead tab
+
+    # -- layout ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self._off_page())
+        self.stack.addWidget(self._on_page())
+        self.status = StatusLine()
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.status)
+
+    def _off_page(self) -> QWidget:
+        page = QWidget()
+        text = QLabel(OFF_TEXT)
+        text.setWordWrap(True)
+        self.enable_button = QPushButton("Turn on document collections")
+        self.enable_button.clicked.connect(self.enable)
+        layout = QVBoxLayout(page)
+        layout.addWidget(text)
+        layout.addWidget(self.enable_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addStretch(1)
+        return page
+
+    def _on_page(self) -> QWidget:
+        page = QWidget()
+        self.collection_list = QListWidget()
+        self.collection_list.setSizeAdjustPolicy(QListWidget.SizeAdjustPolicy.AdjustIgnored)
+        self.collection_list.currentItemChanged.connect(lambda *_: self._collection_chosen())
+        self.add_button = QPushButton("Add…")
+        self.add_button.setToolTip("Add folders or files as a new collection")
+        self.add_button.clicked.connect(self.open_add_dialog)
+        self.index_button = QPushButton("Re-index")
+        self.index_button.setToolTip(
+            "Read what changed in the collection's files (in the background)"
+        )
+        self.index_button.clicked.connect(self.reindex)
+        self.cancel_button = QPushButton("Cancel indexing")
+        self.cancel_button.clicked.connect(self.cancel_index)
+        self.cancel_button.hide()
+        self.remove_button = QPushButton("Remove…")
+        self.remove_button.setToolTip("Forget the collection and its index (your files stay)")
+        self.remove_button.clicked.connect(self.ask_remove)
+        buttons = QHBoxLayout()
+        for button in (self.add_button, self.index_button, self.cancel_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.remove_button)
+        self.empty_label = QLabel(
+            "No collections yet. Choose Add… to pick folders of notes, documents or code."
+        )
+        self.empty_label.setWordWrap(True)
+        self.empty_label.hide()
+        self.problem_label = QLabel()
+        self.problem_label.setWordWrap(True)
+        self.problem_label.hide()
+        self.details = QTabWidget()
+        self.details.setDocumentMode(True)
+        self.details.addTab(self._files_page(), "Files")
+        self.details.addTab(self._search_page(), "Search")
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(heading("Collections"))
+        layout.addWidget(self.collection_list)
+        layout.addLayout(buttons)
+        layout.addWidget(self.problem_label)
+        layout.addWidget(self.empty_label)
+        layout.addWidget(self.details, 1)
+        return page
+
+    def _files_page(self) -> QWidget:
+        self.files = QTreeWidget()
+        self.files.setHeaderLabels(["File", "Status", "Chunks"])
+        self.files.setRootIsDecorated(False)
+        self.files.setUniformRowHeights(True)
+        self.files.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        header = self.files.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.files.currentItemChanged.connect(lambda *_: self._file_chosen())
+        self.files_label = QLabel()
+        self.files_label.setWordWrap(True)
+        self.chunks = QTextBrowser()
+        self.chunks.setOpenLinks(False)
+        self.chunks.setPlaceholderText("Choose a file to see the chunks it was cut into.")
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.files)
+        split.addWidget(self.chunks)
+        split.setSizes([220, 320])
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.addWidget(self.files_label)
+        layout.addWidget(split, 1)
+        return page
+
+    def _search_page(self) -> QWidget:
+        self.query_edit = QLineEdit()
+        self.query_edit.setPlaceholderText("Search this collection as the assistant does…")
+        self.query_edit.setClearButtonEnabled(True)
+        self.query_edit.returnPressed.connect(self.search)
+        self.mode_combo = QComboBox()
+        for mode in DOC_MODES:
+            self.mode_combo.addItem(MODE_LABELS[mode], mode)
+        self.mode_combo.setCurrentIndex(DOC_MODES.index("hybrid"))
+        self.mode_combo.currentIndexChanged.connect(lambda _i: self._research())
+        go = QPushButton("Search")
+        go.clicked.connect(self.search)
+        row = QHBoxLayout()
+        row.addWidget(self.query_edit, 1)
+        row.addWidget(self.mode_combo)
+        row.addWidget(go)
+        self.search_label = QLabel()
+        self.search_label.setWordWrap(True)
+        self.results = QTextBrowser()
+        self.results.setOpenLinks(False)
+        self.results.anchorClicked.connect(self._anchor)
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.addLayout(row)
+        layout.addWidget(self.search_label)
+        layout.addWidget(self.results, 1)
+        return page
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        return bool(self.services.settings.documents.enabled)
+
+    def wants_reload(self, changes: MemoryChanges) -> bool:
+        """A change to the collections, or Settings turned them on or off."""
+        switched = changes.models and self.enabled != (self.stack.currentIndex() == 1)
+        return switched or super().wants_reload(changes)
+
+    def current_name(self) -> str | None:
+        item = self.collection_list.currentItem()
+        return None if item is None else str(item.data(NAME_ROLE))
+
+    def refresh(self) -> None:
+        if not self.enabled:
+            self.stack.setCurrentIndex(0)
+            return
+        self.stack.setCurrentIndex(1)
+        paths = self.services.paths
+        status = getattr(self.services, "documents_status", None)
+
+        async def load(_op: Operation) -> Overview:
+            def read() -> Overview:
+                problem = status() if callable(status) else None
+                return Overview(
+                    ops.list_collections(paths),
+                    ops.registry_notices(paths),
+                    problem if isinstance(problem, str) else None,
+                )
+
+            return await asyncio.to_thread(read)
+
+        self.jobs.start(
+            "load", load, self._show_overview, self.status.error, what="read the collections"
+        )
+
+    def _show_overview(self, overview: Overview) -> None:
+        chosen, self._select_after = self._select_after or self.current_name(), None
+        self.collections = overview.collections
+        self.collection_list.blockSignals(True)
+        self.collection_list.clear()
+        for view in overview.collections:
+            item = QListWidgetItem(collection_line(view))
+            item.setData(NAME_ROLE, view.name)
+            item.setToolTip(_collection_tip(view))
+            self.collection_list.addItem(item)
+            if view.name == chosen:
+                self.collection_list.setCurrentItem(item)
+        if self.collection_list.currentItem() is None and self.collection_list.count():
+            self.collection_list.setCurrentRow(0)
+        self.collection_list.blockSignals(False)
+        self._fit_list()
+        empty = not overview.collections
+        self.empty_label.setVisible(empty)
+        self.details.setHidden(empty)
+        self._sync_buttons()
+        self._show_problems(overview)
+        self._collection_chosen()
+
+    def _show_problems(self, overview: Overview) -> None:
+        """Why the assistant cannot search documents now, and what went wrong reading the list."""
+        running = self.index_op is not None and not self.index_op.done
+        shown = overview.problem if overview.problem and not running else None
+        lines = [f"The assistant cannot search your documents now: {shown}."] * bool(shown)
+        lines += [f"{notice[:1].upper()}{notice[1:]}." for notice in overview.notices]
+        c = colors(self.palette())
+        self.problem_label.setStyleSheet(
+            f"background: {c.warning_bg}; color: {c.warning_fg}; padding: 6px; border-radius: 4px;"
+        )
+        self.problem_label.setText("\n".join(lines))
+        self.problem_label.setVisible(bool(lines))
+
+    def _fit_list(self) -> None:
+        """As tall as its collections (two to five rows): the files below get the room."""
+        rows = min(max(self.collection_list.count(), 2), 5)
+        row = self.collection_list.sizeHintForRow(0) if self.collection_list.count() else 0
+        row = max(row, self.collection_list.fontMetrics().height() + 4)
+        frame = 2 * self.collection_list.frameWidth() + 4
+        self.collection_list.setFixedHeight(rows * row + frame)
+
+    def _sync_buttons(self) -> None:
+        chosen = self.current_name() is not None
+        running = self.index_op is not None and not self.index_op.done
+        self.index_button.setEnabled(chosen and not running)
+        self.remove_button.setEnabled(chosen and not running)
+        self.cancel_button.setVisible(running)
+
+    # -- files and chunks ------------------------------------------------------------------
+    def _collection_chosen(self) -> None:
+        self._sync_buttons()
+        name = self.current_name()
+        if name != self._shown:  # another collection: nothing of the last one stays
+            self._shown = name
+            self.files.clear()
+            self.chunks.clear()
+            self.results.clear()
+            self.search_label.clear()
+            self.files_label.setText("Reading the files…")
+        if name is None:
+            self.files_label.clear()
+            return
+        paths = self.services.paths
+
+        async def load(_op: Operation) -> list[ops.FileView]:
+            return await asyncio.to_thread(ops.collection_files, paths, name)
+
+        self.jobs.start(
+            "files", load, self._show_files, self.files_label.setText, what="list the files"
+        )
+
+    def _show_files(self, files: list[ops.FileView]) -> None:
+        current = self.files.currentItem()
+        keep = None if current is None else str(current.data(0, NAME_ROLE))
+        self.files.clear()
+        palette = colors(self.palette())
+        counts: dict[str, int] = {}
+        for view in files:
+            counts[view.status] = counts.get(view.status, 0) + 1
+            status = STATUS_LABELS[view.status]
+            if view.status == "failed" and view.reason:
+                status = f"failed: {view.reason}"
+            item = QTreeWidgetItem([view.path, status, str(view.chunks) if view.chunks else ""])
+            item.setData(0, NAME_ROLE, view.path)
+            tip = view.reason or (
+                f"indexed {local_time(view.indexed_ns)}" if view.indexed_ns else ""
+            )
+            for column in range(3):
+                item.setToolTip(column, f"{view.path}\n{tip}" if tip else view.path)
+            if view.status == "failed":
+                item.setForeground(1, QColor(palette.error_fg))
+            elif view.status != "indexed":
+                item.setForeground(1, QColor(palette.warning_fg))
+            self.files.addTopLevelItem(item)
+            if view.path == keep:
+                self.files.setCurrentItem(item)
+        if not files:
+            self.files_label.setText("No files yet: choose Re-index to read the collection.")
+            return
+        parts = [f"{counts[s]:,} {STATUS_LABELS[s]}" for s in STATUS_LABELS if counts.get(s)]
+        stale = any(counts.get(s) for s in ("changed", "new", "deleted"))
+        hint = " — Re-index to bring it up to date." if stale else ""
+        self.files_label.setText(f"{plural(len(files), 'file')}: {', '.join(parts)}{hint}")
+
+    def _file_chosen(self) -> None:
+        item = self.files.currentItem()
+        name = self.current_name()
+        if item is None or name is None:
+            self.chunks.clear()
+            return
+        path = str(item.data(0, NAME_ROLE))
+        paths = self.services.paths
+
+        async def load(_op: Operation) -> list[ops.ChunkView]:
+            return await asyncio.to_thread(ops.collection_chunks, paths, name, path)
+
+        def show(chunks: list[ops.ChunkView]) -> None:
+            if chunks:
+                self.chunks.setHtml(render_chunks(chunks))
+            else:
+                why = item.toolTip(1).partition("\n")[2] if shiboken_ok(item) else ""
+                self.chunks.setPlainText(f"{path} has no chunks. {why}".strip())
+
+        self.jobs.start("chunks", load, show, self.chunks.setPlainText, what="read the chunks")
+
+    # -- search ----------------------------------------------------------------------------
+    def _research(self) -> None:
+        if self.query_edit.text().strip():
+            self.search()
+
+    def search(self) -> None:
+        name = self.current_name()
+        query = self.query_edit.text().strip()
+        if name is None or not query:
+            self.jobs.cancel("search")
+            self.results.clear()
+            self.search_label.setText("Type some words, then press Enter.")
+            return
+        mode = str(self.mode_combo.currentData())
+        paths, embedder = self.services.paths, self.services.embedder
+
+        async def work(_op: Operation) -> list[DocumentHit]:
+            return await asyncio.to_thread(
+                ops.search, paths, name, query, mode=mode, limit=RESULTS, embedder=embedder
+            )
+
+        def show(hits: list[DocumentHit]) -> None:
+            if not hits:
+                self.results.clear()
+                self.search_label.setText(f"Nothing in {name!r} matches “{query}” ({mode}).")
+                return
+            how = mode if embedder is not None or mode == "keyword" else "keyword (no model)"
+            self.search_label.setText(f"{plural(len(hits), 'chunk')} found ({how} search).")
+            self.results.setHtml(render_hits(hits, query, mode))
+
+        def failed(message: str) -> None:
+            self.results.clear()
+            self.search_label.setText(message)
+
+        self.search_label.setText("Searching…")
+        self.jobs.start("search", work, show, failed, what="search the collection")
+
+    def _anchor(self, url: QUrl) -> None:
+        link = url.toString()
+        if link.startswith(CITE_SCHEME):
+            self.citations.open(link[len(CITE_SCHEME) :], self)
+
+    # -- writes ----------------------------------------------------------------------------
+    def enable(self) -> None:
+        """Turn collections on (saved in the settings) and show them."""
+        self.services.settings.documents.enabled = True
+        try:
+            self.services.save_settings()
+        except OSError as exc:
+            self.services.settings.documents.enabled = False
+            self.status.error(f"Could not save the settings: {exc.strerror or exc}")
+            return
+        self.runner.broadcast(DOCUMENTS_CHANGED)
+
+    def open_add_dialog(self) -> AddCollectionDialog:
+        dialog = AddCollectionDialog(self.window())
+        dialog.accepted.connect(lambda: self.add_collection(*dialog.values()))
+        dialog.finished.connect(dialog.deleteLater)
+        self.add_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def add_collection(
+        self, name: str, roots: list[str], include: list[str], exclude: list[str]
+    ) -> Operation:
+        paths = self.services.paths
+
+        async def work(_op: Operation) -> Changed[Any]:
+            return await asyncio.to_thread(ops.add_collection, paths, name, roots, include, exclude)
+
+        def done(_collection: object) -> None:
+            self.status.info(f"Added {name!r}. Choose Re-index to read its files.")
+            self._select_after = name
+
+        return self.jobs.start_change(
+            "add", work, done, lambda m: self.status.error(f"Could not add: {m}"), what="add"
+        )
+
+    def ask_remove(self) -> QMessageBox | None:
+        name = self.current_name()
+        if name is None:
+            return None
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Remove the collection?",
+            f"Remove the collection {name!r} and delete its index?\n\n"
+            "Your files are not touched; the assistant can no longer search them.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self.window(),
+        )
+        box.button(QMessageBox.StandardButton.Yes).setText("Remove")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.accepted.connect(lambda: self.remove(name))
+        box.finished.connect(box.deleteLater)
+        self.confirm_box = box
+        box.open()
+        return box
+
+    def remove(self, name: str) -> Operation:
+        paths = self.services.paths
+
+        async def work(_op: Operation) -> Changed[Any]:
+            return await asyncio.to_thread(ops.remove_collection, paths, name)
+
+        return self.jobs.start_change(
+            "remove",
+            work,
+            lambda _c: self.status.info(f"Removed {name!r} and its index."),
+            lambda m: self.status.error(f"Could not remove: {m}"),
+            what="remove the collection",
+        )
+
+    def reindex(self) -> Operation | None:
+        """Index the chosen collection in the background (progress in the status bar)."""
+        name = self.current_name()
+        if name is None or (self.index_op is not None and not self.index_op.done):
+            return None
+        paths, factory = self.services.paths, self.embedder_factory
+
+        def started(job: IndexJob) -> None:
+            self.index_job = job
+
+        async def work(op: Operation) -> Changed[JobOutcome]:
+            def progress(stage: str, done: int, total: int) -> None:
+                verb = "Looking at files" if stage == "scan" else "Indexing"
+                op.report(done / total if total else -1.0, f"{verb}: {done:,} of {total:,}")
+
+            return await asyncio.to_thread(
+                ops.run_index_job, paths, name, factory, progress, op.is_cancelled, started=started
+            )
+
+        self.indexing = name
+        self.status.info(f"Indexing {name!r} in the background…")
+        self.problem_label.hide()  # it said why nothing is searchable: this run is the answer
+        item = self.collection_list.currentItem()
+        if item is not None:
+            item.setText(f"{name} — indexing…")
+        self.index_op = self.runner.run_change(
+            work,
+            what=f"index {name!r}",
+            on_success=self._indexed,
+            on_failure=self._index_failed,
+            progress=f"Indexing {name}…",
+            interrupt=False,
+        )
+        self.index_op.finished.connect(self._index_ended)
+        self._sync_buttons()
+        return self.index_op
+
+    def cancel_index(self) -> None:
+        if self.index_op is not None and not self.index_op.done:
+            self.index_op.cancel()
+            self.status.info("Cancelling… what was indexed so far is kept.")
+
+    def _indexed(self, outcome: JobOutcome | None) -> None:
+        if outcome is not None and shiboken_ok(self):
+            self.status.info(ops.outcome_text(outcome))
+
+    def _index_failed(self, exc: BaseException) -> None:
+        if not shiboken_ok(self):  # the window closed while the indexer ran
+            return
+        self.status.error(f"{self.runner.readable(exc)}")
+        self.refresh()
+
+    def _index_ended(self) -> None:
+        if not shiboken_ok(self):
+            return
+        self.index_job = None
+        self.indexing = None
+        self._sync_buttons()
+
+
+def _collection_tip(view: ops.CollectionView) -> str:
+    lines = ["Folders and files:", *(f"  {root}" for root in view.roots)]
+    if view.include:
+        lines.append(f"Only: {' '.join(view.include)}")
+    if view.exclude:
+        lines.append(f"Leaving out: {' '.join(view.exclude)}")
+    if view.indexed:
+        lines.append(f"{plural(view.vectors, 'vector')} for search by meaning")
+    return "\n".join(lines)
+
+
+def shiboken_ok(item: object) -> bool:
+    import shiboken6
+
+    return bool(shiboken6.isValid(item))

@@ -164,19 +164,6 @@ def _view(paths: AppPaths, collection: Collection) -> CollectionView:
     )
 
 
-def _indexed_files(index: DocumentIndex) -> list[tuple[str, int, int, str, str, int, int]]:
-    """(path, size, mtime_ns, status, reason, chunks, indexed_ns) of every file in the index.
-
-    The index has no public listing of its files yet, so this reads its table.
-    """
-    rows = index._query(
-        "SELECT path, size, mtime_ns, status, reason, chunks, indexed_ns FROM files ORDER BY path"
-    )
-    return [
-        (str(p), int(s), int(m), str(st), str(r), int(c), int(t)) for p, s, m, st, r, c, t in rows
-    ]
-
-
 def collection_files(paths: AppPaths, name: str, *, check_disk: bool = True) -> list[FileView]:
     """The collection's files: indexed or failed (with why), and — *check_disk* — what changed.
 
@@ -189,21 +176,21 @@ def collection_files(paths: AppPaths, name: str, *, check_disk: bool = True) -> 
     rows = []
     if index is not None:
         try:
-            rows = _indexed_files(index)
+            rows = index.files()
         finally:
             index.close()
     on_disk = _disk_state(paths, collection) if check_disk else None
     views: list[FileView] = []
-    for path, size, mtime, status, stored_reason, chunks, when in rows:
-        shown: FileStatus = "failed" if status == "failed" else "indexed"
-        reason = stored_reason
+    for row in rows:
+        shown: FileStatus = "failed" if row.status == "failed" else "indexed"
+        reason = row.reason
         if on_disk is not None:
-            now = on_disk.pop(path, None)
-            if now is None and size >= 0:
+            now = on_disk.pop(row.path, None)
+            if now is None and row.size >= 0:
                 shown, reason = "deleted", "no longer on disk: the next index run forgets it"
-            elif now is not None and now != (size, mtime) and shown == "indexed":
+            elif now is not None and now != (row.size, row.mtime_ns) and shown == "indexed":
                 shown, reason = "changed", "changed on disk since it was indexed"
-        views.append(FileView(path, shown, reason, chunks, when))
+        views.append(FileView(row.path, shown, reason, row.chunks, row.indexed_ns))
     for path in sorted(on_disk or {}):
         views.append(FileView(path, "new", "not indexed yet"))
     views.sort(key=lambda v: v.path)
@@ -222,17 +209,12 @@ def collection_chunks(paths: AppPaths, name: str, path: str) -> list[ChunkView]:
     if index is None:
         return []
     try:
-        rows = index._query(
-            "SELECT id FROM chunks WHERE path = ? ORDER BY coalesce(page, 0), start_line, id",
-            (path,),
-        )
-        found = index.chunk_rows([int(r[0]) for r in rows])
+        rows = index.file_chunks(path)
     finally:
         index.close()
     return [
         ChunkView(row.heading, row.start_line, row.end_line, row.page, row.text, row.citation())
-        for row in (found[int(r[0])] for r in rows)
-        if row is not None
+        for row in rows
     ]
 
 

@@ -173,16 +173,32 @@ def _code_heading(titles: list[str]) -> str:
 # -- the line packer shared by Markdown, text and code -------------------------------------
 
 
+LEAD_IN_SHARE = 4
+"""A piece under this share of a chunk joins the cut of the too-big range after it."""
+
+
 def _line_chunks(
     document: Document, ranges: list[Range], heading: str, max_chars: int
 ) -> Iterator[Chunk]:
-    """Pack consecutive *ranges* into chunks of at most *max_chars* (ranges too big are cut)."""
+    """Pack consecutive *ranges* into chunks of at most *max_chars* (ranges too big are cut).
+
+    A short piece (a heading, a lead-in line) right before a range that has
+    to be cut anyway starts the cut instead of standing alone: a chunk that
+    is only "## Setup" matches searches for the heading and says nothing.
+    """
     lines = document.lines
     current: Range | None = None
-    for span in ranges:
+    for next_span in ranges:
+        span = next_span
         if current is not None and _size(lines, (current[0], span[1])) <= max_chars:
             current = (current[0], span[1])
             continue
+        if (
+            current is not None
+            and _size(lines, span) > max_chars
+            and _size(lines, current) < max_chars // LEAD_IN_SHARE
+        ):
+            span, current = (current[0], span[1]), None
         if current is not None:
             yield _line_chunk(document, current, heading)
             current = None

@@ -41,6 +41,7 @@ from agenvoy_desktop.rag.index_schema import (
     DocumentIndexDamagedError,
     DocumentIndexError,
     FailedFile,
+    IndexedFile,
     IndexStats,
 )
 from agenvoy_desktop.rag.scan import FileEntry, FileState, Manifest, ScanPlan
@@ -431,6 +432,26 @@ class DocumentIndex(SqliteStore):
             rows = self._query(f"SELECT {_CHUNK_COLS} FROM chunks WHERE id IN ({marks})", part)
             out.update({int(r[0]): ChunkRow(*r) for r in rows})
         return out
+
+    def files(self) -> list[IndexedFile]:
+        """Every file the index knows, by path (indexed ones and failed ones with why)."""
+        rows = self._query(
+            "SELECT path, size, mtime_ns, status, reason, chunks, indexed_ns FROM files"
+            " ORDER BY path"
+        )
+        return [
+            IndexedFile(str(p), int(s), int(m), str(st), str(r), int(c), int(t))
+            for p, s, m, st, r, c, t in rows
+        ]
+
+    def file_chunks(self, path: str) -> list[ChunkRow]:
+        """One file's chunks in reading order (page, then line)."""
+        rows = self._query(
+            "SELECT id FROM chunks WHERE path = ? ORDER BY coalesce(page, 0), start_line, id",
+            (path,),
+        )
+        found = self.chunk_rows([int(r[0]) for r in rows])
+        return [found[int(r[0])] for r in rows if int(r[0]) in found]
 
     def stats(self) -> IndexStats:
         """Files, chunks, vectors, failed files with reasons, and when it was last indexed."""

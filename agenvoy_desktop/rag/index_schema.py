@@ -94,6 +94,20 @@ class FailedFile:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexedFile:
+    """One row of the index's file list: what was indexed of a file, or why it failed."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    status: str
+    """``indexed`` or ``failed``."""
+    reason: str
+    chunks: int
+    indexed_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStats:
     """What a collection's index holds, for the window, the CLI and the doctor."""
 

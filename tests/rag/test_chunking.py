@@ -86,6 +86,16 @@ def test_markdown_paragraphs_pack_up_to_the_limit() -> None:
     _check_exact_ranges(source, chunks, 1200)
 
 
+def test_a_heading_before_a_long_list_starts_its_first_chunk() -> None:
+    items = [f"- item {i}: " + "words " * 12 for i in range(40)]
+    source = "# Title\n\n## Where to make changes\n\n" + "\n".join(items) + "\n"
+    chunks = chunk_document(_md(source), max_chars=1200)
+    assert chunks[0].text.startswith("# Title")
+    assert "- item 0" in chunks[0].text  # never a chunk of headings alone
+    assert all("- item" in c.text for c in chunks)
+    _check_exact_ranges(source, chunks, 1200)
+
+
 def test_a_soft_wrapped_paragraph_is_cut_between_sentences() -> None:
     line = " ".join(f"Sentence number {i} is here." for i in range(80))
     chunks = chunk_document(_md(f"# T\n\n{line}\n"), max_chars=300)

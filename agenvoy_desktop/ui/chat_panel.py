@@ -53,6 +53,7 @@ from agenvoy_desktop.ui.chat_widgets import (
     RecallChip,
     ToolChip,
 )
+from agenvoy_desktop.ui.document_viewer import CitationOpener
 from agenvoy_desktop.ui.markdown_view import WrappingLabel
 from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
 
@@ -123,6 +124,8 @@ class ChatPanel(QWidget):
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self._render_partial)
+        self.citations = CitationOpener(services.paths, runner, self)
+        """Makes citations of the user's documents in answers open the cited lines."""
         self._build()
         self.refresh_model_state()
         runner.memory_changed.connect(self._on_memory_changed)
@@ -341,7 +344,7 @@ class ChatPanel(QWidget):
             return [chip] if fresh else []
         out: list[QWidget] = []
         if _shows_text(message):
-            bubble = ChatBubble(message.role, message.time_ns)
+            bubble = ChatBubble(message.role, message.time_ns, links=self.citations)
             bubble.bind(message)
             self.view.register(message.id, bubble)
             out.append(bubble)
@@ -439,7 +442,7 @@ class ChatPanel(QWidget):
     def _append_live(self, role: str, text: str) -> ChatBubble | None:
         if not self._shown():
             return None
-        bubble = ChatBubble(role, self.services.clock())
+        bubble = ChatBubble(role, self.services.clock(), links=self.citations)
         bubble.set_text(text)
         self.view.append(bubble)
         self.view.scroll_to_bottom()

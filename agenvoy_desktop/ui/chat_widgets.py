@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.turn import ToolCallFinished, ToolCallStarted
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.timeutil import format_local
-from agenvoy_desktop.ui.markdown_view import MarkdownView, WrappingLabel
+from agenvoy_desktop.ui.markdown_view import CitationLinks, MarkdownView, WrappingLabel
 from agenvoy_desktop.ui.theme import mono_font, set_flag
 
 W = TypeVar("W", bound=QWidget)
@@ -52,7 +52,13 @@ def _clip(text: str, limit: int) -> str:
 class ChatBubble(QFrame):
     """One user or assistant message, rendered as Markdown."""
 
-    def __init__(self, role: str, time_ns: int, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        role: str,
+        time_ns: int,
+        parent: QWidget | None = None,
+        links: CitationLinks | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("ChatBubble")
         self.setProperty("role", role)
@@ -61,7 +67,7 @@ class ChatBubble(QFrame):
         self.interrupted = False
         self.header = QLabel(f"{ROLE_NAMES.get(role, role)} · {format_local(time_ns)}")
         self.header.setObjectName("BubbleHeader")
-        self.view = MarkdownView()
+        self.view = MarkdownView(links=links)
         self.mark = WrappingLabel()
         self.mark.setText("Answer interrupted — what was written so far is kept.")
         self.mark.setObjectName("InterruptedMark")

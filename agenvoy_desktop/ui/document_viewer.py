@@ -36,7 +36,6 @@ from agenvoy_desktop.operations.documents import (
 )
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.markdown_view import set_citation_links
 from agenvoy_desktop.ui.theme import mono_font
 
 MARK = QColor(255, 224, 130, 150)
@@ -105,8 +104,8 @@ class DocumentViewer(QDialog):
 class CitationOpener(QObject):
     """Which citations are links, and opening one (see the module docstring).
 
-    Installed for the chat's Markdown while it lives; :meth:`reload_roots`
-    re-reads the collections (the Documents tab calls it on every change).
+    The chat hands one to every message's Markdown view; it re-reads the
+    collections' roots whenever the runner broadcasts a documents change.
     """
 
     def __init__(self, paths: AppPaths, runner: AsyncRunner, parent: QObject | None = None) -> None:
@@ -115,8 +114,6 @@ class CitationOpener(QObject):
         self.runner = runner
         self.roots: dict[str, Path] = {}
         self.viewers: list[DocumentViewer] = []
-        set_citation_links(self)
-        self.destroyed.connect(lambda *_: set_citation_links(None, only=self))
         runner.memory_changed.connect(self._memory_changed)
         QTimer.singleShot(0, self, self.reload_roots)
 

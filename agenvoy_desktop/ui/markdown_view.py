@@ -126,20 +126,6 @@ class CitationLinks(Protocol):
     def open(self, text: str, parent: QWidget | None) -> object: ...
 
 
-_links: list[CitationLinks] = []
-
-
-def set_citation_links(links: CitationLinks | None, *, only: object = None) -> None:
-    """Make citations links opened by *links* (None: plain text again).
-
-    ``only``: clear only if that object is still the one installed (a closing
-    window must not undo a newer window's hook).
-    """
-    if links is None and only is not None and (not _links or _links[0] is not only):
-        return
-    _links[:] = [] if links is None else [links]
-
-
 def link_citations(text: str, known: Callable[[str], bool]) -> str:
     """*text* with each citation of a known collection file made a Markdown ``cite:`` link.
 
@@ -165,11 +151,12 @@ def link_citations(text: str, known: Callable[[str], bool]) -> str:
     return "".join(out)
 
 
-def open_link(link: str, parent: QWidget | None) -> None:
-    """A link in a message: a citation opens its document, anything else the browser."""
+def open_link(link: str, parent: QWidget | None, links: CitationLinks | None = None) -> None:
+    """A link in a message: a citation opens its document (through *links*), anything
+    else the browser."""
     if link.startswith(CITE_SCHEME):
-        if _links and shiboken6.isValid(_links[0]):
-            _links[0].open(unquote(link[len(CITE_SCHEME) :]), parent)
+        if links is not None and shiboken6.isValid(links):
+            links.open(unquote(link[len(CITE_SCHEME) :]), parent)
         return
     QDesktopServices.openUrl(QUrl(link))
 
@@ -220,13 +207,18 @@ class WrappingLabel(QLabel):
 
 
 class ProseLabel(WrappingLabel):
-    """Selectable rich text that wraps (CJK included) and opens links."""
+    """Selectable rich text that wraps (CJK included) and opens links.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    With *links*, citations of the user's documents become links that open
+    the cited lines (the chat passes its :class:`CitationLinks`).
+    """
+
+    def __init__(self, parent: QWidget | None = None, links: CitationLinks | None = None) -> None:
         super().__init__(parent)
+        self.links = links
         self.setTextFormat(Qt.TextFormat.RichText)
         self.setOpenExternalLinks(False)
-        self.linkActivated.connect(lambda link: open_link(link, self))
+        self.linkActivated.connect(lambda link: open_link(link, self, self.links))
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.source = ""
@@ -234,8 +226,8 @@ class ProseLabel(WrappingLabel):
     def set_source(self, text: str) -> None:
         if text != self.source:
             self.source = text
-            if _links:
-                text = link_citations(text, _links[0].known)
+            if self.links is not None:
+                text = link_citations(text, self.links.known)
             self.setText(markdown_to_html(text))
 
 
@@ -302,8 +294,9 @@ class CodeBlock(QFrame):
 class MarkdownView(QWidget):
     """A whole message: prose labels and code blocks, reused between renders."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, links: CitationLinks | None = None) -> None:
         super().__init__(parent)
+        self.links = links
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
@@ -339,7 +332,7 @@ class MarkdownView(QWidget):
         current = self._parts[index] if index < len(self._parts) else None
         wanted = CodeBlock if segment.is_code else ProseLabel
         if not isinstance(current, wanted):
-            widget: QWidget = wanted(self)
+            widget: QWidget = CodeBlock(self) if segment.is_code else ProseLabel(self, self.links)
             if current is None:
                 self._parts.append(widget)
                 self._layout.addWidget(widget)

@@ -254,7 +254,7 @@ def test_a_citation_in_the_chat_opens_the_file_at_its_lines(
     tab = open_panel(qtbot, services, runner)
     add(tab, root, wait_for)
     wait_for(lambda: "root" in tab.citations.roots)
-    view = MarkdownView()
+    view = MarkdownView(links=tab.citations)  # as the chat gives its messages
     qtbot.addWidget(view)
     view.set_markdown("Knead it (`root/kitchen.md:3-5`); see also ../secret.md:1.")
     (label,) = view.findChildren(ProseLabel)

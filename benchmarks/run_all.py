@@ -29,6 +29,10 @@ BENCHMARKS = (
     "chat_throughput",
     "summary_latency",
     "turn_overhead",
+    "documents_throughput",
+    "documents_scale",
+    "documents_recall",
+    "documents_reindex",
 )
 
 

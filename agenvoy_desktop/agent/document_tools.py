@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.errors import KnownError
@@ -42,7 +44,7 @@ from agenvoy_desktop.rag.index_schema import (
     DocumentIndexDamagedError,
 )
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir, registry_file
-from agenvoy_desktop.rag.search import DocumentHit, clean_query, search_documents
+from agenvoy_desktop.rag.search import DocumentHit, clean_query, hit_of, search_documents
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +231,41 @@ class DocumentLibrary:
         ranked = [self._search_one(s.name, text, limit) for s in usable]
         return _interleave(ranked, limit)
 
+    def passages(self, message: str, limit: int) -> list[Passage]:
+        """Worker thread: chunks of every usable collection near *message* (for proactive recall).
+
+        The message is embedded once; a collection indexed with another model
+        is searched by words only.  A collection that fails is skipped: the
+        turn goes on without it.
+        """
+        try:
+            text = clean_query(message)
+        except KnownError:
+            return []
+        embedder = self._embedder()
+        vector = None
+        found: list[Passage] = []
+        for state in self.states():
+            if not state.usable:
+                continue
+            try:
+                index = DocumentIndex(
+                    index_folder(documents_dir(self.paths), state.name), state.name
+                )
+            except (KnownError, OSError, sqlite3.Error):
+                log.info("document recall: collection %s skipped", state.name, exc_info=True)
+                continue
+            try:
+                usable = embedder if embedder is not None and index.dim == embedder.dim else None
+                if usable is not None and vector is None:
+                    vector = np.asarray(usable.embed([text]), dtype=np.float32)[0]
+                found += _passages_of(index, text, vector if usable is not None else None, limit)
+            except (KnownError, OSError, sqlite3.Error):
+                log.info("document recall: collection %s skipped", state.name, exc_info=True)
+            finally:
+                index.close()
+        return found
+
     def _search_one(self, name: str, text: str, limit: int) -> list[DocumentHit]:
         folder = index_folder(documents_dir(self.paths), name)
         if not (folder / INDEX_FILE).is_file():
@@ -250,6 +287,32 @@ class DocumentLibrary:
             raise DocumentToolError(problem) from None
         finally:
             index.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A chunk near a message, with what proactive document recall weighs it by."""
+
+    hit: DocumentHit
+    cosine: float | None
+    """Similarity of the message's embedding to the chunk's (None: not among the nearest)."""
+    keyword_rank: int | None
+    """0-based place in the keyword search (None: not found by words)."""
+
+
+def _passages_of(index: DocumentIndex, text: str, vector: Any, limit: int) -> list[Passage]:
+    """One collection's nearest chunks by meaning and by words, merged by chunk."""
+    nearest = index.semantic_ranked(vector, limit) if vector is not None else []
+    words = index.keyword_ranked(text, limit)
+    cosine = dict(nearest)
+    rank = {rowid: place for place, (rowid, _score) in enumerate(words)}
+    rowids = list(dict.fromkeys([*cosine, *rank]))
+    rows = index.chunk_rows(rowids)
+    return [
+        Passage(hit_of(index.collection, rows[r]), cosine.get(r), rank.get(r))
+        for r in rowids
+        if r in rows
+    ]
 
 
 def _interleave(ranked: Sequence[list[DocumentHit]], limit: int) -> list[DocumentHit]:

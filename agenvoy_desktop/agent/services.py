@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
+from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
 from agenvoy_desktop.agent.storage import Storage
@@ -259,6 +260,7 @@ class AppServices:
             config=self._agent_config(),
             after_turn=self.summary_scheduler.after_turn,
             settle=self._checkpoint,
+            documents=functools.partial(find_passages, self.documents),
         )
 
     def _checkpoint(self) -> None:

@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agenvoy_desktop.agent.context import (
@@ -41,7 +41,14 @@ from agenvoy_desktop.agent.context import (
     tool_guidance,
     tool_results_note,
 )
-from agenvoy_desktop.agent.policy import FULL, TurnPlan, filter_specs, plan_turn
+from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
+from agenvoy_desktop.agent.policy import (
+    DOCUMENT_SEARCH_TOOL,
+    FULL,
+    TurnPlan,
+    filter_specs,
+    plan_turn,
+)
 from agenvoy_desktop.agent.recall import (
     DEFAULT_FLOOR,
     RecallBlock,
@@ -105,11 +112,13 @@ class AnswerDelta:
 
 @dataclass(frozen=True, slots=True)
 class RecallInjected:
-    """Proactive recall put remembered messages into this turn's system prompt."""
+    """Proactive recall put remembered messages (and document passages) into the prompt."""
 
     text: str
     """The block exactly as sent."""
     message_ids: list[str]
+    citations: list[str] = field(default_factory=list)
+    """Where the document passages come from (``path:lines``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +196,7 @@ class Agent:
         config: AgentConfig | None = None,
         after_turn: Callable[[str], None] | None = None,
         settle: Callable[[], None] | None = None,
+        documents: Callable[[str], DocumentPassages] | None = None,
     ) -> None:
         self.storage = storage
         self.store = store
@@ -201,6 +211,9 @@ class Agent:
         self.after_turn = after_turn
         self.settle = settle
         """Storage-thread work after each answer (database checkpoints), off the turn's path."""
+        self.documents = documents
+        """Passages of the user's documents for a message (worker thread; see
+        :mod:`agent.document_recall`), or None without collections."""
         self._background: set[asyncio.Task[None]] = set()
 
     # -- public ------------------------------------------------------------
@@ -369,12 +382,15 @@ class _Turn:
         self.force_answer = False
         self.answered = False
         self.recall = RecallBlock()
+        self.passages = DocumentPassages()
+        self.question = ""
         self.plan: TurnPlan = FULL
         self.started = time.perf_counter()
 
     async def run(self, text: str) -> TurnResult:
         self.started = started = time.perf_counter()
         store = self.agent.store
+        self.question = text
         user = store.new_message("user", text)
         await self._save(user)
         try:
@@ -390,22 +406,62 @@ class _Turn:
         return self.result
 
     async def _prepare(self, user: Message) -> None:
-        """Before the first round: proactive recall, then the turn's plan (tools, rounds)."""
+        """Before the first round: proactive recall, then the turn's plan (tools, rounds).
+
+        The conversation memory (storage thread) and the documents (a worker
+        thread) are searched at the same time.
+        """
         config = self.agent.config
         if config.proactive_recall:
             began = time.perf_counter()
-            self.recall = await self.agent.storage.run(self._find_recall, user)
+            self.recall, self.passages = await asyncio.gather(
+                self.agent.storage.run(self._find_recall, user),
+                self._find_passages(user.content),
+            )
             self.result.recall_s = time.perf_counter() - began
-        if self.recall.items:
-            self.result.recall_text = self.recall.text
+        text = self.recall_text
+        if text:
+            self.result.recall_text = text
             self.result.recall_ids = self.recall.message_ids
-            self.emit(RecallInjected(self.recall.text, self.recall.message_ids))
+            await self.agent.storage.run(self._log_recall, user, text)
+            self.emit(RecallInjected(text, self.recall.message_ids, self.passages.citations))
         self.plan = plan_turn(
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
+        if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
+            self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
+
+    @property
+    def recall_text(self) -> str:
+        """What proactive recall adds to the system prompt: remembered messages, then passages."""
+        return "\n\n".join(t for t in (self.recall.text, self.passages.text) if t)
+
+    async def _find_passages(self, message: str) -> DocumentPassages:
+        """Worker thread: the document passages for *message*; a failure only leaves them out."""
+        find = self.agent.documents
+        if find is None:
+            return DocumentPassages()
+        try:
+            return await asyncio.to_thread(find, message)
+        except Exception:
+            log.warning("document recall failed; answering without it", exc_info=True)
+            return DocumentPassages()
+
+    def _log_recall(self, user: Message, text: str) -> None:
+        """Storage thread: the timeline's record of what recall put in the prompt."""
+        detail = {
+            "message_id": user.id,
+            "text": text,
+            "ids": self.recall.message_ids,
+            "citations": self.passages.citations,
+        }
+        try:
+            self.agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
+        except Exception:  # the block is still sent; only the record of it is missing
+            log.warning("could not log the recall event", exc_info=True)
 
     def _find_recall(self, user: Message) -> RecallBlock:
-        """Storage thread: search, floor, block, and the timeline's record of it.
+        """Storage thread: search, floor and block (the record of it: :meth:`_log_recall`).
 
         Recall helps an answer but is no precondition for one: a failing search
         (a damaged index, a missing embedder) leaves the block empty.
@@ -419,14 +475,7 @@ class _Turn:
             log.warning("proactive recall failed; answering without it", exc_info=True)
             return RecallBlock()
         kind = query_kind(user.content)
-        block = format_block(apply_floor(candidates, agent.config.recall_floor, kind=kind))
-        if block.items:
-            detail = {"message_id": user.id, "text": block.text, "ids": block.message_ids}
-            try:
-                agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
-            except Exception:  # the block is still sent; only the record of it is missing
-                log.warning("could not log the recall event", exc_info=True)
-        return block
+        return format_block(apply_floor(candidates, agent.config.recall_floor, kind=kind))
 
     def _tool_rounds(self) -> int:
         """Rounds that may call tools; one more round always remains to answer."""
@@ -449,6 +498,8 @@ class _Turn:
             if not calls or last_round:
                 if calls and not text.strip():
                     text = ROUNDS_EXHAUSTED.format(rounds=self.result.rounds)
+                else:
+                    text = self._cited(text)
                 await self._save_answer(text, interrupted=False)
                 return
             await self._run_calls(text, calls)
@@ -465,7 +516,7 @@ class _Turn:
         if first:
             self.result.tools_offered = list(self.offered)
         messages = await agent.context_messages(
-            self.sid, inline_results=inline, offered=self.offered, recall=self.recall.text
+            self.sid, inline_results=inline, offered=self.offered, recall=self.recall_text
         )
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None
@@ -601,6 +652,13 @@ class _Turn:
         except Exception:  # advice is optional; the turn goes on without it
             log.warning("error-memory lookup failed", exc_info=True)
             return "", []
+
+    def _cited(self, text: str) -> str:
+        """The answer with the document sources it drew on; the added line streams too."""
+        cited = with_sources(text, self.question, self.passages)
+        if cited != text and cited.startswith(text):
+            self.emit(AnswerDelta(cited[len(text) :]))
+        return cited
 
     async def _save_answer(self, text: str, *, interrupted: bool) -> None:
         extra: dict[str, Any] = {"interrupted": True} if interrupted else {}

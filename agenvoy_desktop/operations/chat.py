@@ -16,8 +16,8 @@ class Page:
     messages: list[Message]
     first_seq: int
     has_earlier: bool
-    recalls: dict[str, tuple[str, int]] = field(default_factory=dict)
-    """User message id → (recall block sent with it, how many lines)."""
+    recalls: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    """User message id → (recall block sent with it, remembered messages, document passages)."""
 
 
 def load_page(store: MemoryStore, session_id: str, before_seq: int | None, size: int) -> Page:
@@ -36,14 +36,18 @@ def load_page(store: MemoryStore, session_id: str, before_seq: int | None, size:
 
 def recalls_for(
     store: MemoryStore, session_id: str, messages: Sequence[Message]
-) -> dict[str, tuple[str, int]]:
+) -> dict[str, tuple[str, int, int]]:
     """The recall blocks sent with these messages' turns (storage thread)."""
     ids = {m.id for m in messages if m.role == "user"}
-    found: dict[str, tuple[str, int]] = {}
+    found: dict[str, tuple[str, int, int]] = {}
     for _time, kind, detail in store.archive.events(session_id):
         target = detail.get("message_id")
         if kind == "recall" and target in ids:
-            found[str(target)] = (str(detail.get("text", "")), len(detail.get("ids") or []))
+            found[str(target)] = (
+                str(detail.get("text", "")),
+                len(detail.get("ids") or []),
+                len(detail.get("citations") or []),
+            )
     return found
 
 

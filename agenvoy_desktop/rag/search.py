@@ -25,6 +25,7 @@ from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.search import SearchError
 from agenvoy_desktop.rag.index import DocumentIndex
+from agenvoy_desktop.rag.index_schema import ChunkRow
 
 DocMode = Literal["keyword", "semantic", "hybrid"]
 DOC_MODES: tuple[DocMode, ...] = ("keyword", "semantic", "hybrid")
@@ -110,24 +111,22 @@ def _semantic(
     return index.semantic_ranked(vector, limit)
 
 
+def hit_of(collection: str, row: ChunkRow, score: float = 0.0) -> DocumentHit:
+    """A stored chunk as a search hit of *collection*."""
+    return DocumentHit(
+        collection=collection,
+        path=row.path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        page=row.page,
+        heading=row.heading,
+        text=row.text,
+        score=score,
+        citation=row.citation(),
+    )
+
+
 def _hits(index: DocumentIndex, ranked: list[tuple[int, float]]) -> list[DocumentHit]:
     rows = index.chunk_rows([rowid for rowid, _ in ranked])
-    hits: list[DocumentHit] = []
-    for rowid, score in ranked:
-        row = rows.get(rowid)
-        if row is None:  # removed by a re-index since the ranking
-            continue
-        hits.append(
-            DocumentHit(
-                collection=index.collection,
-                path=row.path,
-                start_line=row.start_line,
-                end_line=row.end_line,
-                page=row.page,
-                heading=row.heading,
-                text=row.text,
-                score=score,
-                citation=row.citation(),
-            )
-        )
-    return hits
+    # a chunk removed by a re-index since the ranking is skipped
+    return [hit_of(index.collection, rows[r], score) for r, score in ranked if r in rows]

@@ -306,7 +306,7 @@ class ChatPanel(QWidget):
         generation: int,
         *,
         prepend: bool,
-        recalls: Mapping[str, tuple[str, int]] | None = None,
+        recalls: Mapping[str, tuple[str, int, int]] | None = None,
     ) -> None:
         """Add widgets a batch at a time, yielding to the loop in between."""
         chips: dict[str, ToolChip] = {}
@@ -456,7 +456,8 @@ class ChatPanel(QWidget):
         elif isinstance(event, MessageSaved):
             self._on_saved(event.message)
         elif isinstance(event, RecallInjected) and self._shown():
-            self._append_all([RecallChip(event.text, len(event.message_ids))])
+            found = RecallChip(event.text, len(event.message_ids), len(event.citations))
+            self._append_all([found])
         elif isinstance(event, ToolCallStarted | ToolCallFinished) and self._shown():
             chip = self.view.chip(event.call_id)
             if chip is not None:

@@ -252,6 +252,18 @@ class ToolChip(ExpandableChip):
         set_flag(self, "failed", self.is_error)
 
 
+def recall_summary(remembered: int, passages: int) -> str:
+    """The chip's one line: what was remembered and what was found in the documents."""
+    parts = []
+    if remembered or not passages:
+        things = "1 thing" if remembered == 1 else f"{remembered} things"
+        parts.append(f"Remembered {things} you said before")
+    if passages:
+        found = "1 passage" if passages == 1 else f"{passages} passages"
+        parts.append(f"{'found' if parts else 'Found'} {found} in your documents")
+    return " · ".join(parts)
+
+
 class RecallChip(ExpandableChip):
     """What proactive recall put in front of the model for this turn; click for the lines.
 
@@ -259,12 +271,13 @@ class RecallChip(ExpandableChip):
     words (the same block the Context tab shows as sent).
     """
 
-    def __init__(self, text: str, count: int, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, text: str, count: int, passages: int = 0, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setProperty("kind", "recall")
-        things = "1 thing" if count == 1 else f"{count} things"
-        self.header.setText(f"Remembered {things} you said before")
-        self.header.setToolTip("Found in earlier conversations and given to the model")
+        self.header.setText(recall_summary(count, passages))
+        self.header.setToolTip("Found in your memory and documents, and given to the model")
         self.lines = WrappingLabel()
         self.lines.setTextFormat(Qt.TextFormat.PlainText)
         self.lines.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

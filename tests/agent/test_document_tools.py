@@ -206,6 +206,7 @@ def test_small_model_turn_offers_search_and_tells_it_to_cite(
     services = _services(open_services, paths, script)
     assert services.agent is not None
     services.agent.config.small_model = True
+    services.agent.documents = None  # no passages up front: the tool path alone
     sid = services.store.create_session("t")
     result = asyncio.run(services.agent.run_turn(sid, "What do my notes say about tomatoes?"))
     model = services.agent.model

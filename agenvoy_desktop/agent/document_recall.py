@@ -1,0 +1,119 @@
+"""Passages of the user's documents put in front of the model, before it is asked anything.
+
+A 0.5B model rarely calls ``search_rag`` on its own, and when it does not,
+it invents an answer (asked for the front tyre pressure kept in a note, the
+starter model said "2800mmHg").  So, as proactive recall does for the
+conversation memory, each turn searches the enabled collections with the
+user's message and puts the passages that clearly match into the system
+prompt, each with its citation; the model only has to read and cite.
+
+"Clearly" is the cosine similarity of the message to the passage (MiniLM):
+:data:`PASSAGE_FLOOR` on its own, or :data:`AGREED_FLOOR` when the keyword
+search ranks the same passage among its first :data:`KEYWORD_DEPTH`.  On
+a collection of notes, README and design docs, questions a passage answers
+scored 0.34–0.75, greetings, general knowledge, code requests and questions
+about the user's own life 0.07–0.18.  Nothing is added for a message no
+passage matches, so small talk stays fast and unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agenvoy_desktop.agent.document_tools import DocumentLibrary, Passage
+from agenvoy_desktop.agent.recall import content_terms
+from agenvoy_desktop.core.retrieval.clip import clip_end
+
+PASSAGE_FLOOR = 0.40
+"""Cosine similarity at which a passage is put in front of the model by meaning alone."""
+AGREED_FLOOR = 0.28
+"""A lower bar for a passage the keyword search also ranks near the top."""
+KEYWORD_DEPTH = 3
+MAX_PASSAGES = 2
+"""A small model's prompt has little room; two passages answer most factual questions."""
+PASSAGE_CHARS = 450
+HEADER = (
+    "Passages from the user's documents, each after its source in brackets. If one answers"
+    " the question, answer from it and end with its source, copied exactly:"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentPassages:
+    """The block for the system prompt ("" when no passage cleared the floor)."""
+
+    text: str = ""
+    citations: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """Each passage's text, in the order of :attr:`citations`."""
+
+
+def clears(passage: Passage) -> bool:
+    """Whether *passage* matches the message clearly enough to be shown to the model."""
+    if passage.cosine is None:
+        return False
+    if passage.cosine >= PASSAGE_FLOOR:
+        return True
+    agreed = passage.keyword_rank is not None and passage.keyword_rank < KEYWORD_DEPTH
+    return agreed and passage.cosine >= AGREED_FLOOR
+
+
+def format_passages(passages: Sequence[Passage]) -> DocumentPassages:
+    """The best clearing passages as a prompt block (best first)."""
+    chosen = sorted(
+        (p for p in passages if clears(p)), key=lambda p: p.cosine or 0.0, reverse=True
+    )[:MAX_PASSAGES]
+    if not chosen:
+        return DocumentPassages()
+    lines = [HEADER]
+    texts = [clip_end(" ".join(p.hit.text.split()), PASSAGE_CHARS) for p in chosen]
+    for passage, text in zip(chosen, texts, strict=True):
+        lines.append(f"[{passage.hit.citation}] {text}")
+    return DocumentPassages("\n".join(lines), [p.hit.citation for p in chosen], texts)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def _evidence(text: str) -> tuple[set[str], set[str]]:
+    return set(content_terms(text)), set(_NUMBER.findall(text))
+
+
+def sources_used(answer: str, question: str, passages: DocumentPassages) -> list[str]:
+    """Citations of the passages the answer visibly draws on.
+
+    A small model seldom cites by itself, so the app does: a passage counts
+    as used when the answer repeats a number from it, or two of its words,
+    that the question did not already contain (an answer that only echoes
+    the question proves nothing).
+    """
+    asked_words, asked_numbers = _evidence(question)
+    said_words, said_numbers = _evidence(answer)
+    used: list[str] = []
+    for citation, text in zip(passages.citations, passages.texts, strict=True):
+        words, numbers = _evidence(text)
+        shared_numbers = (said_numbers & numbers) - asked_numbers
+        shared_words = (said_words & words) - asked_words
+        if shared_numbers or len(shared_words) >= 2:
+            used.append(citation)
+    return used
+
+
+def with_sources(answer: str, question: str, passages: DocumentPassages) -> str:
+    """*answer* ending with the sources it drew on, unless it names one already."""
+    if not passages.citations or any(c in answer for c in passages.citations):
+        return answer
+    used = sources_used(answer, question, passages)
+    if not used:
+        return answer
+    label = "Source" if len(used) == 1 else "Sources"
+    return f"{answer.rstrip()}\n\n{label}: " + ", ".join(f"[{c}]" for c in used)
+
+
+def find_passages(library: DocumentLibrary, message: str) -> DocumentPassages:
+    """Worker thread: the block for *message*, or an empty one (documents off, nothing matches)."""
+    if not library.available():
+        return DocumentPassages()
+    return format_passages(library.passages(message, MAX_PASSAGES + KEYWORD_DEPTH))

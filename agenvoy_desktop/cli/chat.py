@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from agenvoy_desktop.cli.common import AddCommand, CliError, open_services
 from agenvoy_desktop.interpreter import responsive_threads
+from agenvoy_desktop.operations.sessions import create_session
 
 if TYPE_CHECKING:
     from agenvoy_desktop.agent.services import AppServices
@@ -72,7 +73,7 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
         raise CliError("empty message")
     sid = session
     if sid is None or not await services.storage.run(store.exists, sid):
-        sid = await services.storage.run(store.create_session, None, sid)
+        sid = (await services.storage.run(create_session, store, None, sid)).value
         print(f"session {sid}", file=sys.stderr)
     result = await agent.run_turn(sid, message, on_event=_print_event)
     sys.stdout.write("\n")

@@ -37,6 +37,7 @@ from agenvoy_desktop.core.error_memory import (
 )
 from agenvoy_desktop.core.error_types import ERROR_TYPES, OUTCOMES, ErrorHint, ErrorRecord
 from agenvoy_desktop.core.timeutil import format_iso, format_local, now_ns
+from agenvoy_desktop.operations import errors as error_ops
 
 
 def register(add_command: AddCommand) -> None:
@@ -165,7 +166,8 @@ def _show(record: ErrorRecord, now: int) -> None:
 # -- actions ---------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
-        records = memory.list(
+        records = error_ops.list_records(
+            memory,
             args.tool,
             args.outcome,
             include_expired=args.include_expired,
@@ -184,9 +186,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
-        record = memory.get(args.id)
-    if record is None:
-        raise ErrorRecordNotFound(f"no error record #{args.id}")
+        record = error_ops.get_record(memory, args.id)
     if args.json:
         emit_json(record_json(record, now_ns()))
     else:
@@ -195,20 +195,19 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    fields = {
+        "tool": args.tool,
+        "symptom": args.symptom,
+        "cause": args.cause or "",
+        "action": args.action or "",
+        "outcome": args.outcome,
+        "keywords": args.keyword or (),
+        "error_type": args.error_type,
+    }
     with _memory(args) as memory:
-        existing = memory.find(args.tool, args.symptom)
-        record = memory.add(
-            args.tool,
-            args.symptom,
-            cause=args.cause or "",
-            action=args.action or "",
-            outcome=args.outcome,
-            keywords=args.keyword or (),
-            session_id=args.session,
-            source="user",
-            error_type=args.error_type,
-        )
-    merged = existing is not None and existing.id == record.id
+        existing = error_ops.merged_into(memory, args.tool, args.symptom)
+        record = error_ops.add_record(memory, fields, args.session).value
+    merged = existing == record.id
     if args.json:
         emit_json({**record_json(record, now_ns()), "merged": merged})
     elif merged:
@@ -232,9 +231,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
             " --keyword, --error-type or --renew"
         )
     with _memory(args) as memory:
-        record = memory.update(args.id, **fields) if fields else memory.renew(args.id)
-        if fields and args.renew:
-            record = memory.renew(args.id)
+        record = error_ops.edit_record(memory, args.id, fields, renew=args.renew).value
     if args.json:
         emit_json(record_json(record, now_ns()))
     else:
@@ -244,7 +241,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
-        memory.delete(args.id)
+        error_ops.delete_record(memory, args.id)
     if args.json:
         emit_json({"deleted": args.id})
     else:
@@ -254,7 +251,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_purge(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
-        purged = memory.purge_expired()
+        purged = error_ops.purge_expired(memory).value
     if args.json:
         emit_json({"purged": purged})
     else:
@@ -285,8 +282,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     embedder = _search_embedder(args)
     try:
         with _memory(args, embedder) as memory:
-            memory.backfill_vectors()  # records added here without a model
-            hints = memory.search(args.query, tool=args.tool, limit=args.limit)
+            hints = error_ops.search_records(memory, args.query, tool=args.tool, limit=args.limit)
     finally:
         common.close_embedder(embedder)
     _print_hits(hints, json_out=args.json)

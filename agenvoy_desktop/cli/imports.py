@@ -8,6 +8,7 @@ from pathlib import Path
 from agenvoy_desktop.cli.common import AddCommand, open_store, progress_bar, settings_of
 from agenvoy_desktop.core.store import check_session_id
 from agenvoy_desktop.core.timeutil import now_ns
+from agenvoy_desktop.operations.sessions import import_conversation
 
 
 def register(add: AddCommand) -> None:
@@ -29,11 +30,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     # Validates everything before the profile is opened: a bad file writes nothing.
     messages = read_import_file(args.file, now_ns(), max_message_bytes=limit)
     with open_store(args, embed=True, settings=settings) as store:
-        sid = store.import_messages(
+        imported = import_conversation(
+            store,
             messages,
             args.session,
             title=args.title or args.file.stem,
             progress=progress_bar("embedding"),
         )
-    print(sid)
+    print(imported.value)
     return 0

@@ -14,9 +14,10 @@ from agenvoy_desktop.cli.common import (
     open_store,
     time_option,
 )
-from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult, search_chat_history
+from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult
 from agenvoy_desktop.core.store import check_session_id
 from agenvoy_desktop.core.timeutil import format_iso, format_local
+from agenvoy_desktop.operations.search import run_search
 
 
 def register(add: AddCommand) -> None:
@@ -50,7 +51,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     )
     semantic = args.mode != "keyword"
     with open_store(args, embed=semantic, top_up=[args.session]) as store:
-        result = search_chat_history(store, query)
+        result = run_search(store, query).result
     if args.json:
         _print_json(result)
     else:

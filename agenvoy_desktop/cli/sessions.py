@@ -8,9 +8,9 @@ import os
 from typing import Any
 
 from agenvoy_desktop.cli.common import AddCommand, emit_json, open_store
-from agenvoy_desktop.core.lifecycle import remove_session, reset_session
 from agenvoy_desktop.core.store import SessionInfo, check_session_id
-from agenvoy_desktop.core.timeutil import format_iso, format_local
+from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.paths import HOME_ENV
 
 
@@ -30,7 +30,7 @@ def register(add: AddCommand) -> None:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        infos = store.sessions()
+        infos = session_ops.list_sessions(store)
     if args.json:
         emit_json([_info_json(i) for i in infos])
         return 0
@@ -54,25 +54,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         check_session_id(args.session)
     with open_store(args, embed=False) as store:
         if args.session is not None:
-            data: dict[str, Any] = _info_json(store.info(args.session))
-            data["events"] = [
-                {"time": format_iso(t), "kind": k, **d}
-                for t, k, d in store.archive.events(args.session)
-            ]
+            data: dict[str, Any] = session_ops.session_stats(store, args.session)
         else:
-            infos = store.sessions()
-            data = {
-                "sessions": len(infos),
-                "history_messages": sum(i.history_messages for i in infos),
-                "archived_messages": store.archive.count(),
-                "vectors": sum(i.vectors for i in infos),
-                "archive_bytes": store.paths.archive_db.stat().st_size,
-                "data_dir": str(
-                    store.paths.config_dir.parent
-                    if os.environ.get(HOME_ENV) or args.data_dir
-                    else store.paths.config_dir
-                ),
-            }
+            data = session_ops.profile_stats(store)
+            data["data_dir"] = str(
+                store.paths.config_dir.parent
+                if os.environ.get(HOME_ENV) or args.data_dir
+                else store.paths.config_dir
+            )
     if args.json:
         emit_json(data)
     else:
@@ -86,13 +75,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_reset(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        reset_session(store, args.session_id)
+        session_ops.reset_session(store, args.session_id)
     print(f"reset {args.session_id}")
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        remove_session(store, args.session_id)
+        session_ops.remove_session(store, args.session_id)
     print(f"removed {args.session_id}")
     return 0

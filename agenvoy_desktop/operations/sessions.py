@@ -8,13 +8,16 @@ the panels that show it and the CLI can ignore it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from agenvoy_desktop.core import lifecycle
 from agenvoy_desktop.core.export import ExportFormat, write_export
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import Cancelled, MemoryStore, Progress, SessionInfo
+from agenvoy_desktop.core.timeutil import format_iso
 from agenvoy_desktop.operations.changes import Changed, MemoryChanges, session_changes
 
 TITLE_CHARS = 48
@@ -35,6 +38,27 @@ def content_matches(store: MemoryStore, text: str) -> dict[str, int]:
     return counts
 
 
+def session_stats(store: MemoryStore, session_id: str) -> dict[str, Any]:
+    """One session's sizes and every event of its timeline (``stats --session``)."""
+    data: dict[str, Any] = dataclasses.asdict(store.info(session_id))
+    data["events"] = [
+        {"time": format_iso(t), "kind": k, **d} for t, k, d in store.archive.events(session_id)
+    ]
+    return data
+
+
+def profile_stats(store: MemoryStore) -> dict[str, Any]:
+    """The whole profile's sizes (``stats``)."""
+    infos = store.sessions()
+    return {
+        "sessions": len(infos),
+        "history_messages": sum(i.history_messages for i in infos),
+        "archived_messages": store.archive.count(),
+        "vectors": sum(i.vectors for i in infos),
+        "archive_bytes": store.paths.archive_db.stat().st_size,
+    }
+
+
 def export_session(
     store: MemoryStore, session_id: str, path: Path, fmt: ExportFormat, now_ns: int
 ) -> Path:
@@ -43,9 +67,11 @@ def export_session(
 
 
 # -- writes ------------------------------------------------------------------------------
-def create_session(store: MemoryStore, title: str | None = None) -> Changed[str]:
-    """A new, empty session; its id."""
-    session_id = store.create_session(title)
+def create_session(
+    store: MemoryStore, title: str | None = None, session_id: str | None = None
+) -> Changed[str]:
+    """A new, empty session (named *session_id*, else a fresh id); its id."""
+    session_id = store.create_session(title, session_id)
     return Changed(session_id, MemoryChanges(sessions=True, session_id=session_id))
 
 
@@ -91,13 +117,14 @@ def remove_session(store: MemoryStore, session_id: str) -> MemoryChanges:
 def import_conversation(
     store: MemoryStore,
     messages: Sequence[Message],
+    session_id: str | None = None,
     *,
     title: str | None = None,
     progress: Progress | None = None,
     cancelled: Cancelled | None = None,
 ) -> Changed[str]:
-    """Import *messages* as a new session (validated first); its id."""
+    """Import *messages* (validated first) as a new session, or appended to *session_id*."""
     session_id = store.import_messages(
-        messages, title=title, progress=progress, cancelled=cancelled
+        messages, session_id, title=title, progress=progress, cancelled=cancelled
     )
     return Changed(session_id, session_changes(session_id))

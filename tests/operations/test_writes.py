@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agenvoy_desktop.core.error_memory import ErrorMemory
+from agenvoy_desktop.core.error_memory import ErrorMemory, ErrorRecordNotFound
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import Summary
 from agenvoy_desktop.operations import errors as error_ops
@@ -104,3 +104,31 @@ def test_a_summary_edit_reports_the_summary_of_that_session(store: MemoryStore) 
 @pytest.mark.parametrize("part", ["sessions", "messages", "errors", "models"])
 def test_any_of_names_each_part(part: str) -> None:
     assert MemoryChanges(**{part: True}).any_of(part)  # type: ignore[arg-type]
+
+
+def test_the_cli_error_commands_operations(tmp_path: Path) -> None:
+    with ErrorMemory(tmp_path / "errors.sqlite3", None, clock=FakeClock()) as errors:
+        fields = {"tool": "read_file", "symptom": "no such file: a.txt", "outcome": "failed"}
+        assert error_ops.merged_into(errors, "read_file", "no such file: a.txt") is None
+        record = error_ops.add_record(errors, fields, "s1").value
+        assert error_ops.merged_into(errors, "read_file", "no such file: a.txt") == record.id
+        assert error_ops.get_record(errors, record.id).session_id == "s1"
+        with pytest.raises(ErrorRecordNotFound):
+            error_ops.get_record(errors, record.id + 1)
+        edited = error_ops.edit_record(errors, record.id, {"cause": "wrong folder"}, renew=True)
+        assert edited.value.cause == "wrong folder"
+        assert edited.changes == ERRORS_CHANGED
+        hits = error_ops.search_records(errors, "no such file", limit=3)
+        assert [h.record.id for h in hits] == [record.id]
+        assert error_ops.purge_expired(errors).value == 0
+
+
+def test_stats_of_a_session_and_of_the_profile(store: MemoryStore) -> None:
+    sid = store.create_session("Notes")
+    store.append(sid, conversation(["hello", "hi there"]))
+    detail = session_ops.session_stats(store, sid)
+    assert detail["archived_messages"] == 2
+    assert isinstance(detail["events"], list)
+    profile = session_ops.profile_stats(store)
+    assert profile["sessions"] == 1
+    assert profile["archived_messages"] == 2

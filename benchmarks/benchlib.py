@@ -25,11 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -394,3 +395,32 @@ def conversation_messages(conv: Conversation) -> list[Message]:
 def split_sentences(text: str) -> list[str]:
     """A plain-English sentence splitter (good enough for benchmark corpora)."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+"""LoCoMo's question categories 1-4 (5, adversarial, is not asked)."""
+
+Ranked = TypeVar("Ranked")
+
+
+def recall_by_category(
+    rows: Sequence[tuple[int, Ranked, frozenset[str]]],
+    recall_at: Callable[[Ranked, frozenset[str], int], float],
+    ks: Sequence[int],
+) -> dict[str, Any]:
+    """recall@k overall and per category from (category, ranked result, evidence) rows."""
+    by_cat: dict[str, list[tuple[Ranked, frozenset[str]]]] = defaultdict(list)
+    for category, ranked, evidence in rows:
+        by_cat["overall"].append((ranked, evidence))
+        by_cat[f"{category}-{CATEGORY_NAMES[category]}"].append((ranked, evidence))
+    out: dict[str, Any] = {}
+    for name in sorted(by_cat, key=lambda n: (n != "overall", n)):
+        items = by_cat[name]
+        out[name] = {
+            "n": len(items),
+            **{
+                f"recall@{k}": round(sum(recall_at(r, e, k) for r, e in items) / len(items), 4)
+                for k in ks
+            },
+        }
+    return out

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,6 @@ KS = (1, 5, 10)
 LIMIT = 10
 DEEP = 100
 CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 BUILD_VERSION = 1
 RRF_KS = (1, 3, 5, 10, 20, 60)
 DEPTHS = (20, 40, 100)
@@ -86,21 +84,8 @@ Row = tuple[int, Sequence[frozenset[str]], frozenset[str]]
 
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
-    by_cat: dict[str, list[tuple[Sequence[frozenset[str]], frozenset[str]]]] = defaultdict(list)
-    for category, covered, evidence in rows:
-        by_cat["overall"].append((covered, evidence))
-        by_cat[f"{category}-{CATEGORY_NAMES[category]}"].append((covered, evidence))
-    out: dict[str, Any] = {}
-    for name in sorted(by_cat, key=lambda n: (n != "overall", n)):
-        items = by_cat[name]
-        out[name] = {
-            "n": len(items),
-            **{
-                f"recall@{k}": round(sum(recall(c, e, k) for c, e in items) / len(items), 4)
-                for k in KS
-            },
-        }
-    return out
+    """recall@k overall and per category from (category, ranked, evidence) rows."""
+    return benchlib.recall_by_category(rows, recall, KS)
 
 
 # -- building ------------------------------------------------------------------------------

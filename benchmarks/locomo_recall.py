@@ -20,7 +20,6 @@ Acceptance: hybrid recall@10 > semantic and > keyword (overall).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +37,6 @@ KS = (1, 5, 10)
 LIMIT = 10
 DEEP = 100
 CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _SHIPPED_WEIGHTS = getattr(search_mod, "HYBRID_WEIGHTS", (1.0, 1.0))
 CURRENT_FUSION = {
     "k": search_mod.RRF_K,
@@ -70,22 +68,8 @@ def recall(refs: Sequence[str | None], evidence: frozenset[str], k: int) -> floa
 
 
 def summarize(rows: Sequence[tuple[int, Sequence[str | None], frozenset[str]]]) -> dict[str, Any]:
-    """recall@k overall and per category from (category, refs, evidence) rows."""
-    by_cat: dict[str, list[tuple[Sequence[str | None], frozenset[str]]]] = defaultdict(list)
-    for category, refs, evidence in rows:
-        by_cat["overall"].append((refs, evidence))
-        by_cat[f"{category}-{CATEGORY_NAMES[category]}"].append((refs, evidence))
-    out: dict[str, Any] = {}
-    for name in sorted(by_cat, key=lambda n: (n != "overall", n)):
-        items = by_cat[name]
-        out[name] = {
-            "n": len(items),
-            **{
-                f"recall@{k}": round(sum(recall(r, e, k) for r, e in items) / len(items), 4)
-                for k in KS
-            },
-        }
-    return out
+    """recall@k overall and per category from (category, ranked, evidence) rows."""
+    return benchlib.recall_by_category(rows, recall, KS)
 
 
 # -- import and ask -------------------------------------------------------------------------

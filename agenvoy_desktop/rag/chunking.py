@@ -28,6 +28,17 @@ TRAIL_SEP = " > "
 Range = tuple[int, int]
 
 
+def citation_of(path: str, start: int | None, end: int | None, page: int | None) -> str:
+    """Where a chunk is, as a person would write it: ``notes/a.md:12-30``, ``x.pdf p. 3``."""
+    if page is not None:
+        return f"{path} p. {page}"
+    if start is None:
+        return path
+    if start == end:
+        return f"{path}:{start}"
+    return f"{path}:{start}-{end}"
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """One searchable, citable piece of a document.
@@ -46,14 +57,8 @@ class Chunk:
     id: str
 
     def citation(self) -> str:
-        """Where the chunk is, as a person would write it (``notes/a.md:12-30``, ``x.pdf p. 3``)."""
-        if self.page is not None:
-            return f"{self.path} p. {self.page}"
-        if self.start_line is None:
-            return self.path
-        if self.start_line == self.end_line:
-            return f"{self.path}:{self.start_line}"
-        return f"{self.path}:{self.start_line}-{self.end_line}"
+        """Where the chunk is, as a person would write it (:func:`citation_of`)."""
+        return citation_of(self.path, self.start_line, self.end_line, self.page)
 
 
 def chunk_id(path: str, start: int | None, end: int | None, page: int | None, text: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.sqlite_db import StoreDamagedError
+from agenvoy_desktop.rag.chunking import citation_of
 
 SCHEMA_VERSION = 1
 INDEX_FILE = "index.sqlite3"
@@ -77,14 +78,8 @@ class ChunkRow:
     text: str
 
     def citation(self) -> str:
-        """Where the chunk is (``notes/a.md:12-30``, ``x.pdf p. 3``); same rule as ``Chunk``."""
-        if self.page is not None:
-            return f"{self.path} p. {self.page}"
-        if self.start_line is None:
-            return self.path
-        if self.start_line == self.end_line:
-            return f"{self.path}:{self.start_line}"
-        return f"{self.path}:{self.start_line}-{self.end_line}"
+        """Where the chunk is (``notes/a.md:12-30``, ``x.pdf p. 3``)."""
+        return citation_of(self.path, self.start_line, self.end_line, self.page)
 
 
 @dataclass(frozen=True, slots=True)

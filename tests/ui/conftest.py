@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -60,9 +61,11 @@ from pytestqt.qtbot import QtBot
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel
+from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.ui.app import tune_interpreter
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.inspector import InspectorPanel
 from agenvoy_desktop.ui.main_window import MainWindow
 from tests.conftest import FakeClock
 from tests.fakes import HashingEmbedder
@@ -321,3 +324,16 @@ def wait_for(qtbot: QtBot) -> Wait:
         qtbot.waitUntil(lambda: bool(condition()), timeout=WAIT_MS)
 
     return wait
+
+
+@pytest.fixture
+def panel(qtbot: QtBot, inspected: Profile, runner: AsyncRunner) -> InspectorPanel:
+    """The memory inspector over the prepared profile, shown; no session chosen yet."""
+    services = inspected.services
+    assert services.agent is not None
+    services.agent.summary_text = partial(prompt_text, services.store)
+    widget = InspectorPanel(services, runner)
+    qtbot.addWidget(widget)
+    widget.resize(1000, 700)
+    widget.show()
+    return widget

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from agenvoy_desktop.core.summary import (
     KeyDecision,
     Summary,
     load_summary,
-    prompt_text,
     read_records,
     save_summary,
 )
@@ -34,18 +32,6 @@ from agenvoy_desktop.ui.inspector.summary_tab import describe_run
 from tests.tiny_gguf import write_tiny_llama
 from tests.ui.conftest import Wait
 from tests.ui.inspector_profile import Profile
-
-
-@pytest.fixture
-def panel(qtbot: QtBot, inspected: Profile, runner: AsyncRunner) -> InspectorPanel:
-    services = inspected.services
-    assert services.agent is not None
-    services.agent.summary_text = partial(prompt_text, services.store)
-    widget = InspectorPanel(services, runner)
-    qtbot.addWidget(widget)
-    widget.resize(1000, 700)
-    widget.show()
-    return widget
 
 
 def open_tab(panel: InspectorPanel, name: str, session_id: str | None) -> None:

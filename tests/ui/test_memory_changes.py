@@ -8,12 +8,10 @@ count the reloads a broadcast causes rather than waiting for a timer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import pytest
 from pytestqt.qtbot import QtBot
 
-from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.operations.changes import (
     ERRORS_CHANGED,
     MODELS_CHANGED,
@@ -29,15 +27,10 @@ from tests.ui.inspector_profile import Profile
 
 
 @pytest.fixture
-def panel(qtbot: QtBot, inspected: Profile, runner: AsyncRunner) -> InspectorPanel:
-    services = inspected.services
-    assert services.agent is not None
-    services.agent.summary_text = partial(prompt_text, services.store)
-    widget = InspectorPanel(services, runner)
-    qtbot.addWidget(widget)
-    widget.show()
-    widget.set_session(inspected.main)
-    return widget
+def shown(panel: InspectorPanel, inspected: Profile) -> InspectorPanel:
+    """The inspector showing the profile's main session."""
+    panel.set_session(inspected.main)
+    return panel
 
 
 def count_reloads(panel: InspectorPanel, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
@@ -69,19 +62,19 @@ Changes = Callable[[str, str], MemoryChanges]
     ],
 )
 def test_each_tab_reloads_only_for_what_it_shows(
-    panel: InspectorPanel,
+    shown: InspectorPanel,
     inspected: Profile,
     monkeypatch: pytest.MonkeyPatch,
     changes: Changes,
     reloaded: set[str],
 ) -> None:
-    counts = count_reloads(panel, monkeypatch)
-    for name in panel.tab_names():  # show each tab once so nothing is stale from before
-        panel.show_tab(name)
+    counts = count_reloads(shown, monkeypatch)
+    for name in shown.tab_names():  # show each tab once so nothing is stale from before
+        shown.show_tab(name)
     before = dict(counts)
-    panel.summary_tab.jobs.runner.broadcast(changes(inspected.main, inspected.other))
-    for name in panel.tab_names():  # a stale tab reloads when it comes on screen
-        panel.show_tab(name)
+    shown.summary_tab.jobs.runner.broadcast(changes(inspected.main, inspected.other))
+    for name in shown.tab_names():  # a stale tab reloads when it comes on screen
+        shown.show_tab(name)
     assert {name for name in counts if counts[name] > before[name]} == reloaded
 
 

@@ -31,7 +31,7 @@ from agenvoy_desktop.cli import (
     sessions,
     summary,
 )
-from agenvoy_desktop.cli.common import CliError, Command, profile_options, run_repairing
+from agenvoy_desktop.cli.common import CliError, command_adder, profile_options, run_repairing
 from agenvoy_desktop.core.errors import is_known, one_line
 from agenvoy_desktop.paths import app_paths
 
@@ -51,12 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agenvoy-desktop", parents=[options], description="Offline assistant that remembers."
     )
     parser.add_argument("--version", action="version", version=__version__)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    def add(name: str, func: Command, text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, parents=[options], help=text, description=text)
-        cmd.set_defaults(func=func)
-        return cmd
+    add = command_adder(parser.add_subparsers(dest="command", metavar="COMMAND"), options)
 
     imports.register(add)
     search.register(add)

@@ -47,6 +47,25 @@ READ_ONLY_COMMANDS = frozenset({"search", "sessions", "stats"})
 
 
 # -- options ----------------------------------------------------------------------
+def command_adder(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    options: argparse.ArgumentParser,
+    handler_key: str = "func",
+) -> AddCommand:
+    """``add(name, handler, help)`` for the commands (or one command's actions) of *sub*.
+
+    Each shares *options* (``--data-dir``, ``-v``, ...) and stores its
+    handler under *handler_key*, where the caller's dispatch looks for it.
+    """
+
+    def add(name: str, func: Command, text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, parents=[options], help=text, description=text)
+        cmd.set_defaults(**{handler_key: func})
+        return cmd
+
+    return add
+
+
 def profile_options() -> argparse.ArgumentParser:
     """A parent parser with ``--data-dir`` and ``-v``, accepted before or after a command.
 

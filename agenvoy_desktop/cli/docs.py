@@ -26,8 +26,8 @@ from agenvoy_desktop.cli import common
 from agenvoy_desktop.cli.common import (
     AddCommand,
     CliError,
-    Command,
     clip,
+    command_adder,
     emit_json,
     in_range,
     notice,
@@ -58,12 +58,7 @@ def register(add_command: AddCommand) -> None:
     """Add the ``docs`` command (with its actions) through build_parser's ``add``."""
     parser = add_command("docs", _dispatch, "manage and search document collections")
     sub = parser.add_subparsers(dest="docs_action", metavar="ACTION", required=True)
-    options = argparse.ArgumentParser(add_help=False, parents=[profile_options()])
-
-    def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, parents=[options], help=text, description=text)
-        cmd.set_defaults(docs_func=func)
-        return cmd
+    action = command_adder(sub, profile_options(), "docs_func")
 
     add = action("add", cmd_add, "add a collection of folders or files")
     add.add_argument("name")

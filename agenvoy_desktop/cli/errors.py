@@ -21,8 +21,8 @@ from agenvoy_desktop.cli.common import (
     SQLITE_INT_MAX,
     AddCommand,
     CliError,
-    Command,
     clip,
+    command_adder,
     emit_json,
     in_range,
     profile_options,
@@ -46,11 +46,7 @@ def register(add_command: AddCommand) -> None:
     sub = parser.add_subparsers(dest="errors_action", metavar="ACTION", required=True)
     options = argparse.ArgumentParser(add_help=False, parents=[profile_options()])
     options.add_argument("--json", action="store_true", help="machine-readable output")
-
-    def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, parents=[options], help=text, description=text)
-        cmd.set_defaults(errors_func=func)
-        return cmd
+    action = command_adder(sub, options, "errors_func")
 
     lst = action("list", cmd_list, "list records (newest first)")
     lst.add_argument("--tool")

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.cli import common
-from agenvoy_desktop.cli.common import AddCommand, CliError, Command, emit_json, profile_options
+from agenvoy_desktop.cli.common import (
+    AddCommand,
+    CliError,
+    command_adder,
+    emit_json,
+    profile_options,
+)
 from agenvoy_desktop.llm.catalogue import ROLES, CatalogueEntry, CatalogueError, ModelCatalogue
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError
@@ -30,13 +36,9 @@ def register(add_command: AddCommand) -> None:
     """Add the ``models`` command group through build_parser's ``add`` helper."""
     models = add_command("models", cmd_models_list, "list the chat and embedding models")
     models.add_argument("--json", action="store_true", help="machine-readable list")
-    options = profile_options()
-    sub = models.add_subparsers(dest="models_command", metavar="ACTION")
-
-    def action(name: str, func: Command, text: str) -> argparse.ArgumentParser:
-        parser = sub.add_parser(name, parents=[options], help=text, description=text)
-        parser.set_defaults(func=func)
-        return parser
+    action = command_adder(
+        models.add_subparsers(dest="models_command", metavar="ACTION"), profile_options()
+    )
 
     lst = action("list", cmd_models_list, "list the catalogue (the default action)")
     lst.add_argument("--json", action="store_true", default=argparse.SUPPRESS)

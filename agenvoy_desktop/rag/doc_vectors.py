@@ -26,6 +26,8 @@ import hnswlib
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.core.vectors import from_blobs
+
 log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float32]
@@ -39,16 +41,6 @@ COMPACT_MIN_DELETED = 512
 
 LoadBlobs = Callable[[Iterable[int] | None], list[tuple[int, bytes]]]
 """``load(labels)``: (label, blob) for those labels, or for every stored vector (None)."""
-
-
-def to_blob(vector: FloatArray) -> bytes:
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def from_blobs(blobs: Sequence[bytes], dim: int) -> FloatArray:
-    if not blobs:
-        return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).astype(np.float32)
 
 
 class ChunkVectors:

@@ -30,8 +30,9 @@ from agenvoy_desktop.core.retrieval.planner import plan_match
 from agenvoy_desktop.core.sqlite_db import SqliteStore, set_aside_database
 from agenvoy_desktop.core.store import OperationCancelledError
 from agenvoy_desktop.core.timeutil import now_ns
+from agenvoy_desktop.core.vectors import to_blob
 from agenvoy_desktop.rag.chunking import Chunk
-from agenvoy_desktop.rag.doc_vectors import VECTORS_FILE, ChunkVectors, to_blob
+from agenvoy_desktop.rag.doc_vectors import VECTORS_FILE, ChunkVectors
 from agenvoy_desktop.rag.index_schema import (
     INDEX_FILE,
     MIGRATIONS,

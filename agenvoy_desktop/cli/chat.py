@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from agenvoy_desktop.cli.common import AddCommand, CliError, open_services
 from agenvoy_desktop.interpreter import responsive_threads
-from agenvoy_desktop.operations.sessions import create_session
+from agenvoy_desktop.operations.sessions import auto_title, create_session
 
 if TYPE_CHECKING:
     from agenvoy_desktop.agent.services import AppServices
@@ -77,6 +77,7 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
         print(f"session {sid}", file=sys.stderr)
     result = await agent.run_turn(sid, message, on_event=_print_event)
     sys.stdout.write("\n")
+    await services.storage.run(auto_title, store, sid)  # as the window names a new session
     if result.interrupted:
         print("(answer interrupted)", file=sys.stderr)
     await agent.idle()  # the turn's messages are embedded after the answer (milliseconds)

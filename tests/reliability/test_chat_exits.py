@@ -57,3 +57,19 @@ def test_chat_does_not_wait_for_the_summary_it_triggered(
     assert not worker.is_alive(), "chat kept waiting after its answer"
     assert result == [0]
     assert capsys.readouterr().out == "the answer\n"
+
+
+def test_a_new_chat_session_is_named_after_its_first_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def start(cls: type[AppServices], paths: AppPaths, **_: object) -> AppServices:
+        model = ScriptedChatModel([["4.5 bar"]])
+        return cls.open(paths, embedder=HashingEmbedder(), chat_model=model)
+
+    monkeypatch.setattr(AppServices, "start", classmethod(start))
+    profile = tmp_path / "profile"
+    argv = ["chat", "What is my front tyre pressure?", "--data-dir", str(profile)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    with open_memory(app_paths(profile)) as store:
+        assert [s.title for s in store.sessions()] == ["What is my front tyre pressure?"]

@@ -58,6 +58,23 @@ class TimelineEvent:
     message_id: str | None = None
 
 
+def _recall_line(detail: Mapping[str, Any]) -> str:
+    """What proactive recall put in the prompt: earlier messages, document passages, or both."""
+    ids = detail.get("ids") or []
+    citations = detail.get("citations") or []
+    parts = []
+    if ids or not citations:
+        parts.append(f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}")
+    if citations:
+        parts.append(f"{len(citations)} passage{'s' if len(citations) != 1 else ''} from documents")
+    lines = [
+        line.removeprefix("- ")
+        for line in str(detail.get("text", "")).splitlines()
+        if line.startswith(("- ", "["))  # the items, not the blocks' headers
+    ]
+    return " and ".join(parts) + ": " + " ".join(lines)
+
+
 def _clip(text: str) -> str:
     """One line of plain text: Markdown emphasis, code ticks and table bars removed."""
     flat = " ".join(_MARKUP.sub(" ", text).split())
@@ -180,11 +197,7 @@ def archive_event(
     if kind == "error_hint":
         return None  # the tool result that carries the hint is shown instead
     if kind == "recall":
-        ids = detail.get("ids") or []
-        lines = str(detail.get("text", "")).splitlines()[1:]
-        text = f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}: " + " ".join(
-            line.removeprefix("- ") for line in lines
-        )
+        text = _recall_line(detail)
         target = detail.get("message_id")
         return TimelineEvent(time_ns, "recall", _clip(text), str(target) if target else None)
     return TimelineEvent(

@@ -101,6 +101,10 @@ class DocumentViewer(QDialog):
         bar.setValue(min(bar.maximum(), max(0, first - 1 - CONTEXT_LINES)))
 
 
+ROOTS_RETRY_MS = 200
+"""How soon the opener looks again for the event loop it reads the collections on."""
+
+
 class CitationOpener(QObject):
     """Which citations are links, and opening one (see the module docstring).
 
@@ -125,7 +129,8 @@ class CitationOpener(QObject):
         """Re-read which folders the collections cover (on a worker thread)."""
         try:
             asyncio.get_running_loop()
-        except RuntimeError:  # no loop yet (a window built outside the app): later
+        except RuntimeError:  # the window is built before the loop runs: try again then
+            QTimer.singleShot(ROOTS_RETRY_MS, self, self.reload_roots)
             return None
         paths = self.paths
 

@@ -130,14 +130,17 @@ def link_citations(text: str, known: Callable[[str], bool]) -> str:
     """*text* with each citation of a known collection file made a Markdown ``cite:`` link.
 
     A citation in backticks keeps them inside the link; one already inside a
-    link (``](``, ``[``) is left alone.
+    link — a URL's ``(…)``, a path's ``/…``, a link label's ``[…](`` — is
+    left alone, while one merely in brackets (``[notes/a.md:3-5]``) is linked.
     """
     out: list[str] = []
     last = 0
     for start, end, citation in find_citations(text):
         if start < last or not known(citation.path):
             continue
-        if start and text[start - 1] in "([/":
+        if start and text[start - 1] in "(/":
+            continue
+        if start and text[start - 1] == "[" and text[end : end + 2] == "](":
             continue
         ticked = start > 0 and text[start - 1] == "`" and text[end : end + 1] == "`"
         left, right = (start - 1, end + 1) if ticked else (start, end)

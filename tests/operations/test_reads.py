@@ -10,7 +10,7 @@ from agenvoy_desktop.operations.search import index_stats, run_search
 from agenvoy_desktop.operations.sessions import TITLE_CHARS, auto_title, content_matches
 from agenvoy_desktop.operations.summary import plus_decision, read_snapshot, without_decision
 from agenvoy_desktop.operations.timeline import load_timeline
-from tests.conftest import conversation
+from tests.conftest import T0, conversation
 
 
 def _filled(store: MemoryStore, texts: list[str], title: str | None = None) -> str:
@@ -86,3 +86,16 @@ def test_decision_edits_are_pure() -> None:
     assert added.key_decisions[0].by_user
     assert without_decision(added, 0).key_decisions == ()
     assert base.key_decisions == ()
+
+
+def test_the_timeline_says_what_recall_brought_from_documents(store: MemoryStore) -> None:
+    sid = _filled(store, ["what is my rear tyre pressure?", "5 bar"])
+    detail = {
+        "message_id": "m1",
+        "text": "Passages from the user's documents...\n[notes/bike.md:6-7] Rear tyre: 5 bar.",
+        "ids": [],
+        "citations": ["notes/bike.md:6-7"],
+    }
+    store.archive.add_event(sid, T0 + 5, "recall", detail)
+    (event,) = [e for e in load_timeline(store, sid) if e.kind == "recall"]
+    assert event.text.startswith("1 passage from documents: [notes/bike.md:6-7] Rear tyre")

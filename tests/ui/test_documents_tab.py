@@ -301,3 +301,8 @@ def test_turning_collections_on_in_settings_shows_them(
     runner.broadcast(MODELS_CHANGED)  # what the window says after Settings → OK
     wait_for(lambda: tab.stack.currentIndex() == 1)
     wait_for(tab.details.isHidden)
+
+
+def test_a_citation_in_plain_brackets_is_linked() -> None:
+    linked = link_citations("Source: [root/a.md:3-5]", lambda path: path.startswith("root/"))
+    assert linked == "Source: [[root/a.md:3-5](cite:root/a.md%3A3-5)]"

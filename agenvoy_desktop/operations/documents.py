@@ -30,6 +30,7 @@ from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.collections import Collection
 from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document_index
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
+from agenvoy_desktop.rag.indexer import RUNNING_MARK
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir
 from agenvoy_desktop.rag.search import DocumentHit, search_documents
 from agenvoy_desktop.rag.walk import root_labels, walk_collection
@@ -273,6 +274,20 @@ def remove_collection(paths: AppPaths, name: str) -> Changed[Collection]:
             lock.release()
     shutil.rmtree(folder, ignore_errors=True)
     return Changed(collection, DOCUMENTS_CHANGED)
+
+
+def interrupted_collections(paths: AppPaths) -> list[str]:
+    """Collections whose last index run died with its process (killed, crashed, power cut).
+
+    What that run finished is kept; running the indexer again picks up the
+    rest (the window does so at start).
+    """
+    documents = documents_dir(paths)
+    return [
+        c.name
+        for c in CollectionRegistry(paths).list()
+        if (index_folder(documents, c.name) / RUNNING_MARK).exists()
+    ]
 
 
 def run_index_job(

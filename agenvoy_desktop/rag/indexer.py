@@ -38,6 +38,10 @@ from agenvoy_desktop.rag.scan import FileEntry, scan_collection
 
 log = logging.getLogger(__name__)
 
+RUNNING_MARK = "index.running"
+"""Present in a collection's folder while an indexer works on it; left behind only when
+the process died (killed, crashed), so the next start knows to resume that index."""
+
 EMBED_BATCH = 32
 """Chunks per embedding call: small enough that a cancel inside a long file is prompt."""
 EMBED_CHARS = 2000
@@ -128,7 +132,9 @@ def index_collection(
     folder = index_folder(documents_dir(paths), collection.name)
     lock = FileLock(folder / "index.lock", f"the index of {collection.name!r}", program_name())
     lock.acquire("index documents", shared=False, wait_s=0)
+    mark = folder / RUNNING_MARK
     try:
+        mark.touch()
         index = open_document_index(folder, collection.name, check=True)
         report = IndexReport(collection.name, notices=list(index.notices))
         try:
@@ -152,6 +158,7 @@ def index_collection(
         finally:
             index.close()
     finally:
+        mark.unlink(missing_ok=True)  # this process ends the run, finished or not
         lock.release()
     report.new, report.changed = len(plan.new), len(plan.changed)
     report.deleted, report.touched = result.deleted, result.touched

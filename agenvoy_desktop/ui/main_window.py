@@ -244,6 +244,8 @@ class MainWindow(QMainWindow):
         """
         for notice in self.services.notices:
             self.errors.show_message(notice, "info")
+        if self.services.settings.documents.enabled:
+            self.inspector.documents_tab.resume_interrupted()
         count = self.services.missing_vectors()
         if not count:
             return

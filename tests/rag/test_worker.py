@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agenvoy_desktop.operations.documents import interrupted_collections
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document_index
 from agenvoy_desktop.rag.indexer import index_collection
@@ -129,6 +130,7 @@ def test_kill_9_mid_index_then_rerun_leaves_no_duplicates_or_orphans(
     assert outcome.status == "crashed"
     assert outcome.message == CRASHED
     assert outcome.exit_code == -signal.SIGKILL
+    assert interrupted_collections(paths) == ["docs"]  # the next start resumes it
 
     with _open(paths) as index:  # the app keeps working: search what was finished
         partial = index.stats().files

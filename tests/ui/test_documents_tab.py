@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.operations import documents as ops
 from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.rag.registry import CollectionRegistry
 from agenvoy_desktop.settings import load_settings
@@ -205,8 +206,14 @@ def test_a_killed_indexer_is_reported_and_the_tab_goes_on(
     tab.search()
     wait_for(lambda: "found" in tab.search_label.text())
     tab.embedder_factory = FAST
-    reindex(qtbot, tab)
+    assert ops.interrupted_collections(services.paths) == ["docs"]
+    tab.resume_interrupted()  # what the window does at start
+    wait_for(lambda: tab.index_op is not op)
+    resumed = tab.index_op
+    assert resumed is not None
+    qtbot.waitUntil(lambda: resumed.done, timeout=INDEX_MS)
     assert "Indexed 'docs'" in tab.status.text()
+    assert ops.interrupted_collections(services.paths) == []
 
 
 def test_cancel_keeps_what_was_indexed(

@@ -233,7 +233,7 @@ class DocumentsTab(InspectorTab):
         self.index_button.setToolTip(
             "Read what changed in the collection's files (in the background)"
         )
-        self.index_button.clicked.connect(self.reindex)
+        self.index_button.clicked.connect(self._reindex_chosen)
         self.cancel_button = QPushButton("Cancel indexing")
         self.cancel_button.clicked.connect(self.cancel_index)
         self.cancel_button.hide()
@@ -601,9 +601,29 @@ class DocumentsTab(InspectorTab):
             what="remove the collection",
         )
 
-    def reindex(self) -> Operation | None:
-        """Index the chosen collection in the background (progress in the status bar)."""
-        name = self.current_name()
+    def resume_interrupted(self) -> Operation:
+        """At start: index again a collection whose last run died with its process.
+
+        That run kept what it finished; this one picks up the rest (one
+        collection at a time: another interrupted one resumes at the next
+        start, or with Re-index).
+        """
+        paths = self.services.paths
+
+        async def find(_op: Operation) -> list[str]:
+            return await asyncio.to_thread(ops.interrupted_collections, paths)
+
+        def resume(names: list[str]) -> None:
+            if names and shiboken_ok(self) and self.reindex(names[0]) is not None:
+                self.status.info(f"Resuming the index of {names[0]!r}, which was interrupted…")
+
+        return self.jobs.start(
+            "resume", find, resume, self.status.error, what="look for interrupted indexing"
+        )
+
+    def reindex(self, name: str | None = None) -> Operation | None:
+        """Index *name* (default: the chosen collection) in the background, with progress."""
+        name = name or self.current_name()
         if name is None or (self.index_op is not None and not self.index_op.done):
             return None
         paths, factory = self.services.paths, self.embedder_factory
@@ -637,6 +657,10 @@ class DocumentsTab(InspectorTab):
         self.index_op.finished.connect(self._index_ended)
         self._sync_buttons()
         return self.index_op
+
+    def _reindex_chosen(self) -> None:
+        """The Re-index button (its ``checked`` argument must not become a name)."""
+        self.reindex()
 
     def cancel_index(self) -> None:
         if self.index_op is not None and not self.index_op.done:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -424,3 +424,14 @@ def recall_by_category(
             },
         }
     return out
+
+
+def print_recall_table(ks: Sequence[int], modes: Mapping[str, Mapping[str, Any]]) -> None:
+    """recall@k per mode and category (the tables :func:`recall_by_category` makes), aligned."""
+    cats = list(next(iter(modes.values())).keys())
+    print(f"\n{'mode':10s} {'category':16s} {'n':>5s}  " + "  ".join(f"R@{k:<3d}" for k in ks))
+    for mode, table in modes.items():
+        for cat in cats:
+            row = table[cat]
+            cells = "  ".join(f"{row[f'recall@{k}']:.3f}" for k in ks)
+            print(f"{mode:10s} {cat:16s} {row['n']:5d}  {cells}")

@@ -43,7 +43,6 @@ from agenvoy_desktop.rag.indexer import index_collection
 from agenvoy_desktop.rag.search import (
     DOC_MODES,
     FUSION_DEPTH,
-    DocMode,
     clean_query,
     search_documents,
 )
@@ -245,16 +244,6 @@ def held_out(asked: Sequence[Asked]) -> list[dict[str, Any]]:
 
 
 # -- main ------------------------------------------------------------------------------------
-def print_table(modes: dict[DocMode, dict[str, Any]]) -> None:
-    cats = list(next(iter(modes.values())).keys())
-    print(f"\n{'mode':10s} {'category':16s} {'n':>5s}  " + "  ".join(f"R@{k:<3d}" for k in KS))
-    for mode, table in modes.items():
-        for cat in cats:
-            row = table[cat]
-            cells = "  ".join(f"{row[f'recall@{k}']:.3f}" for k in KS)
-            print(f"{mode:10s} {cat:16s} {row['n']:5d}  {cells}")
-
-
 def main() -> None:
     args = benchlib.parser(__doc__.splitlines()[0]).parse_args()
     convs = benchlib.load_locomo()[: 1 if args.quick else None]
@@ -265,7 +254,7 @@ def main() -> None:
         mode: summarize([(a.category, a.top[mode], a.evidence) for a in asked])
         for mode in DOC_MODES
     }
-    print_table(modes)
+    benchlib.print_recall_table(KS, modes)
     shipped = {
         "k": RRF_K,
         "depth": FUSION_DEPTH,

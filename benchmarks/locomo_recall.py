@@ -229,16 +229,6 @@ def best_summary(asked: Sequence[Asked], cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- main ------------------------------------------------------------------------------------
-def print_table(modes: dict[str, dict[str, Any]]) -> None:
-    cats = list(next(iter(modes.values())).keys())
-    print(f"\n{'mode':10s} {'category':16s} {'n':>5s}  " + "  ".join(f"R@{k:<3d}" for k in KS))
-    for mode, table in modes.items():
-        for cat in cats:
-            row = table[cat]
-            cells = "  ".join(f"{row[f'recall@{k}']:.3f}" for k in KS)
-            print(f"{mode:10s} {cat:16s} {row['n']:5d}  {cells}")
-
-
 @contextmanager
 def fusion_settings(k: int, w_sem: float) -> Iterator[None]:
     """Make the real hybrid route fuse with RRF constant *k* and semantic weight *w_sem*."""
@@ -311,7 +301,7 @@ def main() -> None:
     with benchlib.temp_profile("locomo") as paths:
         data = run(paths, args.quick)
     modes, fusion = data["modes"], data["fusion"]
-    print_table(modes)
+    benchlib.print_recall_table(KS, modes)
     r10 = {mode: modes[mode]["overall"]["recall@10"] for mode in MODES}
     ok = r10["hybrid"] > r10["semantic"] and r10["hybrid"] > r10["keyword"]
     best = fusion["best"][0]

@@ -401,6 +401,7 @@ CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-ho
 """LoCoMo's question categories 1-4 (5, adversarial, is not asked)."""
 
 Ranked = TypeVar("Ranked")
+Mode = TypeVar("Mode", bound=str)
 
 
 def recall_by_category(
@@ -426,7 +427,7 @@ def recall_by_category(
     return out
 
 
-def print_recall_table(ks: Sequence[int], modes: Mapping[str, Mapping[str, Any]]) -> None:
+def print_recall_table(ks: Sequence[int], modes: Mapping[Mode, Mapping[str, Any]]) -> None:
     """recall@k per mode and category (the tables :func:`recall_by_category` makes), aligned."""
     cats = list(next(iter(modes.values())).keys())
     print(f"\n{'mode':10s} {'category':16s} {'n':>5s}  " + "  ".join(f"R@{k:<3d}" for k in ks))

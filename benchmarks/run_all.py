@@ -33,6 +33,7 @@ BENCHMARKS = (
     "documents_scale",
     "documents_recall",
     "documents_reindex",
+    "documents_floor",
 )
 
 

@@ -239,3 +239,64 @@ def test_remove_refuses_while_the_collection_is_being_indexed(
     _one_line_error(code, err, "in use")
     assert (folder / INDEX_FILE).is_file()
     assert json.loads(run(capsys, data_dir, "docs", "list", "--json")[1])[0]["chunks"] == 4
+
+
+def test_add_watch_and_update(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, notes: Path, tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, data_dir, "docs", "add", "docs", str(notes), "--watch", "--json")
+    assert code == 0
+    assert json.loads(out)["watch"] is True
+    assert ", watched" in run(capsys, data_dir, "docs", "list")[1]
+    write(tmp_path / "mail" / "letter.txt", "Dear reader.\n")
+    code, out, err = run(
+        capsys,
+        data_dir,
+        "docs",
+        "update",
+        "docs",
+        "--add",
+        str(tmp_path / "mail"),
+        "--exclude",
+        "*.py",
+        "drafts/**",
+        "--no-watch",
+    )
+    assert code == 0, err
+    assert out.startswith("updated collection 'docs': ")
+    assert "docs index docs" in out
+    row = json.loads(run(capsys, data_dir, "docs", "list", "--json")[1])[0]
+    assert row["roots"] == [str(notes), str(tmp_path / "mail")]
+    assert (row["exclude"], row["watch"]) == (["*.py", "drafts/**"], False)
+    code, out, _ = run(capsys, data_dir, "docs", "update", "docs", "--drop", str(notes), "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert (shown["roots"], shown["changed"], shown["reindex"]) == (
+        [str(tmp_path / "mail")],
+        True,
+        True,
+    )
+    code, out, _ = run(capsys, data_dir, "docs", "update", "docs", "--no-exclude", "--watch")
+    assert code == 0
+    assert "docs index" in out  # the patterns changed: the index must follow
+    code, out, _ = run(capsys, data_dir, "docs", "update", "docs", "--watch")
+    assert out.strip() == "collection 'docs' is unchanged"
+
+
+def test_update_with_bad_input_is_one_line_and_changes_nothing(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, notes: Path, tmp_path: Path
+) -> None:
+    run(capsys, data_dir, "docs", "add", "docs", str(notes))
+    before = run(capsys, data_dir, "docs", "list", "--json")[1]
+    cases: list[tuple[list[str], tuple[str, ...]]] = [
+        (["docs", "update", "nope", "--watch"], ("no document collection 'nope'",)),
+        (["docs", "update", "docs", "--add", str(tmp_path / "missing")], ("not found",)),
+        (["docs", "update", "docs", "--drop", str(notes)], ("at least one",)),
+        (["docs", "update", "docs", "--drop", str(tmp_path)], ("not one of the folders",)),
+        (["docs", "update", "docs", "--exclude", "../x"], ("'..'",)),
+        (["docs", "update", "docs", "--include", "*.md", "--no-include"], ("contradict",)),
+    ]
+    for args, words in cases:
+        code, _, err = run(capsys, data_dir, *args)
+        _one_line_error(code, err, *words)
+    assert run(capsys, data_dir, "docs", "list", "--json")[1] == before

@@ -1,4 +1,4 @@
-"""``agenvoy-desktop docs add|list|index|search|remove``: the user's document collections.
+"""``agenvoy-desktop docs add|list|update|index|search|remove``: the user's document collections.
 
 The same collections the window's Documents page shows and the assistant's
 ``search_rag`` tool searches (``documents/collections.json``, one index
@@ -6,7 +6,9 @@ folder per collection).  ``docs index`` runs the indexer in a child process
 with a progress bar; Ctrl+C asks it to stop after the file in hand, and
 every file finished so far stays indexed (a second Ctrl+C stops it at once;
 the next run heals and resumes).  Bad input fails with one line before
-anything is changed, so nothing indexed is ever lost to a typo.
+anything is changed, so nothing indexed is ever lost to a typo.  ``--watch``
+asks the window to re-index a collection by itself when its files change
+(the CLI never watches: it runs and ends).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.locks import FileLock, program_name
 from agenvoy_desktop.core.timeutil import format_iso, format_local
+from agenvoy_desktop.operations import documents as docs_ops
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.collections import Collection
 from agenvoy_desktop.rag.index import DocumentIndex, index_folder
@@ -65,7 +68,27 @@ def register(add_command: AddCommand) -> None:
     add.add_argument("paths", nargs="+", metavar="PATH")
     add.add_argument("--include", action="append", default=[], metavar="GLOB")
     add.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    add.add_argument(
+        "--watch", action="store_true", help="re-index by itself when files change (in the window)"
+    )
     add.add_argument("--json", action="store_true")
+    upd = action("update", cmd_update, "change a collection's folders, patterns or watching")
+    upd.add_argument("name")
+    upd.add_argument("--add", nargs="+", default=[], metavar="PATH", help="folders or files to add")
+    upd.add_argument("--drop", nargs="+", default=[], metavar="PATH", help="folders to leave out")
+    upd.add_argument(
+        "--include", nargs="+", metavar="GLOB", help="only files matching these (replaces)"
+    )
+    upd.add_argument("--exclude", nargs="+", metavar="GLOB", help="leave these out (replaces)")
+    upd.add_argument("--no-include", action="store_true", help="every readable file counts")
+    upd.add_argument("--no-exclude", action="store_true", help="leave nothing out")
+    upd.add_argument(
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="re-index by itself when files change (in the window)",
+    )
+    upd.add_argument("--json", action="store_true")
     lst = action("list", cmd_list, "list collections with their size and last indexing")
     lst.add_argument("--json", action="store_true")
     idx = action("index", cmd_index, "bring a collection's index up to date")
@@ -99,9 +122,9 @@ def _say_registry_notices(registry: CollectionRegistry) -> None:
 # -- add ----------------------------------------------------------------------------------------
 def cmd_add(args: argparse.Namespace) -> int:
     paths = profile_paths(args).ensure()
-    roots = [os.path.abspath(os.path.expanduser(p)) if p.strip() else p for p in args.paths]
+    roots = [_absolute(p) for p in args.paths]
     registry = CollectionRegistry(paths)
-    collection = registry.add(args.name, roots, args.include, args.exclude)
+    collection = registry.add(args.name, roots, args.include, args.exclude, watch=args.watch)
     _say_registry_notices(registry)
     if not settings_of(args).documents.enabled:
         notice("the assistant searches collections only while Settings → Documents is on")
@@ -115,6 +138,52 @@ def cmd_add(args: argparse.Namespace) -> int:
             f" agenvoy-desktop docs index {collection.name}"
         )
     return 0
+
+
+# -- update -------------------------------------------------------------------------------------
+def cmd_update(args: argparse.Namespace) -> int:
+    if args.include is not None and args.no_include:
+        raise CliError("--include and --no-include contradict each other: give one")
+    if args.exclude is not None and args.no_exclude:
+        raise CliError("--exclude and --no-exclude contradict each other: give one")
+    paths = profile_paths(args).ensure()
+    update = docs_ops.update_collection(
+        paths,
+        args.name,
+        add=[_absolute(p) for p in args.add],
+        drop=[_absolute(p) for p in args.drop],
+        include=[] if args.no_include else args.include,
+        exclude=[] if args.no_exclude else args.exclude,
+        watch=args.watch,
+    ).value
+    after = update.after
+    if args.json:
+        emit_json({**after.to_json(), "changed": update.changed, "reindex": update.reindex})
+    elif not update.changed:
+        print(f"collection {after.name!r} is unchanged")
+    else:
+        print(f"updated collection {after.name!r}: {_describe(after)}")
+        if update.reindex:
+            print(
+                f"bring its index in line with: agenvoy-desktop docs index {after.name}"
+                + (" (the window does it by itself while it runs)" if after.watch else "")
+            )
+    return 0
+
+
+def _absolute(path: str) -> str:
+    """A path as typed, made absolute (``~`` too); blank stays blank for the registry to refuse."""
+    return os.path.abspath(os.path.expanduser(path)) if path.strip() else path
+
+
+def _describe(collection: Collection) -> str:
+    parts = [", ".join(str(root) for root in collection.roots)]
+    if collection.include:
+        parts.append(f"only {' '.join(collection.include)}")
+    if collection.exclude:
+        parts.append(f"leaving out {' '.join(collection.exclude)}")
+    parts.append("watched" if collection.watch else "not watched")
+    return clip("; ".join(parts), 160)
 
 
 # -- list ---------------------------------------------------------------------------------------
@@ -178,7 +247,8 @@ def _list_line(collection: Collection, stats: IndexStats | None, problem: str | 
         failed = f", {len(stats.failed)} unreadable" if stats.failed else ""
         when = format_local(stats.last_indexed_ns)
         state = f"{stats.files} files, {stats.chunks} chunks{failed}, last indexed {when}"
-    return f"{collection.name}: {state}  [{roots}]"
+    watching = ", watched" if collection.watch else ""
+    return f"{collection.name}: {state}{watching}  [{roots}]"
 
 
 # -- index --------------------------------------------------------------------------------------

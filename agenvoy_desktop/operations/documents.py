@@ -28,6 +28,7 @@ from agenvoy_desktop.core.locks import FileLock, program_name
 from agenvoy_desktop.operations.changes import DOCUMENTS_CHANGED, Changed
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.collections import Collection
+from agenvoy_desktop.rag.errors import InvalidRootError
 from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document_index
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
 from agenvoy_desktop.rag.indexer import RUNNING_MARK
@@ -73,6 +74,8 @@ class CollectionView:
     failed: int = 0
     last_indexed_ns: int | None = None
     problem: str | None = None
+    watch: bool = False
+    """Whether the window follows its folders' changes (Settings must have documents on)."""
 
     @property
     def indexed(self) -> bool:
@@ -144,6 +147,7 @@ def _view(paths: AppPaths, collection: Collection) -> CollectionView:
         tuple(str(r) for r in collection.roots),
         collection.include,
         collection.exclude,
+        watch=collection.watch,
     )
     try:
         index = _open_existing(paths, collection.name)
@@ -188,7 +192,10 @@ def collection_files(paths: AppPaths, name: str, *, check_disk: bool = True) -> 
         if on_disk is not None:
             now = on_disk.pop(row.path, None)
             if now is None and row.size >= 0:
-                shown, reason = "deleted", "no longer on disk: the next index run forgets it"
+                shown, reason = (
+                    "deleted",
+                    "no longer on disk or in the collection: the next index run forgets it",
+                )
             elif now is not None and now != (row.size, row.mtime_ns) and shown == "indexed":
                 shown, reason = "changed", "changed on disk since it was indexed"
         views.append(FileView(row.path, shown, reason, row.chunks, row.indexed_ns))
@@ -246,10 +253,84 @@ def add_collection(
     roots: Sequence[str | Path],
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    *,
+    watch: bool = False,
 ) -> Changed[Collection]:
     """Add a collection (checked by the registry: the name, the roots, the patterns)."""
-    collection = CollectionRegistry(paths).add(name, roots, include, exclude)
+    collection = CollectionRegistry(paths).add(name, roots, include, exclude, watch=watch)
     return Changed(collection, DOCUMENTS_CHANGED)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionUpdate:
+    """A collection before and after a change; ``reindex``: what it covers changed."""
+
+    before: Collection
+    after: Collection
+
+    @property
+    def reindex(self) -> bool:
+        """Whether the index must run again to match (files added or no longer covered)."""
+        return (self.before.roots, self.before.include, self.before.exclude) != (
+            self.after.roots,
+            self.after.include,
+            self.after.exclude,
+        )
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def update_collection(
+    paths: AppPaths,
+    name: str,
+    *,
+    roots: Sequence[str | Path] | None = None,
+    add: Sequence[str | Path] = (),
+    drop: Sequence[str | Path] = (),
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    watch: bool | None = None,
+) -> Changed[CollectionUpdate]:
+    """Change a collection's roots, patterns or watching; None (or nothing to add) keeps a part.
+
+    *roots* replaces the list (the window's dialog); *add* and *drop* change
+    it (the CLI).  A dropped path that is not a root, or dropping every
+    root, is refused with the reason.  The index is left as it is: the next
+    index run reads what is newly covered and forgets what no longer is.
+    """
+    registry = CollectionRegistry(paths)
+    if roots is None and (add or drop):
+        roots = _changed_roots(registry.get(name), add, drop)
+    before, after = registry.update(
+        name, roots=roots, include=include, exclude=exclude, watch=watch
+    )
+    return Changed(CollectionUpdate(before, after), DOCUMENTS_CHANGED)
+
+
+def _changed_roots(
+    collection: Collection, add: Sequence[str | Path], drop: Sequence[str | Path]
+) -> list[str | Path]:
+    gone = {Path(os.path.normpath(p)) for p in drop if str(p).strip()}
+    unknown = sorted(str(p) for p in gone if p not in collection.roots)
+    if unknown:
+        raise InvalidRootError(
+            f"{unknown[0]} is not one of the folders of {collection.name!r}:"
+            " name it as the collection lists it"
+        )
+    kept = [root for root in collection.roots if root not in gone]
+    if not kept and not add:
+        raise InvalidRootError(
+            f"cannot drop every folder of {collection.name!r}: a collection needs at least one"
+            " (remove the collection instead)"
+        )
+    return [*kept, *add]
+
+
+def watched_collections(paths: AppPaths) -> list[Collection]:
+    """The collections whose folders the window follows (``watch`` on)."""
+    return [c for c in CollectionRegistry(paths).list() if c.watch]
 
 
 def remove_collection(paths: AppPaths, name: str) -> Changed[Collection]:

@@ -6,6 +6,8 @@ and can never be a path such as ``../x``.  Roots are absolute; they are
 checked when the collection is made (it exists, it is a folder or a
 readable file, it is not inside another root) and not again when the
 registry is read, because a folder on an unplugged disk is still wanted.
+``watch`` asks the window to follow the folders' changes as they happen;
+registries written before it existed load with it off.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class Collection:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     created_ns: int = 0
+    watch: bool = False
+    """Whether the window re-indexes the collection when its files change (see :mod:`.watch`)."""
 
     def path_filter(self) -> PathFilter:
         """The include/exclude decision for paths relative to one of the roots."""
@@ -50,6 +54,7 @@ class Collection:
             "include": list(self.include),
             "exclude": list(self.exclude),
             "created_ns": self.created_ns,
+            "watch": self.watch,
         }
 
     @classmethod
@@ -61,14 +66,18 @@ class Collection:
         """
         roots = data.get("roots")
         created = data.get("created_ns", 0)
+        watch = data.get("watch", False)
         if not isinstance(roots, list) or not isinstance(created, int):
             raise InvalidRootError("a collection entry has no list of folders")
+        if not isinstance(watch, bool):
+            raise InvalidRootError("a collection entry's watch setting is not true or false")
         return cls(
             name=check_collection_name(data.get("name")),
             roots=check_roots(roots, must_exist=False),
             include=check_patterns(_strings(data.get("include", []))),
             exclude=check_patterns(_strings(data.get("exclude", []))),
             created_ns=created,
+            watch=watch,
         )
 
 
@@ -89,8 +98,15 @@ def check_collection_name(name: object) -> str:
     return name
 
 
-def check_roots(roots: Sequence[str | Path], *, must_exist: bool = True) -> tuple[Path, ...]:
-    """The roots, normalised and de-duplicated; raises :class:`InvalidRootError` on a bad one."""
+def check_roots(
+    roots: Sequence[str | Path], *, must_exist: bool = True, known: Sequence[Path] = ()
+) -> tuple[Path, ...]:
+    """The roots, normalised and de-duplicated; raises :class:`InvalidRootError` on a bad one.
+
+    Roots in *known* (a collection's present ones) are not checked on disk
+    again: changing a collection must not fail because one of its folders is
+    on a drive that is unplugged now.
+    """
     if not roots:
         raise InvalidRootError("a collection needs at least one folder or file")
     if len(roots) > MAX_ROOTS:
@@ -98,7 +114,7 @@ def check_roots(roots: Sequence[str | Path], *, must_exist: bool = True) -> tupl
     out: list[Path] = []
     for root in roots:
         path = _absolute(root)
-        if must_exist:
+        if must_exist and path not in known:
             _check_exists(path)
         if path not in out:
             out.append(path)

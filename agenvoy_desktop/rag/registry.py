@@ -12,6 +12,7 @@ changes hold a lock file, so two processes adding at once both get theirs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -84,6 +85,8 @@ class CollectionRegistry:
         roots: Sequence[str | Path],
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
+        *,
+        watch: bool = False,
     ) -> Collection:
         """Create a collection; raises a ``CollectionError`` with the reason when it cannot."""
         collection = Collection(
@@ -92,6 +95,7 @@ class CollectionRegistry:
             include=check_patterns(include),
             exclude=check_patterns(exclude),
             created_ns=self._clock(),
+            watch=watch,
         )
         with self._locked("add a document collection"):
             existing = self._load()
@@ -101,6 +105,40 @@ class CollectionRegistry:
                 )
             self._save([*existing, collection])
         return collection
+
+    def update(
+        self,
+        name: str,
+        *,
+        roots: Sequence[str | Path] | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        watch: bool | None = None,
+    ) -> tuple[Collection, Collection]:
+        """Change what a collection covers (None leaves a part as it is); ``(before, after)``.
+
+        New roots are checked as :meth:`add` checks them; the ones it has
+        already are not looked for on disk again.  Its index is the
+        indexer's to bring in line (the next run forgets what is no longer
+        covered).
+        """
+        include = None if include is None else check_patterns(include)
+        exclude = None if exclude is None else check_patterns(exclude)
+        with self._locked("change a document collection"):
+            existing = self._load()
+            before = next((c for c in existing if c.name == name), None)
+            if before is None:
+                raise UnknownCollectionError(name)
+            after = dataclasses.replace(
+                before,
+                roots=before.roots if roots is None else check_roots(roots, known=before.roots),
+                include=before.include if include is None else include,
+                exclude=before.exclude if exclude is None else exclude,
+                watch=before.watch if watch is None else watch,
+            )
+            if after != before:
+                self._save([after if c.name == name else c for c in existing])
+        return before, after
 
     def remove(self, name: str) -> Collection:
         """Forget a collection (its index folder is the indexer's to delete)."""

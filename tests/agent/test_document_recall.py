@@ -11,6 +11,7 @@ import pytest
 from agenvoy_desktop.agent.document_recall import (
     AGREED_FLOOR,
     HEADER,
+    KEYWORD_DEPTH,
     MAX_PASSAGES,
     PASSAGE_FLOOR,
     DocumentPassages,
@@ -41,7 +42,7 @@ def test_the_floor_needs_meaning_or_meaning_and_words() -> None:
     assert clears(_passage(PASSAGE_FLOOR, None))
     assert not clears(_passage(PASSAGE_FLOOR - 0.01, None))
     assert clears(_passage(AGREED_FLOOR, 0))  # the keyword search agrees
-    assert not clears(_passage(AGREED_FLOOR, 5))  # too far down the keyword list
+    assert not clears(_passage(AGREED_FLOOR, KEYWORD_DEPTH))  # too far down the keyword list
     assert not clears(_passage(AGREED_FLOOR - 0.01, 0))
     assert not clears(_passage(None, 0))  # words alone never bring a passage
 

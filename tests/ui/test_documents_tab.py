@@ -22,7 +22,8 @@ from agenvoy_desktop.settings import load_settings
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.document_viewer import DocumentViewer
 from agenvoy_desktop.ui.inspector import InspectorPanel
-from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab, marked_terms, reflow
+from agenvoy_desktop.ui.inspector.document_render import marked_terms, reflow
+from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab
 from agenvoy_desktop.ui.markdown_view import MarkdownView, ProseLabel, link_citations
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
 from tests.rag.index_support import make_tree, write
@@ -313,3 +314,60 @@ def test_turning_collections_on_in_settings_shows_them(
 def test_a_citation_in_plain_brackets_is_linked() -> None:
     linked = link_citations("Source: [root/a.md:3-5]", lambda path: path.startswith("root/"))
     assert linked == "Source: [[root/a.md:3-5](cite:root/a.md%3A3-5)]"
+
+
+def test_edit_opens_filled_in_and_saving_indexes_again(
+    qtbot: QtBot, services: AppServices, runner: AsyncRunner, tmp_path: Path, wait_for: Wait
+) -> None:
+    root = docs_root(tmp_path)
+    more = tmp_path / "more"
+    write(more / "extra.md", "# Extra\n\nMore about the dough.\n")
+    tab = open_panel(qtbot, services, runner)
+    add(tab, root, wait_for)
+    assert CollectionRegistry(services.paths).get("docs").watch  # the add dialog's default
+    reindex(qtbot, tab)
+    first = tab.index_op
+    wait_for(lambda: "5 files" in tab.collection_list.currentItem().text())
+    dialog = tab.open_edit_dialog()
+    assert dialog is not None
+    assert dialog.windowTitle() == "Edit the collection"
+    assert (dialog.name_edit.text(), dialog.name_edit.isReadOnly()) == ("docs", True)
+    assert dialog.root_paths() == [str(root)]
+    assert dialog.watch_check.isChecked()
+    assert dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).text() == "Save"
+    dialog.add_root(str(more))
+    dialog.exclude_edit.setText("*.py, *.pdf")
+    dialog.watch_check.setChecked(False)
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    wait_for(lambda: tab.index_op is not first)  # what it covers changed: indexed again
+    again = tab.index_op
+    assert again is not None
+    qtbot.waitUntil(lambda: again.done, timeout=INDEX_MS)
+    assert "Indexed 'docs': 1 new" in tab.status.text()
+    assert "2 removed" in tab.status.text()
+    saved = CollectionRegistry(services.paths).get("docs")
+    assert (saved.roots, saved.exclude, saved.watch) == ((root, more), ("*.py", "*.pdf"), False)
+    wait_for(lambda: tab.files.topLevelItemCount() == 4 and not tab.jobs.busy("files"))
+    listed = {tab.files.topLevelItem(r).text(0) for r in range(tab.files.topLevelItemCount())}
+    assert listed == {"root/garden.md", "root/kitchen.md", "root/notes.txt", "more/extra.md"}
+    dialog = tab.open_edit_dialog()
+    assert dialog is not None
+    assert dialog.exclude_edit.text() == "*.py *.pdf"
+    assert not dialog.watch_check.isChecked()
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    wait_for(lambda: "unchanged" in tab.status.text())
+    assert tab.index_op is again
+
+
+def test_an_edit_that_is_refused_says_why(
+    qtbot: QtBot, services: AppServices, runner: AsyncRunner, tmp_path: Path, wait_for: Wait
+) -> None:
+    tab = open_panel(qtbot, services, runner)
+    add(tab, docs_root(tmp_path), wait_for)
+    dialog = tab.open_edit_dialog()
+    assert dialog is not None
+    dialog.add_root(str(tmp_path / "gone"))
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    wait_for(lambda: tab.status.is_error)
+    assert "Could not change 'docs': folder or file not found" in tab.status.text()
+    assert CollectionRegistry(services.paths).get("docs").roots == (tmp_path / "root",)

@@ -1,12 +1,17 @@
-"""The dialog that adds a document collection: a name, folders or files, and file patterns.
+"""The dialog that adds or edits a document collection: name, folders or files, patterns, watching.
 
 It only gathers what the person typed; the registry checks it when the
-Documents tab adds the collection (and the tab shows why, if it refuses).
+Documents tab adds or changes the collection (and the tab shows why, if it
+refuses).  Editing, it opens filled in with the collection as it is, and
+the name (which names the collection's index) cannot change.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -19,18 +24,45 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.operations.documents import CollectionView
+
+WATCH_TEXT = "Watch these folders for changes"
+WATCH_TIP = (
+    "While the app runs, a change to the files is indexed by itself a moment later;"
+    " changes made while it was closed are indexed when it starts."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionValues:
+    """What the dialog gathered, unchecked."""
+
+    name: str
+    roots: list[str]
+    include: list[str]
+    exclude: list[str]
+    watch: bool
+
 
 def split_patterns(text: str) -> list[str]:
     """Glob patterns typed with commas or spaces between them."""
     return [p for p in text.replace(",", " ").split() if p]
 
 
-class AddCollectionDialog(QDialog):
-    """Name, folders or files, and which files count (include/exclude patterns)."""
+class CollectionDialog(QDialog):
+    """Name, folders or files, which files count (include/exclude patterns), and watching.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    *editing*: the collection to change (the dialog opens filled in with it).
+    """
+
+    def __init__(
+        self, parent: QWidget | None = None, *, editing: CollectionView | None = None
+    ) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Add a document collection")
+        self.editing = editing
+        self.setWindowTitle(
+            "Add a document collection" if editing is None else "Edit the collection"
+        )
         self.setMinimumWidth(520)
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("e.g. notes (letters, digits, . _ -)")
@@ -56,15 +88,32 @@ class AddCollectionDialog(QDialog):
         form.addRow("", row)
         form.addRow("Only files matching:", self.include_edit)
         form.addRow("Leave out:", self.exclude_edit)
+        self.watch_check = QCheckBox(WATCH_TEXT)
+        self.watch_check.setToolTip(WATCH_TIP)
+        self.watch_check.setChecked(True)
+        form.addRow("", self.watch_check)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Add")
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setText("Add" if editing is None else "Save")
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.buttons)
+        if editing is not None:
+            self._fill(editing)
+
+    def _fill(self, view: CollectionView) -> None:
+        self.name_edit.setText(view.name)
+        self.name_edit.setReadOnly(True)
+        self.name_edit.setToolTip("The name cannot change: it names the collection's index")
+        for root in view.roots:
+            self.roots.addItem(root)
+        self.include_edit.setText(" ".join(view.include))
+        self.exclude_edit.setText(" ".join(view.exclude))
+        self.watch_check.setChecked(view.watch)
 
     def add_root(self, path: str) -> None:
         if path and path not in self.root_paths():
@@ -75,12 +124,13 @@ class AddCollectionDialog(QDialog):
     def root_paths(self) -> list[str]:
         return [self.roots.item(i).text() for i in range(self.roots.count())]
 
-    def values(self) -> tuple[str, list[str], list[str], list[str]]:
-        return (
+    def values(self) -> CollectionValues:
+        return CollectionValues(
             self.name_edit.text().strip(),
             self.root_paths(),
             split_patterns(self.include_edit.text()),
             split_patterns(self.exclude_edit.text()),
+            self.watch_check.isChecked(),
         )
 
     def _choose_folder(self) -> None:

@@ -1,6 +1,7 @@
 """The Documents tab: the collections the assistant may search, their files, chunks and search.
 
-Top: the collections with their counts, and Add… / Re-index / Cancel /
+Top: the collections with their counts (and "watching" for those whose
+folders the window follows), and Add… / Edit… / Re-index / Cancel /
 Remove.  Below, for the chosen collection: its files (indexed, changed on
 disk, new, failed and why) with the chunks of the file chosen, and a search
 box that runs ``search_rag`` as the assistant does (scores, citations, the
@@ -9,6 +10,9 @@ query's words marked; a click on a citation opens the file at that place).
 Indexing runs in a child process (:func:`run_index_job` on a worker
 thread), with progress in the status bar and a Cancel; if the child
 crashes or is killed, the tab says so and everything else keeps working.
+One run at a time: :meth:`DocumentsTab.queue_index` (a watched folder's
+change, an edit that changed what a collection covers) runs one now or
+once the run in progress ends.
 Collections are opt-in: while they are off in Settings the tab says so and
 offers to turn them on.
 """
@@ -16,7 +20,6 @@ offers to turn them on.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,20 +54,23 @@ from agenvoy_desktop.rag.search import DOC_MODES, DocumentHit
 from agenvoy_desktop.rag.worker import IndexJob, JobOutcome
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.document_viewer import CitationOpener
-from agenvoy_desktop.ui.inspector.collection_dialog import AddCollectionDialog
+from agenvoy_desktop.ui.inspector.collection_dialog import CollectionDialog, CollectionValues
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
-    esc,
     heading,
     local_time,
     plural,
 )
-from agenvoy_desktop.ui.inspector.recall_tab import clip_around, highlight, query_terms
+from agenvoy_desktop.ui.inspector.document_render import (
+    collection_line,
+    collection_tip,
+    render_chunks,
+    render_hits,
+)
 from agenvoy_desktop.ui.markdown_view import CITE_SCHEME
 from agenvoy_desktop.ui.theme import colors
 
-HIT_CHARS = 700
 RESULTS = 10
 MODE_LABELS = {
     "hybrid": "Hybrid (both)",
@@ -78,10 +84,6 @@ STATUS_LABELS = {
     "new": "not indexed yet",
     "deleted": "deleted on disk",
 }
-SCORE_NAMES = {"semantic": "similarity", "keyword": "relevance", "hybrid": "fused"}
-PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".pdf", ".docx", ".eml", ".mbox")
-_BLOCK_START = re.compile(r" {4}|\t| {0,3}(?:[-*+>|#]|\d+[.)]\s|```)")
-"""A line that starts its own block: indented code, a list item, a quote, a table, a fence."""
 NAME_ROLE = Qt.ItemDataRole.UserRole
 OFF_TEXT = (
     "<b>Document collections are off.</b><br><br>When they are on, you can add folders of "
@@ -98,78 +100,6 @@ class Overview:
     collections: list[ops.CollectionView]
     notices: list[str]
     problem: str | None
-
-
-def collection_line(view: ops.CollectionView) -> str:
-    """One line for the list: name, counts, and when it was indexed (or why it cannot be)."""
-    if view.problem:
-        return f"{view.name} — {view.problem}"
-    if not view.indexed:
-        return f"{view.name} — not indexed yet: choose Re-index"
-    parts = [plural(view.files, "file"), plural(view.chunks, "chunk")]
-    if view.failed:
-        parts.append(f"{view.failed:,} failed")
-    parts.append(f"indexed {local_time(view.last_indexed_ns)}")
-    return f"{view.name} — " + " · ".join(parts)
-
-
-def marked_terms(query: str) -> list[str]:
-    """The query's words worth marking: short ones (to, of) would light up inside other words."""
-    return [t for t in query_terms(query) if len(t) > 2 or not t.isascii()]
-
-
-def reflow(text: str, path: str) -> str:
-    """Prose with its source line breaks joined (paragraphs, lists and code keep theirs)."""
-    if not path.lower().endswith(PROSE_SUFFIXES):
-        return text
-    out: list[str] = []
-    for line in text.split("\n"):
-        joinable = out and out[-1].strip() and line.strip() and not _BLOCK_START.match(line)
-        after_block = out and (
-            out[-1].startswith(("    ", "\t")) or out[-1].lstrip().startswith(("#", "|", "```"))
-        )
-        if joinable and not after_block:
-            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
-        else:
-            out.append(line)
-    return "\n".join(out)
-
-
-def render_hits(hits: list[DocumentHit], query: str, mode: str) -> str:
-    """Search results as HTML: rank and score, a clickable citation, the excerpt marked."""
-    terms = marked_terms(query)
-    label = SCORE_NAMES.get(mode, "score")
-    blocks = []
-    for rank, hit in enumerate(hits, start=1):
-        badge = (
-            f"<span style='background:#1565c0; color:white;'>&nbsp;#{rank} · "
-            f"{label} {hit.score:.3f}&nbsp;</span>"
-        )
-        where = f"<a href='{CITE_SCHEME}{esc(hit.citation)}'>{esc(hit.citation)}</a>"
-        trail = f"<br><span style='color: gray;'>{esc(hit.heading)}</span>" if hit.heading else ""
-        text = reflow(hit.text, hit.path)
-        body = highlight(clip_around(text, terms, HIT_CHARS), terms)
-        blocks.append(
-            "<table width='100%' cellspacing='0' cellpadding='5' style='border-left: 3px solid"
-            " #1565c0; background: rgba(21,101,192,0.06); margin-bottom: 8px;'><tr><td>"
-            f"{badge} {where}{trail}<br><span style='white-space: pre-wrap;'>{body}</span>"
-            "</td></tr></table>"
-        )
-    return "".join(blocks)
-
-
-def render_chunks(chunks: list[ops.ChunkView]) -> str:
-    """A file's chunks as HTML: heading trail, place, text."""
-    out = []
-    for chunk in chunks:
-        trail = f"<b>{esc(chunk.heading)}</b> · " if chunk.heading else ""
-        out.append(
-            f"<p style='margin: 10px 0 2px 0;'>{trail}<span style='color: gray;'>"
-            f"{esc(chunk.place)}</span></p>"
-            f"<div style='white-space: pre-wrap; margin-left: 8px; font-family: monospace;'>"
-            f"{esc(chunk.text)}</div>"
-        )
-    return "".join(out)
 
 
 class DocumentsTab(InspectorTab):
@@ -191,7 +121,12 @@ class DocumentsTab(InspectorTab):
         self.index_job: IndexJob | None = None
         self.indexing: str | None = None
         self.confirm_box: QMessageBox | None = None
-        self.add_dialog: AddCollectionDialog | None = None
+        self.add_dialog: CollectionDialog | None = None
+        self.edit_dialog: CollectionDialog | None = None
+        self.watching: frozenset[str] = frozenset()
+        """The collections whose folders are being followed now (set by the window's watcher)."""
+        self._queued: list[str] = []
+        """Collections to index once the run in progress ends, in order."""
         self._select_after: str | None = None
         self._shown: str | None = None
         """The collection whose files, chunks and results are on screen."""
@@ -229,6 +164,9 @@ class DocumentsTab(InspectorTab):
         self.add_button = QPushButton("Add…")
         self.add_button.setToolTip("Add folders or files as a new collection")
         self.add_button.clicked.connect(self.open_add_dialog)
+        self.edit_button = QPushButton("Edit…")
+        self.edit_button.setToolTip("Change the collection's folders, file patterns or watching")
+        self.edit_button.clicked.connect(self.open_edit_dialog)
         self.index_button = QPushButton("Re-index")
         self.index_button.setToolTip(
             "Read what changed in the collection's files (in the background)"
@@ -241,7 +179,7 @@ class DocumentsTab(InspectorTab):
         self.remove_button.setToolTip("Forget the collection and its index (your files stay)")
         self.remove_button.clicked.connect(self.ask_remove)
         buttons = QHBoxLayout()
-        for button in (self.add_button, self.index_button, self.cancel_button):
+        for button in (self.add_button, self.edit_button, self.index_button, self.cancel_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.remove_button)
@@ -367,9 +305,9 @@ class DocumentsTab(InspectorTab):
         self.collection_list.blockSignals(True)
         self.collection_list.clear()
         for view in overview.collections:
-            item = QListWidgetItem(collection_line(view))
+            item = QListWidgetItem(collection_line(view, watching=view.name in self.watching))
             item.setData(NAME_ROLE, view.name)
-            item.setToolTip(_collection_tip(view))
+            item.setToolTip(collection_tip(view))
             self.collection_list.addItem(item)
             if view.name == chosen:
                 self.collection_list.setCurrentItem(item)
@@ -409,6 +347,7 @@ class DocumentsTab(InspectorTab):
         chosen = self.current_name() is not None
         running = self.index_op is not None and not self.index_op.done
         self.index_button.setEnabled(chosen and not running)
+        self.edit_button.setEnabled(chosen)
         self.remove_button.setEnabled(chosen and not running)
         self.cancel_button.setVisible(running)
 
@@ -543,28 +482,97 @@ class DocumentsTab(InspectorTab):
             return
         self.runner.broadcast(DOCUMENTS_CHANGED)
 
-    def open_add_dialog(self) -> AddCollectionDialog:
-        dialog = AddCollectionDialog(self.window())
-        dialog.accepted.connect(lambda: self.add_collection(*dialog.values()))
+    def set_watching(self, names: frozenset[str]) -> None:
+        """Which collections are followed now: their lines say "watching"."""
+        if names == self.watching:
+            return
+        self.watching = names
+        for row in range(self.collection_list.count()):
+            item = self.collection_list.item(row)
+            view = next((v for v in self.collections if v.name == item.data(NAME_ROLE)), None)
+            if view is not None and not item.text().endswith("indexing…"):
+                item.setText(collection_line(view, watching=view.name in names))
+
+    def open_add_dialog(self) -> CollectionDialog:
+        dialog = CollectionDialog(self.window())
+        dialog.accepted.connect(lambda: self._add_from(dialog.values()))
         dialog.finished.connect(dialog.deleteLater)
         self.add_dialog = dialog
         dialog.open()
         return dialog
 
+    def _add_from(self, values: CollectionValues) -> None:
+        self.add_collection(
+            values.name, values.roots, values.include, values.exclude, watch=values.watch
+        )
+
     def add_collection(
-        self, name: str, roots: list[str], include: list[str], exclude: list[str]
+        self,
+        name: str,
+        roots: list[str],
+        include: list[str],
+        exclude: list[str],
+        *,
+        watch: bool = False,
     ) -> Operation:
         paths = self.services.paths
 
         async def work(_op: Operation) -> Changed[Any]:
-            return await asyncio.to_thread(ops.add_collection, paths, name, roots, include, exclude)
+            return await asyncio.to_thread(
+                ops.add_collection, paths, name, roots, include, exclude, watch=watch
+            )
 
         def done(_collection: object) -> None:
-            self.status.info(f"Added {name!r}. Choose Re-index to read its files.")
+            then = "It is indexed in a moment." if watch else "Choose Re-index to read its files."
+            self.status.info(f"Added {name!r}. {then}")
             self._select_after = name
 
         return self.jobs.start_change(
             "add", work, done, lambda m: self.status.error(f"Could not add: {m}"), what="add"
+        )
+
+    def open_edit_dialog(self) -> CollectionDialog | None:
+        """The add dialog, filled in with the chosen collection; Save changes it."""
+        name = self.current_name()
+        view = next((v for v in self.collections if v.name == name), None)
+        if view is None:
+            return None
+        dialog = CollectionDialog(self.window(), editing=view)
+        dialog.accepted.connect(lambda: self.update_collection(view.name, dialog.values()))
+        dialog.finished.connect(dialog.deleteLater)
+        self.edit_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def update_collection(self, name: str, values: CollectionValues) -> Operation:
+        """Change the collection; when what it covers changed, index it again to match."""
+        paths = self.services.paths
+
+        async def work(_op: Operation) -> Changed[Any]:
+            return await asyncio.to_thread(
+                ops.update_collection,
+                paths,
+                name,
+                roots=values.roots,
+                include=values.include,
+                exclude=values.exclude,
+                watch=values.watch,
+            )
+
+        def done(update: ops.CollectionUpdate) -> None:
+            if not update.changed:
+                self.status.info(f"{name!r} is unchanged.")
+            elif not update.reindex:
+                self.status.info(f"Saved {name!r}.")
+            elif self.queue_index(name) is None and self.indexing is not None:
+                self.status.info(f"Saved {name!r}: it is indexed again after the current run.")
+
+        return self.jobs.start_change(
+            "edit",
+            work,
+            done,
+            lambda m: self.status.error(f"Could not change {name!r}: {m}"),
+            what="change the collection",
         )
 
     def ask_remove(self) -> QMessageBox | None:
@@ -593,10 +601,14 @@ class DocumentsTab(InspectorTab):
         async def work(_op: Operation) -> Changed[Any]:
             return await asyncio.to_thread(ops.remove_collection, paths, name)
 
+        def done(_collection: object) -> None:
+            self._queued = [queued for queued in self._queued if queued != name]
+            self.status.info(f"Removed {name!r} and its index.")
+
         return self.jobs.start_change(
             "remove",
             work,
-            lambda _c: self.status.info(f"Removed {name!r} and its index."),
+            done,
             lambda m: self.status.error(f"Could not remove: {m}"),
             what="remove the collection",
         )
@@ -614,7 +626,7 @@ class DocumentsTab(InspectorTab):
             return await asyncio.to_thread(ops.interrupted_collections, paths)
 
         def resume(names: list[str]) -> None:
-            if names and shiboken_ok(self) and self.reindex(names[0]) is not None:
+            if names and shiboken_ok(self) and self.queue_index(names[0]) is not None:
                 self.status.info(f"Resuming the index of {names[0]!r}, which was interrupted…")
 
         return self.jobs.start(
@@ -641,11 +653,14 @@ class DocumentsTab(InspectorTab):
             )
 
         self.indexing = name
+        if name in self._queued:
+            self._queued.remove(name)
         self.status.info(f"Indexing {name!r} in the background…")
         self.problem_label.hide()  # it said why nothing is searchable: this run is the answer
-        item = self.collection_list.currentItem()
-        if item is not None:
-            item.setText(f"{name} — indexing…")
+        for row in range(self.collection_list.count()):
+            item = self.collection_list.item(row)
+            if item.data(NAME_ROLE) == name:
+                item.setText(f"{name} — indexing…")
         self.index_op = self.runner.run_change(
             work,
             what=f"index {name!r}",
@@ -657,6 +672,19 @@ class DocumentsTab(InspectorTab):
         self.index_op.finished.connect(self._index_ended)
         self._sync_buttons()
         return self.index_op
+
+    def queue_index(self, name: str) -> Operation | None:
+        """Index *name* now, or once the run in progress ends: one run at a time, none lost.
+
+        A request while *name* itself is being indexed asks for one more
+        pass after it (the run may have looked at the files before the
+        change); requests that pile up meanwhile make that one pass.
+        """
+        if self.index_op is None or self.index_op.done:
+            return self.reindex(name)
+        if name not in self._queued:
+            self._queued.append(name)
+        return None
 
     def _reindex_chosen(self) -> None:
         """The Re-index button (its ``checked`` argument must not become a name)."""
@@ -680,20 +708,14 @@ class DocumentsTab(InspectorTab):
     def _index_ended(self) -> None:
         if not shiboken_ok(self):
             return
+        cancelled = self.index_op is not None and self.index_op.is_cancelled()
         self.index_job = None
         self.indexing = None
+        if cancelled:  # the person (or the closing app) asked to stop: nothing follows
+            self._queued.clear()
         self._sync_buttons()
-
-
-def _collection_tip(view: ops.CollectionView) -> str:
-    lines = ["Folders and files:", *(f"  {root}" for root in view.roots)]
-    if view.include:
-        lines.append(f"Only: {' '.join(view.include)}")
-    if view.exclude:
-        lines.append(f"Leaving out: {' '.join(view.exclude)}")
-    if view.indexed:
-        lines.append(f"{plural(view.vectors, 'vector')} for search by meaning")
-    return "\n".join(lines)
+        if self._queued:
+            self.reindex(self._queued[0])
 
 
 def shiboken_ok(item: object) -> bool:

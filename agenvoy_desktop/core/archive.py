@@ -30,7 +30,7 @@ from agenvoy_desktop.core.retrieval.planner import MatchPlan, plan_match
 from agenvoy_desktop.core.retrieval.widen import fetch_enough
 from agenvoy_desktop.core.sqlite_db import SqliteStore, StoreDamagedError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -123,7 +123,32 @@ CREATE INDEX vectors_session ON vectors (session_id);
 CREATE INDEX vectors_message ON vectors (message_rowid);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+# v4: earlier versions of a conversation (an edited user message and what
+# followed it, a regenerated answer) leave ``messages`` for
+# ``message_versions``.  Every reader of the live conversation (history
+# checks, search, vectors, the timeline) keeps reading ``messages`` alone, so
+# an earlier branch can never be recalled or shown as current; the answer
+# pager reads the old versions by the user message they answered (``anchor_id``).
+_SCHEMA_V4 = """
+CREATE TABLE message_versions (
+    id INTEGER PRIMARY KEY,
+    msg_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    time_ns INTEGER NOT NULL,
+    ref TEXT,
+    tool INTEGER NOT NULL DEFAULT 0,
+    extra TEXT,
+    branched_ns INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    anchor_id TEXT NOT NULL
+);
+CREATE INDEX message_versions_anchor ON message_versions (session_id, anchor_id, branched_ns);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 """``MIGRATIONS[v]`` upgrades a database at version v-1 to v."""
 
 # A keyword query scores at most this many documents: rare terms first, the
@@ -255,6 +280,67 @@ def _filters(
     return " AND ".join(where), params
 
 
+def _mark_taken(db: sqlite3.Connection, session_id: str, msg_ids: Sequence[str]) -> set[int]:
+    """Put the rowids of those of *msg_ids* that are live rows of the session in
+    ``temp.taken_rows`` (no limit on how many, unlike an ``IN (?, ?, …)`` list); returns them."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS taken_rows (id INTEGER PRIMARY KEY)")
+    db.execute("DELETE FROM temp.taken_rows")
+    db.executemany(
+        "INSERT OR IGNORE INTO temp.taken_rows SELECT id FROM messages"
+        " WHERE session_id = ? AND msg_id = ?",
+        [(session_id, msg_id) for msg_id in msg_ids],
+    )
+    return {int(r[0]) for r in db.execute("SELECT id FROM temp.taken_rows")}
+
+
+def _refresh_fts_around(db: sqlite3.Connection, session_id: str, taken: set[int]) -> None:
+    """Drop the FTS entries of *taken* rows (also in ``temp.taken_rows``) and re-index
+    the rows whose context changes.
+
+    The span runs from the first taken row to the first readable row kept
+    after the last one: the kept rows in it are deleted with their old
+    context and inserted with the new one (a contentless table needs the
+    old values to delete a row).
+    """
+    first, last = db.execute(
+        "SELECT min(seq), max(seq) FROM messages WHERE id IN (SELECT id FROM temp.taken_rows)"
+    ).fetchone()
+    before = db.execute(
+        "SELECT content FROM messages WHERE session_id = ? AND tool = 0 AND seq < ?"
+        " ORDER BY seq DESC",
+        (session_id, first),
+    )
+    previous = next((str(r[0]) for r in before if str(r[0]).strip()), None)
+    span: list[tuple[int, str, str, int]] = []
+    cursor = db.execute(
+        "SELECT id, content, session_id, tool, seq FROM messages"
+        " WHERE session_id = ? AND seq >= ? ORDER BY seq",
+        (session_id, first),
+    )
+    for rowid, content, sid, tool, seq in cursor:
+        span.append((rowid, content, sid, tool))
+        if seq > last and rowid not in taken and not tool and str(content).strip():
+            break
+    token = sid_token(session_id)
+    old = _FtsContext(previous)
+    db.executemany(
+        "INSERT INTO messages_fts (messages_fts, rowid, body, sid, ctx)"
+        " VALUES ('delete', ?, ?, ?, ?)",
+        [(r, *_fts_pair(old, c, t, token)) for r, c, _, t in span],
+    )
+    new = _FtsContext(previous)
+    db.executemany(
+        "INSERT INTO messages_fts (rowid, body, sid, ctx) VALUES (?, ?, ?, ?)",
+        [(r, *_fts_pair(new, c, t, token)) for r, c, _, t in span if r not in taken],
+    )
+
+
+def _fts_pair(context: _FtsContext, content: str, tool: int, token: str) -> tuple[str, str, str]:
+    """(body, sid token, ctx) of the next row walked by *context*."""
+    body, ctx = context.next(content, bool(tool))
+    return body, token, ctx
+
+
 class ArchiveError(KnownError, RuntimeError):
     """An environment problem with the archive file, phrased for the user."""
 
@@ -284,6 +370,17 @@ class SessionMeta:
     start_at_ns: int
     cut_seq: int
     next_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """Why rows leave the live conversation but stay archived as an earlier version."""
+
+    reason: str
+    """``edit`` (a user message was edited) or ``regenerate`` (an answer was redone)."""
+    anchor_id: str
+    """The user message the branch belongs to: the edited one, or the one answered again."""
+    branched_ns: int
 
 
 _MSG_COLS = "m.id, m.session_id, m.seq, m.msg_id, m.role, m.content, m.time_ns, m.ref, m.extra"
@@ -457,6 +554,7 @@ class Archive(SqliteStore):
                 list(_fts_rows(rows)),
             )
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM message_versions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
             if drop_session:
                 db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
@@ -467,6 +565,89 @@ class Archive(SqliteStore):
                     " WHERE session_id = ?",
                     (session_id,),
                 )
+
+    # -- taking messages out of the live conversation -----------------------------
+    def message(self, session_id: str, msg_id: str) -> ArchivedMessage | None:
+        """One live row of a session by message id (None: not there, or not live)."""
+        rows = self._query(
+            f"SELECT {_MSG_COLS} FROM messages m WHERE m.session_id = ? AND m.msg_id = ?",
+            (session_id, msg_id),
+        )
+        return _row_to_archived(rows[0]) if rows else None
+
+    def exchange(self, session_id: str, seq: int) -> list[ArchivedMessage]:
+        """The live rows of the exchange holding row *seq*: from its user message
+        (the last one at or before *seq*) up to the next user message."""
+        first = self._query(
+            "SELECT max(seq) FROM messages WHERE session_id = ? AND seq <= ? AND role = 'user'",
+            (session_id, seq),
+        )[0][0]
+        after = self._query(
+            "SELECT min(seq) FROM messages WHERE session_id = ? AND seq > ? AND role = 'user'",
+            (session_id, seq),
+        )[0][0]
+        return self.messages(session_id, 0 if first is None else int(first), after)
+
+    def take_rows(
+        self,
+        session_id: str,
+        msg_ids: Iterable[str],
+        *,
+        branch: Branch | None,
+        event: tuple[int, str, dict[str, Any]] | None = None,
+    ) -> int:
+        """Take live rows out: deleted, or kept in ``message_versions`` as *branch*.
+
+        One transaction: the rows, their full-text entries (the readable
+        message after a removed one gets its new context), their vectors and
+        the timeline *event* (written only when a row was taken, so running
+        this again after a crash adds nothing).  Returns the rows taken.
+        """
+        self._df_memo.clear()  # frequencies may have fallen
+        with self.transaction() as db:
+            taken = _mark_taken(db, session_id, list(msg_ids))
+            if not taken:
+                return 0
+            _refresh_fts_around(db, session_id, taken)
+            chosen = "IN (SELECT id FROM temp.taken_rows)"
+            if branch is not None:
+                db.execute(
+                    "INSERT INTO message_versions (msg_id, session_id, seq, role, content,"
+                    " time_ns, ref, tool, extra, branched_ns, reason, anchor_id)"
+                    " SELECT msg_id, session_id, seq, role, content, time_ns, ref, tool, extra,"
+                    f" ?, ?, ? FROM messages WHERE id {chosen} ORDER BY seq",
+                    (branch.branched_ns, branch.reason, branch.anchor_id),
+                )
+            db.execute(f"DELETE FROM vectors WHERE message_rowid {chosen}")
+            db.execute(f"DELETE FROM messages WHERE id {chosen}")
+            db.execute("DELETE FROM temp.taken_rows")
+            if event is not None:
+                time_ns, kind, detail = event
+                db.execute(
+                    "INSERT INTO events (session_id, time_ns, kind, detail) VALUES (?, ?, ?, ?)",
+                    (session_id, time_ns, kind, json.dumps(detail, ensure_ascii=False)),
+                )
+        return len(taken)
+
+    def branches(self, session_id: str, anchor_id: str, reason: str) -> list[list[ArchivedMessage]]:
+        """Earlier versions kept for the user message *anchor_id*, oldest first."""
+        rows = self._query(
+            "SELECT branched_ns, id, session_id, seq, msg_id, role, content, time_ns, ref, extra"
+            " FROM message_versions WHERE session_id = ? AND anchor_id = ? AND reason = ?"
+            " ORDER BY branched_ns, seq",
+            (session_id, anchor_id, reason),
+        )
+        groups: dict[int, list[ArchivedMessage]] = {}
+        for row in rows:
+            groups.setdefault(int(row[0]), []).append(_row_to_archived(row[1:]))
+        return list(groups.values())
+
+    def version_count(self, session_id: str) -> int:
+        """Rows of a session kept as earlier versions."""
+        rows = self._query(
+            "SELECT count(*) FROM message_versions WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0][0])
 
     @staticmethod
     def _last_readable(db: sqlite3.Connection, session_id: str) -> str | None:

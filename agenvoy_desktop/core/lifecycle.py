@@ -11,6 +11,9 @@ to be deleted, because pending operations are finished before anything else.
 |-----------|--------------|---------|---------------------------|---------|
 | reset     | deleted      | cleared | cleared                   | kept    |
 | remove    | folder gone  | cleared | cleared                   | deleted |
+
+Message actions (delete, edit, regenerate, fork) journal themselves the same
+way (:mod:`message_edit`); :func:`finish_pending` rolls them forward too.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 
@@ -33,8 +38,7 @@ Operation = Literal["reset", "remove"]
 TRASH_PREFIX = ".removing-"
 
 
-def ops_dir(store: MemoryStore) -> Path:
-    return store.paths.memory_dir / "ops"
+__all__ = ["finish_pending", "ops_dir", "remove_session", "reset_session", "run_operation"]
 
 
 def reset_session(store: MemoryStore, session_id: str) -> None:
@@ -117,10 +121,18 @@ def _finish_one(store: MemoryStore, journal: Path) -> list[str]:
     with _unless_busy(store, sid, op) as free:
         if not free or not journal.exists():
             return []
+        done: list[str] = []
         if op in ("reset", "remove"):
             _perform(store, op, sid)
+            done.append(f"finished interrupted {op} of session {sid}")
+        elif op in message_edit.OPERATIONS:
+            try:
+                done.append(message_edit.finish_entry(store, entry))
+            except StoreBusyError as exc:  # a fork's source is busy: next start
+                log.info("left for later: %s", exc)
+                return []
         journal.unlink(missing_ok=True)
-        return [f"finished interrupted {op} of session {sid}"] if op in ("reset", "remove") else []
+        return done
 
 
 @contextlib.contextmanager

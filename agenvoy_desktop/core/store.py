@@ -47,6 +47,7 @@ from agenvoy_desktop.core.history import HistoryFile, encode_history, take_windo
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.timeutil import Clock, now_ns
+from agenvoy_desktop.core.turn_lock import TurnLocks
 from agenvoy_desktop.core.vectors import SessionVectors
 from agenvoy_desktop.paths import AppPaths
 
@@ -222,6 +223,11 @@ class MemoryStore:
     def locks(self) -> StoreLocks:
         """This store's cross-process locks of the profile (see :mod:`locks`)."""
         return StoreLocks(self.paths.memory_dir)
+
+    @cached_property
+    def turns(self) -> TurnLocks:
+        """Which sessions have a reply being written (see :mod:`turn_lock`)."""
+        return TurnLocks(self.paths.memory_dir)
 
     @contextlib.contextmanager
     def locked(

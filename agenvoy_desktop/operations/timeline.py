@@ -22,6 +22,7 @@ from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import PassRecord, read_records
 from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.operations.messages import action_text
 
 KINDS: dict[str, str] = {
     "message": "Messages",
@@ -194,6 +195,9 @@ def archive_event(
         return summary_event(
             PassRecord.from_json({**detail, "kind": record_kind, "time_ns": time_ns})
         )
+    if (action := action_text(kind, detail)) is not None:  # delete, edit, regenerate, fork
+        target = detail.get("message_id") if kind == "regenerated" else None
+        return TimelineEvent(time_ns, "message", action, str(target) if target else None)
     if kind == "error_hint":
         return None  # the tool result that carries the hint is shown instead
     if kind == "recall":

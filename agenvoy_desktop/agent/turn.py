@@ -60,6 +60,7 @@ from agenvoy_desktop.agent.recall import (
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.core.message_edit import question_to_answer
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import (
     ChatFinished,
@@ -67,6 +68,11 @@ from agenvoy_desktop.core.model_api import (
     ChatModel,
     TextDelta,
     ToolCallRequest,
+)
+from agenvoy_desktop.core.session_settings import (
+    DEFAULT_SETTINGS,
+    SessionSettings,
+    session_settings,
 )
 from agenvoy_desktop.core.store import MemoryStore
 
@@ -91,9 +97,17 @@ class FailureRecorder(Protocol):
     """Remembers a failed tool call in the error memory (runs on the storage thread)."""
 
     def record_failure(
-        self, tool: str, error_text: str, arguments: dict[str, Any], session_id: str
+        self,
+        tool: str,
+        error_text: str,
+        arguments: dict[str, Any],
+        session_id: str,
+        resolution: dict[str, Any] | None = None,
     ) -> int | None:
-        """Add or renew the record for this failure; its id (None when not recorded)."""
+        """Add or renew the record for this failure; its id (None when not recorded).
+
+        *resolution*: the arguments of a later call of the same tool that worked.
+        """
         ...
 
 
@@ -136,6 +150,19 @@ class ToolCallFinished:
     """Error-memory hint injected for the next round ("" when none)."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnStatus:
+    """What the turn is doing now, for a status line.
+
+    ``phase`` is ``recall`` (searching memory), ``thinking`` (the model reads
+    the prompt), ``tool`` (``detail``: the tool's name) or ``writing`` (the
+    first answer text arrived).
+    """
+
+    phase: str
+    detail: str = ""
+
+
 @dataclass(slots=True)
 class TurnResult:
     """What a finished turn did (also the last event)."""
@@ -159,10 +186,22 @@ class TurnResult:
     tools_offered: list[str] = field(default_factory=list)
     """Tool names offered in the first round."""
     saved: list[Message] = field(default_factory=list)
+    answer_tokens: int = 0
+    """Tokens the model generated in the answer round (the stream's own count)."""
+    prompt_tokens: int = 0
+    """Tokens of the answer round's prompt."""
+    answer_s: float = 0.0
+    """Seconds from the answer round's first text to the end of its stream."""
 
 
 TurnEvent = (
-    MessageSaved | AnswerDelta | RecallInjected | ToolCallStarted | ToolCallFinished | TurnResult
+    MessageSaved
+    | AnswerDelta
+    | RecallInjected
+    | ToolCallStarted
+    | ToolCallFinished
+    | TurnResult
+    | TurnStatus
 )
 EventSink = Callable[[TurnEvent], None]
 
@@ -249,26 +288,62 @@ class Agent:
         """Storage thread: every tool error of the turn goes to the error memory.
 
         Off the answer's path (an error record is embedded: milliseconds the
-        user would wait for).  A repeated call adds nothing; a failure to
-        record is logged and the next failure tries again.
+        user would wait for).  An error that a later call of the same tool
+        in this turn got past is remembered as resolved, with that call as
+        the fix; one that never recovered, as failed.  A repeated call adds
+        nothing; a failure to record is logged and the next failure tries again.
         """
         if self.failures is None:
             return
-        for message in messages:
-            extra = message.extra
-            if message.role != "tool" or not extra.get("is_error") or extra.get("repeated"):
-                continue
-            tool = str(extra.get("name", ""))
-            arguments = extra.get("arguments")
-            args = dict(arguments) if isinstance(arguments, dict) else {}
+        for message, args, fix in self._failures_and_fixes(messages):
+            tool = str(message.extra.get("name", ""))
             try:
-                record_id = self.failures.record_failure(tool, message.content, args, session_id)
+                if fix is None:  # without the keyword: a recorder need not know about fixes
+                    record_id = self.failures.record_failure(
+                        tool, message.content, args, session_id
+                    )
+                else:
+                    record_id = self.failures.record_failure(
+                        tool, message.content, args, session_id, resolution=fix
+                    )
             except Exception:
                 log.warning("could not remember the failure of %s", tool, exc_info=True)
                 continue
             if record_id is not None:
-                detail = {"record_id": record_id, "tool": tool, "outcome": "failed", "auto": True}
+                outcome = "failed" if fix is None else "resolved"
+                detail = {"record_id": record_id, "tool": tool, "outcome": outcome, "auto": True}
                 self.store.archive.add_event(session_id, message.time_ns, "error_memory", detail)
+
+    @staticmethod
+    def _failures_and_fixes(
+        messages: Sequence[Message],
+    ) -> list[tuple[Message, dict[str, Any], dict[str, Any] | None]]:
+        """Each tool error of a turn, its arguments, and those of the first later call
+        of the same tool that worked (None when none did).
+
+        Worked: no error, a non-empty result, and a call that really ran (not
+        a repeat, not one skipped because the user stopped the turn).
+        """
+
+        def args_of(message: Message) -> dict[str, Any]:
+            arguments = message.extra.get("arguments")
+            return dict(arguments) if isinstance(arguments, dict) else {}
+
+        def worked(message: Message) -> bool:
+            extra = message.extra
+            skipped = message.content.startswith("not run:")
+            return not (extra.get("is_error") or extra.get("empty") or skipped)
+
+        calls = [m for m in messages if m.role == "tool" and not m.extra.get("repeated")]
+        found: list[tuple[Message, dict[str, Any], dict[str, Any] | None]] = []
+        for place, message in enumerate(calls):
+            if not message.extra.get("is_error"):
+                continue
+            name = message.extra.get("name")
+            later = (m for m in calls[place + 1 :] if m.extra.get("name") == name and worked(m))
+            fix = next(later, None)
+            found.append((message, args_of(message), None if fix is None else args_of(fix)))
+        return found
 
     def _background_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
@@ -287,6 +362,7 @@ class Agent:
         inline_results: Sequence[Message] = (),
         offered: Sequence[str] | None = None,
         recall: str | None = None,
+        settings: SessionSettings | None = None,
     ) -> list[ChatMessage]:
         """Exactly what the model would receive next (the inspector's Context tab).
 
@@ -296,21 +372,23 @@ class Agent:
         this round (None: every available tool, or none for a small model, whose
         tools are chosen per message).  ``recall`` is this turn's
         recall block; None shows the block sent with the session's last turn
-        while that turn is still in the window.
+        while that turn is still in the window.  ``settings`` are the session's
+        own (persona, tools on or off); None reads them in the same storage hop.
         """
-        window, summary, last_recall = await self.storage.run(
+        window, summary, last_recall, stored = await self.storage.run(
             self._prompt_parts, session_id, recall is None
         )
+        settings = stored if settings is None else settings
         note = ""
         if inline_results:
             moved = {m.id for m in inline_results}
             window = [m for m in window if m.id not in moved]
             note = tool_results_note(inline_results)
         if offered is None:  # a small model's tools depend on the message: none until then
-            specs = [] if self.config.small_model else self.tools.specs()
+            specs = [] if self.config.small_model or not settings.tools else self.tools.specs()
             offered = [str(spec["function"]["name"]) for spec in specs]
         return build_messages(
-            base_prompt=self.config.system_prompt,
+            base_prompt=settings.base_prompt(self.config.system_prompt),
             summary_text=summary,
             window=window,
             now_ns=self.store.clock(),
@@ -321,13 +399,14 @@ class Agent:
 
     def _prompt_parts(
         self, session_id: str, with_last_recall: bool
-    ) -> tuple[list[Message], str, str]:
-        """Storage thread, one hop: the window, the summary and (optionally) the last recall."""
+    ) -> tuple[list[Message], str, str, SessionSettings]:
+        """Storage thread, one hop: window, summary, (optionally) last recall, session settings."""
         window = self.store.window(session_id, self.config.window_messages)
+        settings = session_settings(self.store, session_id)
         recall = ""
-        if with_last_recall and self.config.proactive_recall:
+        if with_last_recall and self.config.proactive_recall and settings.tools:
             recall = last_recall_text(self.store, session_id, window)
-        return window, self.summary_text(session_id), recall
+        return window, self.summary_text(session_id), recall, settings
 
     async def run_turn(
         self,
@@ -336,12 +415,19 @@ class Agent:
         *,
         on_event: EventSink | None = None,
         stop: asyncio.Event | None = None,
+        asked: Message | None = None,
     ) -> TurnResult:
-        """Run one turn; see the module docstring."""
+        """Run one turn; see the module docstring.
+
+        *asked*: answer this stored user message instead of saving *text* as a
+        new one (see :meth:`regenerate`).  Message actions on the session are
+        refused while the turn runs (the store's turn lock).
+        """
         turn = _Turn(self, session_id, on_event or (lambda _e: None), stop or asyncio.Event())
         token = current_session.set(session_id)
         try:
-            result = await turn.run(text)
+            with self.store.turns.turn(session_id):
+                result = await turn.run(text, asked)
         finally:
             current_session.reset(token)
         if self.after_turn is not None:
@@ -350,6 +436,24 @@ class Agent:
             except Exception:  # a summary trigger must never fail a finished turn
                 log.warning("after-turn hook failed", exc_info=True)
         return result
+
+    async def regenerate(
+        self,
+        session_id: str,
+        user_message_id: str,
+        *,
+        on_event: EventSink | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> TurnResult:
+        """Answer an existing user message again (after ``regenerate_truncate``).
+
+        No new user message is saved; otherwise exactly :meth:`run_turn`.  The
+        message must end the session's history (else a readable error).
+        """
+        user = await self.storage.run(question_to_answer, self.store, session_id, user_message_id)
+        return await self.run_turn(
+            session_id, user.content, on_event=on_event, stop=stop, asked=user
+        )
 
 
 def last_recall_text(store: MemoryStore, session_id: str, window: Sequence[Message]) -> str:
@@ -385,14 +489,17 @@ class _Turn:
         self.passages = DocumentPassages()
         self.question = ""
         self.plan: TurnPlan = FULL
+        self.settings: SessionSettings = DEFAULT_SETTINGS
+        """The session's own settings, read once before the first round."""
         self.started = time.perf_counter()
 
-    async def run(self, text: str) -> TurnResult:
+    async def run(self, text: str, asked: Message | None = None) -> TurnResult:
         self.started = started = time.perf_counter()
         store = self.agent.store
         self.question = text
-        user = store.new_message("user", text)
-        await self._save(user)
+        user = asked if asked is not None else store.new_message("user", text)
+        if asked is None:  # a regeneration answers a message already stored
+            await self._save(user)
         try:
             await self._prepare(user)
             await self._rounds()
@@ -412,7 +519,9 @@ class _Turn:
         thread) are searched at the same time.
         """
         config = self.agent.config
-        if config.proactive_recall:
+        self.settings = await self.agent.storage.run(session_settings, self.agent.store, self.sid)
+        if config.proactive_recall and self.settings.tools:
+            self.emit(TurnStatus("recall"))
             began = time.perf_counter()
             self.recall, self.passages = await asyncio.gather(
                 self.agent.storage.run(self._find_recall, user),
@@ -430,6 +539,8 @@ class _Turn:
         )
         if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
             self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
+        if not self.settings.tools:  # plain chat: the one round answers, with no tools
+            self.plan = TurnPlan(tools=frozenset(), max_tool_rounds=0)
 
     @property
     def recall_text(self) -> str:
@@ -516,12 +627,18 @@ class _Turn:
         if first:
             self.result.tools_offered = list(self.offered)
         messages = await agent.context_messages(
-            self.sid, inline_results=inline, offered=self.offered, recall=self.recall_text
+            self.sid,
+            inline_results=inline,
+            offered=self.offered,
+            recall=self.recall_text,
+            settings=self.settings,
         )
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None
         self.partial = []
         began = time.perf_counter()
+        wrote: float | None = None
+        self.emit(TurnStatus("thinking"))
         try:
             async for event in agent.model.chat(
                 messages,
@@ -531,6 +648,9 @@ class _Turn:
                 stop=self.stop,
             ):
                 if isinstance(event, TextDelta):
+                    if wrote is None:
+                        wrote = time.perf_counter()
+                        self.emit(TurnStatus("writing"))
                     if self.result.first_token_s is None:
                         self.result.first_token_s = time.perf_counter() - self.started
                     self.partial.append(event.text)
@@ -542,6 +662,9 @@ class _Turn:
         finally:
             self.result.model_s += time.perf_counter() - began
         if finish is not None:
+            self.result.answer_tokens = finish.completion_tokens
+            self.result.prompt_tokens = finish.prompt_tokens
+            self.result.answer_s = time.perf_counter() - wrote if wrote is not None else 0.0
             self.result.trimmed_messages = max(
                 self.result.trimmed_messages, finish.trimmed_messages
             )
@@ -565,6 +688,7 @@ class _Turn:
                 outcome = ToolOutcome(call.name, call.arguments, "not run: the user stopped")
                 await self._save_tool_result(call, outcome)
                 continue
+            self.emit(TurnStatus("tool", call.name))
             self.emit(ToolCallStarted(call.id, call.name, call.arguments))
             key = _call_key(call)
             if call.error:

@@ -7,6 +7,12 @@ update widgets directly.  Deltas are coalesced: the streaming bubble is
 re-rendered at most every :data:`RENDER_INTERVAL_MS`, so a fast model cannot
 flood the event loop.
 
+A line under the pending answer says what the turn does now
+(:mod:`turn_status`); each bubble carries its actions (:mod:`bubble_actions`):
+Edit-and-resend and Regenerate start turns here, the others live in
+:mod:`message_actions`.  Actions that change the session are off while a
+turn runs in it.
+
 History is shown from the archive (it holds everything, also what
 compaction trimmed from history.json), newest page first; older pages load
 on demand and when the timeline asks to reveal an old message.  Pages are
@@ -40,6 +46,8 @@ from agenvoy_desktop.agent.turn import (
     ToolCallFinished,
     ToolCallStarted,
     TurnEvent,
+    TurnResult,
+    TurnStatus,
 )
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.operations.changes import MemoryChanges, turn_changes
@@ -55,7 +63,10 @@ from agenvoy_desktop.ui.chat_widgets import (
 )
 from agenvoy_desktop.ui.document_viewer import CitationOpener
 from agenvoy_desktop.ui.markdown_view import WrappingLabel
+from agenvoy_desktop.ui.message_actions import MessageActions
+from agenvoy_desktop.ui.pending_ops import PendingOps
 from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
+from agenvoy_desktop.ui.turn_status import TurnStatusLine, phase_text, tool_phrase
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +77,8 @@ RENDER_SHARE = 4
 """Re-render a streaming answer at most every RENDER_SHARE × its last render time."""
 STOP_GRACE_MS = 3000
 """After Stop, a model that has not ended its stream by then is cancelled outright."""
+NOTE_MS = 4000
+BUSY_HERE = "Wait until the answer is finished (or stop it) to change this conversation."
 
 
 class Composer(QPlainTextEdit):
@@ -110,6 +123,8 @@ class ChatPanel(QWidget):
         self.runner = runner
         self.session_provider: Callable[[], Awaitable[str]] = self._default_session
         """Gives the session a new message goes to (the window creates one if needed)."""
+        self.show_session: Callable[[str], object] = self.set_session
+        """Shows another session (a fork); the window selects it in every panel."""
         self._sid: str | None = None
         self._generation = 0
         self._first_seq = 0
@@ -120,6 +135,12 @@ class ChatPanel(QWidget):
         self._partial = ""
         self._streaming: ChatBubble | None = None
         self._pending_user: ChatBubble | None = None
+        self._editing: ChatBubble | None = None
+        """The user message the composer's text will replace (Edit)."""
+        self._asked: str | None = None
+        """The stored user message the running turn answers."""
+        self._last_turn_sid: str | None = None
+        self._last_question: ChatBubble | None = None
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
@@ -127,8 +148,19 @@ class ChatPanel(QWidget):
         self.citations = CitationOpener(services.paths, runner, self)
         """Makes citations of the user's documents in answers open the cited lines."""
         self._build()
+        self.message_actions = MessageActions(self)
         self.refresh_model_state()
         runner.memory_changed.connect(self._on_memory_changed)
+
+    @property
+    def pending(self) -> PendingOps:
+        """Message deletes in their undo window (the app flushes them when it quits)."""
+        return self.message_actions.pending
+
+    @property
+    def generation(self) -> int:
+        """Bumped whenever the view starts showing something else."""
+        return self._generation
 
     def _build(self) -> None:
         self.banner = ModelBanner()
@@ -144,6 +176,21 @@ class ChatPanel(QWidget):
         self.send_button.setMinimumWidth(80)
         self.status = QLabel()
         self.status.setObjectName("ChatStatus")
+        self.turn_status = TurnStatusLine()
+        self.view.footer_box.addWidget(self.turn_status)
+        self.edit_bar = QWidget()
+        self.edit_label = QLabel("Editing your message — sending replaces it and what follows.")
+        self.edit_label.setObjectName("ChatStatus")
+        cancel = QPushButton("Cancel edit")
+        cancel.setFlat(True)
+        cancel.clicked.connect(self.cancel_edit)
+        edit_row = QHBoxLayout(self.edit_bar)
+        edit_row.setContentsMargins(4, 0, 0, 0)
+        edit_row.addWidget(self.edit_label, 1)
+        edit_row.addWidget(cancel)
+        self.edit_bar.hide()
+        self.input_header = QVBoxLayout()
+        self.input_header.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
         row.addWidget(self.composer, 1)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
@@ -152,15 +199,25 @@ class ChatPanel(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.status)
+        layout.addLayout(self.input_header)
+        layout.addWidget(self.edit_bar)
         layout.addLayout(row)
         self.restyle()
+
+    def set_input_header(self, widget: QWidget) -> None:
+        """Put *widget* just above the message box (the model switcher goes here)."""
+        self.input_header.addWidget(widget)
 
     def restyle(self) -> None:
         """Colours from the application palette (again after a light/dark switch)."""
         apply_sheet(
             self,
             lambda p: (
-                chat_style(p) + f" #ChatStatus {{ color: {colors(p).muted}; padding: 0 4px; }}"
+                chat_style(p)
+                + f" #ChatStatus, #TurnStatus {{ color: {colors(p).muted}; padding: 0 4px; }}"
+                + f" #BubbleProblem {{ color: {colors(p).error_fg}; }}"
+                + f" #ChatBubble:focus {{ border: 2px solid {colors(p).accent}; }}"
+                + " #BubbleActions QToolButton { padding: 0 4px; }"
             ),
         )
 
@@ -225,6 +282,7 @@ class ChatPanel(QWidget):
         self._generation += 1
         self._streaming = self._pending_user = None
         self.view.clear()
+        self._forget_shown()
         if session_id is None or empty:
             return None
         self._load_op = self.runner.run(
@@ -237,6 +295,17 @@ class ChatPanel(QWidget):
         self._generation += 1
         self._streaming = self._pending_user = None
         self.view.clear()
+        self._forget_shown()
+
+    def _forget_shown(self) -> None:
+        """What belonged to the view just cleared: an edit, the status line, the versions."""
+        if self._editing is not None:
+            self._editing = None
+            self.composer.clear()
+        self.edit_bar.hide()
+        self.turn_status.setVisible(self._busy_here() and self._turn_sid is not None)
+        self.view.set_actions_enabled(not self._busy_here())
+        self.message_actions.versions.clear()
 
     def reload(self) -> Operation | None:
         return self.set_session(self._sid)
@@ -257,6 +326,9 @@ class ChatPanel(QWidget):
         if self._turn is not None and self._turn_sid == sid and self._partial:
             self._render_partial()
         self.view.scroll_to_bottom()
+        self.view.set_actions_enabled(not self._busy_here())
+        if not self._busy_here():
+            self.message_actions.load_versions(sid, generation)
 
     def load_earlier(self) -> Operation | None:
         if self._sid is None:
@@ -312,9 +384,15 @@ class ChatPanel(QWidget):
         chips: dict[str, ToolChip] = {}
         batch: list[QWidget] = []
         placed = 0
+        hidden = self.message_actions.hidden(self._sid) if self._sid is not None else set()
+        asked: str | None = None
         for number, message in enumerate(messages, 1):
-            if self.view.widget_for(message.id) is None:  # a live turn may have shown it
-                batch += self._widgets_for(message, chips)
+            if message.role == "user":
+                asked = message.id
+            if message.id in hidden:
+                pass  # deleted, its undo window still open
+            elif self.view.widget_for(message.id) is None:  # a live turn may have shown it
+                batch += self._widgets_for(message, chips, asked)
                 if recalls and message.id in recalls:
                     batch.append(RecallChip(*recalls[message.id]))
             if number % RENDER_BATCH == 0 or number == len(messages):
@@ -329,7 +407,9 @@ class ChatPanel(QWidget):
                 if generation != self._generation:
                     return
 
-    def _widgets_for(self, message: Message, chips: dict[str, ToolChip]) -> list[QWidget]:
+    def _widgets_for(
+        self, message: Message, chips: dict[str, ToolChip], asked: str | None = None
+    ) -> list[QWidget]:
         """The bubble and/or tool chips that show one stored message."""
         if message.role == "tool":
             chip = chips.get(str(message.extra.get("tool_call_id", "")))
@@ -344,14 +424,22 @@ class ChatPanel(QWidget):
             return [chip] if fresh else []
         out: list[QWidget] = []
         if _shows_text(message):
-            bubble = ChatBubble(message.role, message.time_ns, links=self.citations)
+            bubble = self._bubble(message.role, message.time_ns)
             bubble.bind(message)
+            if message.role == "assistant" and not message.extra.get("tool_calls"):
+                bubble.reply_to = asked
             self.view.register(message.id, bubble)
             out.append(bubble)
         for chip in self._call_chips(message):
             chips[chip.call_id] = chip
             out.append(chip)
         return out
+
+    def _bubble(self, role: str, time_ns: int) -> ChatBubble:
+        """A new bubble whose actions come here."""
+        bubble = ChatBubble(role, time_ns, links=self.citations)
+        bubble.action_requested.connect(lambda name, b=bubble: self._on_action(b, name))
+        return bubble
 
     def _call_chips(self, message: Message) -> list[ToolChip]:
         calls = message.extra.get("tool_calls")
@@ -372,18 +460,34 @@ class ChatPanel(QWidget):
             self.send()
 
     def send(self, text: str | None = None) -> Operation | None:
-        """Start a turn with *text* (default: the input box)."""
+        """Start a turn with *text* (default: the input box); an edit replaces its message."""
         text = (self.composer.toPlainText() if text is None else text).strip()
-        if not text or self.busy:
+        if not text or self.busy or not self._can_answer():
             return None
-        if self.services.agent is None:
-            self.refresh_model_state()
-            self.runner.error_reported.emit("There is no chat model yet: " + self.banner.fix)
-            return None
+        editing, self._editing = self._editing, None
+        self.edit_bar.hide()
         self.composer.clear()
+        return self._start(self._run_turn(text, editing), text)
+
+    def regenerate(self, bubble: ChatBubble) -> Operation | None:
+        """Answer the question of *bubble* (an answer, or a failed one) again."""
+        target = bubble.message_id or bubble.reply_to
+        if self.busy or target is None or self._sid is None or not self._can_answer():
+            return None
+        return self._start(self._run_regenerate(self._sid, target, bubble), None)
+
+    def _can_answer(self) -> bool:
+        if self.services.agent is not None:
+            return True
+        self.refresh_model_state()
+        self.runner.error_reported.emit("There is no chat model yet: " + self.banner.fix)
+        return False
+
+    def _start(self, work: Awaitable[None], text: str | None) -> Operation:
         self._stop = asyncio.Event()
+        self._last_turn_sid = self._last_question = None
         self._turn = self.runner.run(
-            self._run_turn(text), what="get an answer", on_failure=lambda e: self._failed(text, e)
+            work, what="get an answer", on_failure=lambda e: self._failed(text, e)
         )
         self._set_busy(True)
         return self._turn
@@ -398,7 +502,7 @@ class ChatPanel(QWidget):
             STOP_GRACE_MS, self, lambda: turn.cancel() if turn is self._turn else None
         )
 
-    async def _run_turn(self, text: str) -> None:
+    async def _run_turn(self, text: str, editing: ChatBubble | None) -> None:
         agent = self.services.agent
         assert agent is not None
         sid = await self.session_provider()
@@ -406,35 +510,170 @@ class ChatPanel(QWidget):
             self._sid = sid
             self._generation += 1
             self.view.clear()
-        self._turn_sid = sid
+        await self.pending.flush(sid)  # a deleted message must not reach the model
+        if editing is not None and editing.message_id is not None and sid == self._sid:
+            await self._truncate_for_edit(sid, editing)
+        self._begin(sid)
+        self._pending_user = self._append_live("user", text)
+        try:
+            result = await agent.run_turn(sid, text, on_event=self._on_event, stop=self._stop)
+        finally:
+            self._end(sid)
+        self._done(result)
+
+    async def _truncate_for_edit(self, sid: str, editing: ChatBubble) -> None:
+        """Drop the edited message and what followed it, in the store and on screen."""
+        from agenvoy_desktop.operations.messages import edit_truncate
+
+        store = self.services.store
+        assert editing.message_id is not None
+        changes = await self.services.storage.run(edit_truncate, store, sid, editing.message_id)
+        self.runner.broadcast(changes)
+        for widget in [editing, *self.view.items_after(editing)]:
+            self.view.remove(widget)
+
+    async def _run_regenerate(self, sid: str, message_id: str, bubble: ChatBubble) -> None:
+        from agenvoy_desktop.operations.messages import regenerate_truncate
+
+        agent = self.services.agent
+        assert agent is not None
+        await self.pending.flush(sid)
+        store = self.services.store
+        changed = await self.services.storage.run(regenerate_truncate, store, sid, message_id)
+        self.runner.broadcast(changed.changes)
+        user_id = changed.value
+        asked = self.view.widget_for(user_id)
+        if sid == self._sid:
+            keep = asked if isinstance(asked, ChatBubble) else None
+            drop = self.view.items_after(keep) if keep is not None else [bubble]
+            for widget in drop:
+                self.view.remove(widget)
+        self._begin(sid)
+        self._asked = user_id
+        try:
+            result = await agent.regenerate(sid, user_id, on_event=self._on_event, stop=self._stop)
+        finally:
+            self._end(sid)
+        self._done(result)
+
+    def _begin(self, sid: str) -> None:
+        """A turn starts in *sid*: fresh stream state, actions off, the status line on."""
+        self._turn_sid = self._last_turn_sid = sid
         self._partial = ""
         self._streaming = None
+        self._asked = None
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
-        self._pending_user = self._append_live("user", text)
+        if sid == self._sid:
+            self.view.set_actions_enabled(False)
+            self.turn_status.begin()
         self.turn_started.emit(sid)
-        try:
-            await agent.run_turn(sid, text, on_event=self._on_event, stop=self._stop)
-        finally:
-            self._render_timer.stop()
-            self._render_partial()
-            self._turn = None
-            self._turn_sid = None
-            self._streaming = self._pending_user = None
-            self._set_busy(False)
-            self.runner.broadcast(turn_changes(sid))
-            self.turn_finished.emit(sid)
 
-    def _failed(self, text: str, exc: BaseException) -> None:
-        bubble = self._pending_user
-        if bubble is not None and bubble.message_id is None:
-            self.view.remove(bubble)  # never saved: give the text back to retry
-            if not self.composer.toPlainText().strip():
-                self.composer.setPlainText(text)
+    def _end(self, sid: str) -> None:
+        """The turn ended (answered, stopped or failed): back to idle."""
+        self._render_timer.stop()
+        self._render_partial()
+        self._turn = None
+        self._turn_sid = None
+        self._last_question = self._pending_user
+        self._streaming = self._pending_user = None
+        self._set_busy(False)
+        self.runner.broadcast(turn_changes(sid))
+        if sid == self._sid:
+            self.view.set_actions_enabled(True)
+            self.message_actions.load_versions(sid, self._generation)
+        self.turn_finished.emit(sid)
+
+    def _done(self, result: TurnResult) -> None:
+        if result.session_id == self._sid:
+            model = self.services.chat_model
+            self.turn_status.finish(result, getattr(model, "name", "?") if model else "?")
+
+    def _failed(self, text: str | None, exc: BaseException) -> None:
+        """Say why in an answer bubble, with Retry: regenerate if the question was
+        saved, send it again if not."""
         self.runner.report_error("get an answer", exc)
+        user = self._last_question
+        asked = user.message_id if user is not None else self._asked
+        if not self._shown_sid():
+            if text and not self.composer.toPlainText().strip():
+                self.composer.setPlainText(text)  # nothing on screen holds it: give it back
+            return
+        bubble = self._bubble("assistant", self.services.clock())
+        bubble.reply_to = asked
+        bubble.resend = text if asked is None else None
+        bubble.set_text("")
+        bubble.show_problem(self.runner.readable(exc).splitlines()[0])
+        self._append_all([bubble])
+        self.turn_status.fail("No answer.")
+        self.view.set_actions_enabled(True)
+
+    def _shown_sid(self) -> bool:
+        return self._sid is not None and self._sid == self._last_turn_sid
 
     def _set_busy(self, busy: bool) -> None:
         self.send_button.setText("Stop" if busy else "Send")
         self.send_button.setToolTip("Stop generating (Esc)" if busy else "Send (Enter)")
+
+    def _busy_here(self) -> bool:
+        """A turn runs in the shown session."""
+        return self._turn is not None and self._turn_sid in (None, self._sid)
+
+    # -- message actions ---------------------------------------------------------------------
+    def _on_action(self, bubble: ChatBubble, name: str) -> None:
+        if name == "copy":
+            self.message_actions.copy(bubble)
+        elif name in ("older", "newer"):
+            self.message_actions.page(bubble, -1 if name == "older" else 1)
+        elif self._busy_here():
+            self.say(BUSY_HERE)
+        elif name == "edit":
+            self.start_edit(bubble)
+        elif name == "regenerate":
+            self.regenerate(bubble)
+        elif name == "retry":
+            self.retry(bubble)
+        elif name == "delete":
+            self.message_actions.delete(bubble)
+        elif name == "fork":
+            self.message_actions.fork(bubble)
+
+    def start_edit(self, bubble: ChatBubble) -> None:
+        """Put a user message into the message box; sending replaces it and what follows."""
+        if bubble.message_id is None:
+            return
+        self._editing = bubble
+        self.composer.setPlainText(bubble.text())
+        self.edit_bar.show()
+        self.focus_input()
+        self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
+
+    def cancel_edit(self) -> None:
+        if self._editing is not None:
+            self._editing = None
+            self.composer.clear()
+        self.edit_bar.hide()
+        self.focus_input()
+
+    def retry(self, bubble: ChatBubble) -> Operation | None:
+        """Retry a failed or empty answer."""
+        resend = getattr(bubble, "resend", None)
+        if resend:
+            for widget in [bubble, *self._unsaved_questions()]:
+                self.view.remove(widget)
+            return self.send(resend)
+        return self.regenerate(bubble)
+
+    def _unsaved_questions(self) -> list[ChatBubble]:
+        return [b for b in self.bubbles() if b.role == "user" and b.message_id is None]
+
+    def say(self, text: str) -> None:
+        """A short note in the status line under the chat."""
+        self.status.setText(text)
+        QTimer.singleShot(NOTE_MS, self, self._restore_status)
+
+    def _restore_status(self) -> None:
+        model = self.services.chat_model
+        self.status.setText(f"Model: {getattr(model, 'name', '?')}" if model else "")
 
     def _shown(self) -> bool:
         return self._turn_sid is not None and self._turn_sid == self._sid
@@ -442,7 +681,7 @@ class ChatPanel(QWidget):
     def _append_live(self, role: str, text: str) -> ChatBubble | None:
         if not self._shown():
             return None
-        bubble = ChatBubble(role, self.services.clock(), links=self.citations)
+        bubble = self._bubble(role, self.services.clock())
         bubble.set_text(text)
         self.view.append(bubble)
         self.view.scroll_to_bottom()
@@ -458,7 +697,11 @@ class ChatPanel(QWidget):
         elif isinstance(event, RecallInjected) and self._shown():
             found = RecallChip(event.text, len(event.message_ids), len(event.citations))
             self._append_all([found])
+        elif isinstance(event, TurnStatus) and self._shown() and event.phase != "tool":
+            self.turn_status.say(phase_text(event.phase, event.detail))
         elif isinstance(event, ToolCallStarted | ToolCallFinished) and self._shown():
+            if isinstance(event, ToolCallStarted):
+                self.turn_status.say(tool_phrase(event.name, event.arguments))
             chip = self.view.chip(event.call_id)
             if chip is not None:
                 chip.apply_event(event)
@@ -483,6 +726,8 @@ class ChatPanel(QWidget):
             )
         if not self._shown():
             return
+        if message.role == "user":
+            self._asked = message.id
         if message.role == "user" and self._pending_user is not None:
             if self.view.widget_for(message.id) is not None:  # a page load showed it already
                 self.view.remove(self._pending_user)
@@ -506,12 +751,14 @@ class ChatPanel(QWidget):
         bubble, self._streaming, self._partial = self._streaming, None, ""
         if bubble is not None and _shows_text(message):
             bubble.bind(message)
+            if not message.extra.get("tool_calls"):
+                bubble.reply_to = self._asked
             self.view.register(message.id, bubble)
             self._append_all(list(self._call_chips(message)))
             return
         if bubble is not None:
             self.view.remove(bubble)
-        self._append_all(self._widgets_for(message, {}))
+        self._append_all(self._widgets_for(message, {}, self._asked))
 
     def _append_all(self, widgets: Sequence[QWidget]) -> None:
         for widget in widgets:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping
+from functools import cache
 from typing import Any, TypeVar
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QContextMenuEvent, QEnterEvent, QFocusEvent, QResizeEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -29,7 +32,14 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.turn import ToolCallFinished, ToolCallStarted
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.timeutil import format_local
-from agenvoy_desktop.ui.markdown_view import CitationLinks, MarkdownView, WrappingLabel
+from agenvoy_desktop.ui.bubble_actions import ActionRow
+from agenvoy_desktop.ui.markdown_view import (
+    CitationLinks,
+    MarkdownView,
+    ProseLabel,
+    WrappingLabel,
+    soft_breaks,
+)
 from agenvoy_desktop.ui.theme import mono_font, set_flag
 
 W = TypeVar("W", bound=QWidget)
@@ -37,6 +47,7 @@ RESULT_CHARS = 4000
 ARGS_SUMMARY_CHARS = 60
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 FLASH_MS = 1600
+NO_TEXT = "The model returned no text."
 
 
 def flash(widget: QWidget) -> None:
@@ -45,12 +56,33 @@ def flash(widget: QWidget) -> None:
     QTimer.singleShot(FLASH_MS, widget, lambda: set_flag(widget, "flash", "false"))
 
 
+@cache
+def row_height() -> int:
+    """The height of a bubble's action row (the header keeps it while the row is hidden)."""
+    probe = QToolButton()
+    probe.setText("Copy")
+    probe.setAutoRaise(True)
+    height = probe.sizeHint().height()
+    probe.deleteLater()
+    return height
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ChatBubble(QFrame):
-    """One user or assistant message, rendered as Markdown."""
+    """One user or assistant message, rendered as Markdown, with its actions.
+
+    The action row shows while the pointer is over the bubble or the focus is
+    in it (Tab reaches a bubble); the context menu offers the same actions.
+    An answer that failed or came back empty says so, with a Retry button.
+    Both are made when first needed: a page of forty bubbles would otherwise
+    build some three hundred buttons nobody looks at.
+    """
+
+    action_requested = Signal(str)
+    """An action's name (see :mod:`bubble_actions`), or ``retry``."""
 
     def __init__(
         self,
@@ -64,20 +96,69 @@ class ChatBubble(QFrame):
         self.setProperty("role", role)
         self.role = role
         self.message_id: str | None = None
+        self.reply_to: str | None = None
+        """The user message an answer replies to (its versions are that message's answers)."""
         self.interrupted = False
-        self.header = QLabel(f"{ROLE_NAMES.get(role, role)} · {format_local(time_ns)}")
+        self.problem_text = ""
+        self.resend: str | None = None
+        """The question to send again on Retry when it never reached the store."""
+        self._actions_enabled = True
+        self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        self._row: ActionRow | None = None
+        self._problem: tuple[WrappingLabel, QPushButton] | None = None
+        self.header = ElidedLabel(f"{ROLE_NAMES.get(role, role)} · {format_local(time_ns)}")
         self.header.setObjectName("BubbleHeader")
+        self.header.setMinimumHeight(row_height())  # the row appearing on hover: no jump
         self.view = MarkdownView(links=links)
         self.mark = WrappingLabel()
         self.mark.setText("Answer interrupted — what was written so far is kept.")
         self.mark.setObjectName("InterruptedMark")
         self.mark.hide()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 8, 12, 10)
-        layout.setSpacing(4)
-        layout.addWidget(self.header)
-        layout.addWidget(self.view)
-        layout.addWidget(self.mark)
+        self._top = QHBoxLayout()
+        self._top.setContentsMargins(0, 0, 0, 0)
+        self._top.addWidget(self.header, 1)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(12, 6, 8, 10)
+        self._layout.setSpacing(4)
+        self._layout.addLayout(self._top)
+        self._layout.addWidget(self.view)
+        self._layout.addWidget(self.mark)
+
+    @property
+    def action_row(self) -> ActionRow:
+        """The bubble's actions (made on first use)."""
+        if self._row is None:
+            self._row = ActionRow(self.role)
+            self._row.triggered.connect(self.action_requested)
+            self._row.set_hover(False)
+            self._row.set_state(enabled=self._actions_enabled, saved=self.message_id is not None)
+            self._top.addWidget(self._row)
+        return self._row
+
+    @property
+    def problem(self) -> WrappingLabel:
+        """Why there is no answer (made on first use)."""
+        return self._problem_parts()[0]
+
+    @property
+    def retry_button(self) -> QPushButton:
+        return self._problem_parts()[1]
+
+    def _problem_parts(self) -> tuple[WrappingLabel, QPushButton]:
+        if self._problem is None:
+            label = WrappingLabel()
+            label.setObjectName("BubbleProblem")
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            retry = QPushButton("Retry")
+            retry.setToolTip("Ask the model again")
+            retry.clicked.connect(lambda: self.action_requested.emit("retry"))
+            retry.setEnabled(self._actions_enabled)
+            row = QHBoxLayout()
+            row.addWidget(label, 1)
+            row.addWidget(retry, 0, Qt.AlignmentFlag.AlignTop)
+            self._layout.addLayout(row)
+            self._problem = label, retry
+        return self._problem
 
     def text(self) -> str:
         return self.view.markdown()
@@ -93,14 +174,143 @@ class ChatBubble(QFrame):
         )
         self.set_text(message.content)
         self.set_interrupted(bool(message.extra.get("interrupted")))
+        empty = not message.content.strip() and not message.extra.get("tool_calls")
+        if self.role == "assistant" and empty and not self.interrupted:
+            self.show_problem(NO_TEXT)
+        else:
+            self.show_problem("")
+        if self._row is not None:
+            self._row.set_state(enabled=self._actions_enabled, saved=True)
 
     def set_interrupted(self, interrupted: bool) -> None:
         self.interrupted = interrupted
         self.mark.setVisible(interrupted)
 
+    def show_problem(self, text: str) -> None:
+        """Say why there is no answer ("" hides it), with a Retry button."""
+        if not text and self._problem is None:
+            return
+        self.problem_text = text
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
+        self.retry_button.setVisible(bool(text))
+        self.view.setVisible(not text or bool(self.text().strip()))
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Off while a turn runs in this session (Copy stays)."""
+        self._actions_enabled = enabled
+        if self._row is not None:
+            self._row.set_state(enabled=enabled, saved=self.message_id is not None)
+        if self._problem is not None:
+            self._problem[1].setEnabled(enabled)
+
+    def selected_text(self) -> str:
+        """The text selected in this bubble's prose, if any."""
+        return next(
+            (p.selectedText() for p in self.findChildren(ProseLabel) if p.hasSelectedText()), ""
+        )
+
+    # -- showing the actions ------------------------------------------------------------
+    def enterEvent(self, event: QEnterEvent) -> None:
+        super().enterEvent(event)
+        self.action_row.set_hover(True)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        super().leaveEvent(event)
+        if self._row is not None:
+            self._sync_actions()
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self.action_row.set_hover(True)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        QTimer.singleShot(0, self, self._sync_actions)
+
+    def _sync_actions(self) -> None:
+        if self._row is None:
+            return
+        focus = QApplication.focusWidget()
+        inside = focus is not None and (focus is self or self.isAncestorOf(focus))
+        self._row.set_hover(self.underMouse() or inside)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = self.action_row.menu(self)
+        selected = self.selected_text()
+        if selected:
+            copy = menu.addAction("Copy selected text")
+            copy.triggered.connect(lambda: QApplication.clipboard().setText(selected))
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(event.globalPos())
+
     def flash(self) -> None:
         """Highlight briefly (the target of a timeline click)."""
         flash(self)
+
+
+class ElidedLabel(QLabel):
+    """A one-line label elided to its width ("…"): a narrow column never widens for it."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setText(text)
+
+    def text(self) -> str:
+        return self._full
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(20, super().minimumSizeHint().height())
+
+    def _elide(self) -> None:
+        room = max(20, self.contentsRect().width())
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        if shown != super().text():
+            super().setText(shown)
+
+
+class ElidedButton(QToolButton):
+    """A tool button whose one line is elided to its width (never widens the chat)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+
+    def text(self) -> str:
+        """The whole line, elided or not."""
+        return self._full
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(80, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(min(hint.width(), 240), hint.height())
+
+    def _elide(self) -> None:
+        room = max(40, self.width() - 28)  # the arrow and the padding
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        if shown != super().text():
+            super().setText(shown)
+        if shown != self._full:
+            self.setToolTip(self._full)
 
 
 class ExpandableChip(QFrame):
@@ -109,7 +319,7 @@ class ExpandableChip(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ToolChip")
-        self.header = QToolButton()
+        self.header = ElidedButton()
         self.header.setCheckable(True)
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.header.setArrowType(Qt.ArrowType.RightArrow)
@@ -240,8 +450,12 @@ class ToolChip(ExpandableChip):
         if self.hint:
             text += "  ·  ⚠ error-memory hint"
         self.header.setText(text)
-        self.args_label.setText(json.dumps(self.arguments, ensure_ascii=False, indent=2))
-        self.result_label.setText(_clip(self.result or "", RESULT_CHARS) or "(nothing yet)")
+        self.args_label.setText(
+            soft_breaks(json.dumps(self.arguments, ensure_ascii=False, indent=2))
+        )
+        self.result_label.setText(
+            soft_breaks(_clip(self.result or "", RESULT_CHARS)) or "(nothing yet)"
+        )
         self.hint_label.setText(
             "<i>Error-memory hint, sent to the model with this result:</i><br>"
             + html.escape(self.hint).replace("\n", "<br>")
@@ -281,7 +495,7 @@ class RecallChip(ExpandableChip):
         self.lines = WrappingLabel()
         self.lines.setTextFormat(Qt.TextFormat.PlainText)
         self.lines.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.lines.setText("\n".join(text.splitlines()[1:]))
+        self.lines.setText(soft_breaks("\n".join(text.splitlines()[1:])))
         self.details_box.addWidget(self.lines)
 
 
@@ -335,12 +549,18 @@ class ChatView(QScrollArea):
         self.empty_label.setObjectName("BubbleHeader")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setContentsMargins(0, 40, 0, 0)
+        self.footer = QWidget()
+        """Stays below the newest item (the turn's status line goes here)."""
+        self.footer_box = QVBoxLayout(self.footer)
+        self.footer_box.setContentsMargins(0, 0, 0, 0)
         self._column.addWidget(self.earlier_button)
         self._column.addWidget(self.empty_label)
+        self._column.addWidget(self.footer)
         self._column.addStretch(1)
-        self._fixed = (self.earlier_button, self.empty_label)
+        self._fixed = (self.earlier_button, self.empty_label, self.footer)
         self.setWidget(self._content)
         self._by_id: dict[str, QWidget] = {}
+        self.actions_enabled = True
         self._stick = True
         self._keep_from_bottom: int | None = None
         bar = self.verticalScrollBar()
@@ -361,15 +581,30 @@ class ChatView(QScrollArea):
         return [w for w in self._widgets() if isinstance(w, kind)]
 
     def append(self, widget: QWidget) -> None:
-        self._column.insertWidget(self._column.count() - 1, widget)
+        self._column.insertWidget(self._column.indexOf(self.footer), widget)
         self.empty_label.hide()
+        if isinstance(widget, ChatBubble):
+            widget.set_actions_enabled(self.actions_enabled)
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Message actions on or off for every bubble (off while a turn runs here)."""
+        self.actions_enabled = enabled
+        for bubble in self.items(ChatBubble):
+            bubble.set_actions_enabled(enabled)
+
+    def items_after(self, widget: QWidget) -> list[QWidget]:
+        """The items below *widget* (what an edit or a regenerate replaces)."""
+        items = self._content_items()
+        return items[items.index(widget) + 1 :] if widget in items else []
 
     def insert_top(self, position: int, widgets: list[QWidget]) -> None:
         """Insert older items at *position* (0 = first) keeping the viewport where it was."""
         bar = self.verticalScrollBar()
         self._keep_from_bottom = bar.maximum() - bar.value()
         for offset, widget in enumerate(widgets):
-            self._column.insertWidget(len(self._fixed) + position + offset, widget)
+            self._column.insertWidget(2 + position + offset, widget)  # below the two fixed
+            if isinstance(widget, ChatBubble):
+                widget.set_actions_enabled(self.actions_enabled)
         if widgets:
             self.empty_label.hide()
 

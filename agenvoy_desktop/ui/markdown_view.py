@@ -37,6 +37,10 @@ from agenvoy_desktop.ui.theme import mono_font
 
 HEIGHT_CACHE = 8
 CITE_SCHEME = "cite:"
+BREAK_RUN = 24
+"""A run of this many characters without a space gets break opportunities (U+200B)."""
+BREAK_EVERY = 12
+ZWSP = "\u200b"
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 
 
@@ -164,6 +168,35 @@ def open_link(link: str, parent: QWidget | None, links: CitationLinks | None = N
     QDesktopServices.openUrl(QUrl(link))
 
 
+_LONG_RUN = re.compile(rf"[^\s\u200b]{{{BREAK_RUN},}}")
+_HTML_TEXT = re.compile(r">([^<]+)<")
+_ENTITY_OR_CHAR = re.compile(r"&#?\w+;|.", re.DOTALL)
+
+
+def _break_run(match: re.Match[str]) -> str:
+    units = _ENTITY_OR_CHAR.findall(match.group())
+    return ZWSP.join("".join(units[i : i + BREAK_EVERY]) for i in range(0, len(units), BREAK_EVERY))
+
+
+def soft_breaks(text: str) -> str:
+    """*text* with invisible break opportunities inside long unbroken runs.
+
+    A word-wrapping label cannot be narrower than its longest word, so one
+    long URL or hash widened the whole chat column.  Zero-width spaces let
+    the line wrap anywhere in such a run; shorter words wrap as before.
+    Works on plain text and on HTML entities alike (an entity is one unit).
+    """
+    return _LONG_RUN.sub(_break_run, text)
+
+
+def soft_breaks_html(html: str) -> str:
+    """:func:`soft_breaks` on the text of an HTML body, never inside a tag or attribute."""
+    head, found, body = html.partition("<body")
+    if not found:
+        return html
+    return head + found + _HTML_TEXT.sub(lambda m: ">" + soft_breaks(m.group(1)) + "<", body)
+
+
 def markdown_to_html(text: str) -> str:
     """Qt's Markdown reader (GitHub dialect, no raw HTML) as label-ready HTML."""
     doc = QTextDocument()
@@ -172,7 +205,12 @@ def markdown_to_html(text: str) -> str:
         | QTextDocument.MarkdownFeature.MarkdownNoHTML
     )
     doc.setMarkdown(text, features)
-    return doc.toHtml()
+    return _BODY_STYLE.sub("<body>", doc.toHtml(), count=1)
+
+
+_BODY_STYLE = re.compile(r"<body style=\"[^\"]*\">")
+"""``toHtml`` writes the font of the moment into the body (family, size in pt); without it the
+label's own font applies, so a font-size change in Settings reaches messages already shown."""
 
 
 class WrappingLabel(QLabel):
@@ -224,6 +262,7 @@ class ProseLabel(WrappingLabel):
         self.linkActivated.connect(lambda link: open_link(link, self, self.links))
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.NoContextMenu)  # the bubble's menu
         self.source = ""
 
     def set_source(self, text: str) -> None:
@@ -231,7 +270,7 @@ class ProseLabel(WrappingLabel):
             self.source = text
             if self.links is not None:
                 text = link_citations(text, self.links.known)
-            self.setText(markdown_to_html(text))
+            self.setText(soft_breaks_html(markdown_to_html(text)))
 
 
 class CodeBlock(QFrame):

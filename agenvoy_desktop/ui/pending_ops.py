@@ -1,4 +1,4 @@
-"""Reset and remove with an undo window instead of a confirmation dialog.
+"""Reset, remove and message delete with an undo window instead of a confirmation dialog.
 
 Clicking Reset or Remove changes the *view* at once (the chat empties, the
 session leaves the list) and schedules the real operation; the store runs it
@@ -9,6 +9,9 @@ What a crash does: while an operation is pending nothing has been deleted
 yet, so a crash inside the undo window keeps the data — the safe side; the
 user simply sees the session again at the next start.  Once the store has
 started the operation, its journal rolls it forward at the next start.
+
+A message delete works the same way for one message: the chat hides its
+bubble at once, and the store deletes it when the window ends.
 
 Quitting finalises every pending operation (:meth:`PendingOps.flush`):
 closing the window is not an undo.
@@ -24,24 +27,39 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import is_known
+from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.sessions import remove_session, reset_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 
 log = logging.getLogger(__name__)
 
 UNDO_WINDOW_MS = 10_000
-OpKind = Literal["reset", "remove"]
+OpKind = Literal["reset", "remove", "delete_message"]
 
 
 @dataclass(eq=False)
 class PendingOp:
-    """One reset/remove waiting for its undo window to end."""
+    """One reset/remove/message delete waiting for its undo window to end."""
 
     kind: OpKind
     session_id: str
     title: str
     timer: QTimer = field(repr=False)
     state: Literal["pending", "running", "done", "undone", "failed"] = "pending"
+    message_id: str | None = None
+    """The message a ``delete_message`` deletes."""
+
+    @property
+    def key(self) -> str:
+        """One pending operation per session, and per message for deletes."""
+        return (
+            self.session_id if self.message_id is None else f"{self.session_id}/{self.message_id}"
+        )
+
+    @property
+    def what(self) -> str:
+        """The operation in words, for logs and error messages."""
+        return "delete the message" if self.kind == "delete_message" else f"{self.kind} the session"
 
 
 class PendingOps(QObject):
@@ -69,33 +87,44 @@ class PendingOps(QObject):
 
     # -- queries -------------------------------------------------------------------
     def pending_for(self, session_id: str) -> PendingOp | None:
+        """The pending reset or remove of *session_id* (message deletes: :meth:`deleting`)."""
         op = self._ops.get(session_id)
         return op if op is not None and op.state == "pending" else None
 
+    def deleting(self, session_id: str) -> set[str]:
+        """Messages of *session_id* deleted in the view whose undo window is open or running."""
+        return {
+            op.message_id
+            for op in self._ops.values()
+            if op.message_id is not None and op.session_id == session_id
+        }
+
     def hidden_sessions(self) -> set[str]:
         """Sessions the list must not show: removed, undo window still open or running."""
-        return {sid for sid, op in self._ops.items() if op.kind == "remove"}
+        return {op.session_id for op in self._ops.values() if op.kind == "remove"}
 
     def pending(self) -> list[PendingOp]:
         return [op for op in self._ops.values() if op.state == "pending"]
 
     # -- actions ---------------------------------------------------------------------
-    def schedule(self, kind: OpKind, session_id: str, title: str) -> PendingOp:
+    def schedule(
+        self, kind: OpKind, session_id: str, title: str, message_id: str | None = None
+    ) -> PendingOp:
         """Start the undo window; a remove replaces a pending reset of the same session."""
-        previous = self._ops.get(session_id)
-        if previous is not None and previous.state == "pending":
-            previous.timer.stop()
-            if previous.kind == "remove":
-                kind = "remove"  # removing subsumes resetting
-            previous.state = "undone"
         timer = QTimer(self)
         timer.setSingleShot(True)
         timer.setInterval(self.delay_ms)
-        op = PendingOp(kind, session_id, title, timer)
+        op = PendingOp(kind, session_id, title, timer, message_id=message_id)
+        previous = self._ops.get(op.key)
+        if previous is not None and previous.state == "pending":
+            previous.timer.stop()
+            if previous.kind == "remove":
+                op.kind = "remove"  # removing subsumes resetting
+            previous.state = "undone"
         timer.timeout.connect(lambda: self._execute(op))
-        self._ops[session_id] = op
+        self._ops[op.key] = op
         timer.start()
-        log.info("%s of %s scheduled (undo window %d ms)", kind, session_id, self.delay_ms)
+        log.info("%s of %s scheduled (undo window %d ms)", op.kind, op.key, self.delay_ms)
         self.scheduled.emit(op)
         return op
 
@@ -105,8 +134,8 @@ class PendingOps(QObject):
             return False
         op.timer.stop()
         op.state = "undone"
-        self._ops.pop(op.session_id, None)
-        log.info("%s of %s undone", op.kind, op.session_id)
+        self._ops.pop(op.key, None)
+        log.info("%s of %s undone", op.kind, op.key)
         self.undone.emit(op)
         return True
 
@@ -130,25 +159,36 @@ class PendingOps(QObject):
     # -- execution -----------------------------------------------------------------
     def _execute(self, op: PendingOp) -> None:
         if op.state == "pending":
-            self.runner.run(self._run(op), what=f"{op.kind} the session")
+            self.runner.run(self._run(op), what=op.what)
 
     async def _run(self, op: PendingOp) -> None:
         if op.state != "pending":
             return
         op.state = "running"
-        action = reset_session if op.kind == "reset" else remove_session
         try:
-            changes = await self.services.storage.run(action, self.services.store, op.session_id)
+            changes = await self.services.storage.run(self._action, op)
         except Exception as exc:  # the window shows it; the session comes back
             op.state = "failed"
-            self._ops.pop(op.session_id, None)
+            self._ops.pop(op.key, None)
             level = logging.WARNING if is_known(exc) else logging.ERROR  # a bug: with traceback
-            log.log(level, "%s of %s failed", op.kind, op.session_id, exc_info=not is_known(exc))
+            log.log(level, "%s of %s failed", op.kind, op.key, exc_info=not is_known(exc))
             self.failed.emit(op, self.runner.readable(exc))
             return
         op.state = "done"
-        if self._ops.get(op.session_id) is op:
-            del self._ops[op.session_id]
-        log.info("%s of %s done", op.kind, op.session_id)
+        if self._ops.get(op.key) is op:
+            del self._ops[op.key]
+        log.info("%s of %s done", op.kind, op.key)
         self.runner.broadcast(changes)
         self.executed.emit(op)
+
+    def _action(self, op: PendingOp) -> MemoryChanges:
+        """Storage thread: the operation itself."""
+        store = self.services.store
+        if op.kind == "reset":
+            return reset_session(store, op.session_id)
+        if op.kind == "remove":
+            return remove_session(store, op.session_id)
+        from agenvoy_desktop.operations.messages import delete_message
+
+        assert op.message_id is not None
+        return delete_message(store, op.session_id, op.message_id)

@@ -46,6 +46,9 @@ class Toast(QFrame):
     """One message with buttons; closes after *duration_ms* or on any button."""
 
     closed = Signal()
+    acted = Signal()
+    """The user pressed a button (an action or ✕), not the clock: the owner may move
+    the focus back where the user was typing."""
 
     def __init__(
         self,
@@ -76,7 +79,7 @@ class Toast(QFrame):
         close.setText("✕")
         close.setAutoRaise(True)
         close.setToolTip("Dismiss")
-        close.clicked.connect(self.dismiss)
+        close.clicked.connect(self._dismiss_by_user)
         row.addWidget(close)
         self.bar = QProgressBar()
         self.bar.setRange(0, max(1, duration_ms))
@@ -119,6 +122,12 @@ class Toast(QFrame):
             return
         self.dismiss()
         callback()
+        self.acted.emit()
+
+    def _dismiss_by_user(self) -> None:
+        if not self._closed:
+            self.dismiss()
+            self.acted.emit()
 
     def _on_tick(self) -> None:
         left = self.duration_ms - (time.monotonic() - self._started) * 1000

@@ -17,7 +17,7 @@ from agenvoy_desktop.agent.turn import AnswerDelta, TurnEvent
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.ui import chat_panel, chat_widgets
 from agenvoy_desktop.ui.main_window import MainWindow
-from agenvoy_desktop.ui.markdown_view import prose_blocks, split_markdown
+from agenvoy_desktop.ui.markdown_view import markdown_to_html, prose_blocks, split_markdown
 from tests.conftest import SECOND, T0, conversation, msg
 from tests.scripted_chat import WAIT, Call, ScriptedChatModel
 from tests.tiny_gguf import write_tiny_llama
@@ -321,3 +321,10 @@ def test_recalled_memories_show_above_the_answer_and_after_a_reload(
     wait_op(qtbot, window.chat.set_session(sid))
     qtbot.waitUntil(lambda: len(recall_chips()) == 1)
     assert [b.text() for b in window.chat.bubbles()] == ["Where do I live?", "You live in Graz."]
+
+
+def test_message_html_leaves_the_font_to_the_label(qtbot: QtBot) -> None:
+    """No size baked into a message: a font-size change in Settings reaches shown messages."""
+    html = markdown_to_html("# Title\n\nsome **bold** text")
+    assert "<body>" in html
+    assert "pt;" not in html.split("<body>", 1)[1]

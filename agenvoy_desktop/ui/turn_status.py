@@ -1,0 +1,152 @@
+"""The line under a pending answer that says what the turn is doing now.
+
+A local model can sit silent for seconds (reading a long prompt, running a
+tool); the line tells the user which, in words: "Looking through your
+memory…", "Thinking…", "Reading notes.md…", "Writing…".  When the answer is
+in, it turns into the answer's speed and time, with the details (prompt
+tokens, model, tool calls, rounds) in its tooltip.
+
+The phrases are plain functions of the turn's events, so they are tested
+without a window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any
+
+from PySide6.QtWidgets import QWidget
+
+from agenvoy_desktop.agent.turn import TurnResult
+from agenvoy_desktop.ui.markdown_view import WrappingLabel
+
+PHASES = {
+    "recall": "Looking through your memory…",
+    "thinking": "Thinking…",
+    "writing": "Writing…",
+}
+DETAIL_CHARS = 40
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def _arg(arguments: Mapping[str, Any], key: str) -> str:
+    value = arguments.get(key)
+    return _clip(str(value)) if value not in (None, "") else ""
+
+
+def _file_name(path: str) -> str:
+    return PurePath(path).name or path
+
+
+def _reading(args: Mapping[str, Any]) -> str:
+    path = _arg(args, "path")
+    return f"Reading {_file_name(path)}…" if path else "Reading a file…"
+
+
+def _listing(args: Mapping[str, Any]) -> str:
+    path = _arg(args, "path")
+    return f"Looking into {_file_name(path)}…" if path else "Looking at your folders…"
+
+
+def _searching(what: str) -> Callable[[Mapping[str, Any]], str]:
+    def phrase(args: Mapping[str, Any]) -> str:
+        query = _arg(args, "query")
+        return f"Searching {what} for “{query}”…" if query else f"Searching {what}…"
+
+    return phrase
+
+
+TOOL_PHRASES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "current_time": lambda _a: "Checking the time…",
+    "date_calc": lambda _a: "Counting days…",
+    "read_text_file": _reading,
+    "list_files": _listing,
+    "search_chat_history": _searching("your past conversations"),
+    "search_rag": _searching("your documents"),
+    "list_rag": lambda _a: "Looking at your document collections…",
+    "remember_error": lambda _a: "Noting what went wrong…",
+    "search_error_history": _searching("what went wrong before"),
+    "read_error": lambda _a: "Reading a remembered failure…",
+}
+
+
+def tool_phrase(name: str, arguments: Mapping[str, Any]) -> str:
+    """A readable phrase for a running tool call, with its main argument."""
+    known = TOOL_PHRASES.get(name)
+    if known is not None:
+        return known(arguments)
+    return f"Using {name.replace('_', ' ')}…"
+
+
+def phase_text(phase: str, detail: str = "") -> str:
+    """The line for a :class:`~agenvoy_desktop.agent.turn.TurnStatus` phase."""
+    if phase == "tool":
+        return tool_phrase(detail, {})
+    return PHASES.get(phase, "")
+
+
+def done_text(result: TurnResult) -> str:
+    """The line once the answer is in: speed (tokens/s) and time spent writing it."""
+    if result.interrupted:
+        return "Stopped."
+    tokens, seconds = result.answer_tokens, result.answer_s
+    total = f"{result.total_s:.1f} s in all"
+    if not result.answer.strip():
+        return f"No text · {total}"
+    if tokens > 1 and seconds > 0:
+        return f"{tokens / seconds:.1f} tokens/s · {tokens} tokens in {seconds:.1f} s · {total}"
+    if tokens:
+        return f"{tokens} token{'s' if tokens > 1 else ''} · {total}"
+    return f"{len(result.answer)} characters · {total}"
+
+
+def done_details(result: TurnResult, model_name: str) -> str:
+    """The tooltip of the finished line: what the numbers came from."""
+    lines = [
+        f"Model: {model_name}",
+        f"Prompt: {result.prompt_tokens} tokens",
+        f"Answer: {result.answer_tokens} tokens",
+        f"Tool calls: {result.tool_calls}",
+        f"Rounds: {result.rounds}",
+    ]
+    if result.first_token_s is not None:
+        lines.append(f"First text after {result.first_token_s:.1f} s")
+    return "\n".join(lines)
+
+
+class TurnStatusLine(WrappingLabel):
+    """The muted line under the pending answer (hidden when there is nothing to say)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("TurnStatus")
+        self.phases: list[str] = []
+        """Every line shown during the current turn, in order (for tests and logs)."""
+        self.hide()
+
+    def begin(self) -> None:
+        """A new turn: forget the last one's lines."""
+        self.phases = []
+        self.setToolTip("")
+        self.setText("")
+        self.hide()
+
+    def say(self, text: str) -> None:
+        if not text:
+            return
+        if not self.phases or self.phases[-1] != text:
+            self.phases.append(text)
+        self.setText(text)
+        self.show()
+
+    def finish(self, result: TurnResult, model_name: str) -> None:
+        self.say(done_text(result))
+        self.setToolTip(done_details(result, model_name))
+
+    def fail(self, text: str) -> None:
+        self.say(text)

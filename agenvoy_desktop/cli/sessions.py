@@ -1,15 +1,30 @@
-"""``agenvoy-desktop sessions``, ``stats``, ``reset`` and ``remove``: the sessions of a profile."""
+"""``agenvoy-desktop sessions``, ``stats``, ``reset`` and ``remove``: the sessions of a profile.
+
+``sessions settings SID`` shows a session's own settings (its system prompt
+and whether it uses tools and memory search) and changes them when asked.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import sys
+from dataclasses import replace
 from typing import Any
 
-from agenvoy_desktop.cli.common import AddCommand, emit_json, open_store
+from agenvoy_desktop.cli.common import (
+    AddCommand,
+    command_adder,
+    emit_json,
+    notice,
+    open_store,
+    profile_options,
+)
+from agenvoy_desktop.core.session_settings import SessionSettings
 from agenvoy_desktop.core.store import SessionInfo, check_session_id
 from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.operations import session_settings as settings_ops
 from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.paths import HOME_ENV
 
@@ -18,6 +33,13 @@ def register(add: AddCommand) -> None:
     """Add the session commands through build_parser's ``add`` helper."""
     ses = add("sessions", cmd_sessions, "list sessions")
     ses.add_argument("--json", action="store_true")
+    action = command_adder(
+        ses.add_subparsers(dest="sessions_command", metavar="ACTION"), profile_options()
+    )
+    action("list", cmd_sessions, "list sessions (the default action)").add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS
+    )
+    _register_settings(action)
     sts = add("stats", cmd_stats, "memory statistics")
     sts.add_argument("--session")
     sts.add_argument("--json", action="store_true")
@@ -85,3 +107,62 @@ def cmd_remove(args: argparse.Namespace) -> int:
         session_ops.remove_session(store, args.session_id)
     print(f"removed {args.session_id}")
     return 0
+
+
+# -- a session's settings ------------------------------------------------------------
+def _register_settings(action: AddCommand) -> None:
+    cfg = action(
+        "settings", cmd_settings, "show or change a session's system prompt and tools switch"
+    )
+    cfg.add_argument("session_id")
+    prompt = cfg.add_mutually_exclusive_group()
+    prompt.add_argument(
+        "--system-prompt", metavar="TEXT", help="the session's own system prompt (- reads stdin)"
+    )
+    prompt.add_argument(
+        "--default-prompt", action="store_true", help="go back to the default system prompt"
+    )
+    cfg.add_argument(
+        "--tools", choices=("on", "off"), help="off: plain chat, no tools and no memory search"
+    )
+    cfg.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    sid = check_session_id(args.session_id)
+    with open_store(args, embed=False) as store:
+        reading = settings_ops.read_session_settings(store, sid)
+        wanted = _wanted(args, reading.settings)
+        settings = reading.settings
+        if wanted is not None:
+            settings = settings_ops.save_session_settings(store, sid, wanted).value
+        elif reading.problem:
+            notice(f"{reading.problem}; the defaults are used")
+    if getattr(args, "json", False):
+        emit_json(
+            {"session_id": sid, **settings.to_json(), "custom_prompt": settings.custom_prompt}
+        )
+        return 0
+    print(f"{'session':>13}: {sid}")
+    print(f"{'tools':>13}: {'on' if settings.tools else 'off (plain chat)'}")
+    if settings.system_prompt is None:
+        print(f"{'system prompt':>13}: default")
+    else:
+        print(f"{'system prompt':>13}: custom ({len(settings.system_prompt):,} characters)")
+        print(settings.system_prompt)
+    return 0
+
+
+def _wanted(args: argparse.Namespace, current: SessionSettings) -> SessionSettings | None:
+    """The settings the options ask for (None: only show them)."""
+    if args.system_prompt is None and not args.default_prompt and args.tools is None:
+        return None
+    wanted = current
+    if args.default_prompt:
+        wanted = replace(wanted, system_prompt=None)
+    elif args.system_prompt is not None:
+        text = sys.stdin.read() if args.system_prompt == "-" else args.system_prompt
+        wanted = replace(wanted, system_prompt=text)
+    if args.tools is not None:
+        wanted = replace(wanted, tools=args.tools == "on")
+    return wanted

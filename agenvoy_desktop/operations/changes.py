@@ -15,7 +15,15 @@ from typing import Generic, Literal, TypeVar
 T = TypeVar("T")
 
 Part = Literal[
-    "sessions", "messages", "summary", "vectors", "errors", "timeline", "models", "documents"
+    "sessions",
+    "messages",
+    "summary",
+    "vectors",
+    "errors",
+    "timeline",
+    "models",
+    "documents",
+    "session_settings",
 ]
 
 
@@ -40,6 +48,8 @@ class MemoryChanges:
     """Which models are in use, or their settings."""
     documents: bool = False
     """The document collections: added, removed, re-indexed, switched on or off."""
+    session_settings: bool = False
+    """A session's own settings: its system prompt, tools on or off."""
     session_id: str | None = None
 
     def __or__(self, other: MemoryChanges) -> MemoryChanges:

@@ -2,9 +2,11 @@
 
 The messages come from ``agent.context_messages`` — the same call a turn
 makes — so the system prompt (with the rolling summary and the current
-time) and the last-N window are the real thing.  Tokens are counted with
-the chat model's own tokenizer; without a chat model the messages are still
-built (same functions, same settings) and only the count is missing.
+time) and the last-N window are the real thing, with the session's own
+persona and tools switch (read once and handed to the agent, so the view
+and its labels agree).  Tokens are counted with the chat model's own
+tokenizer; without a chat model the messages are still built (same
+functions, same settings) and only the count is missing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from typing import Any
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.core.session_settings import (
+    DEFAULT_SETTINGS,
+    SessionSettings,
+    SettingsReading,
+    read_settings_file,
+)
+from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import prompt_text
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -39,6 +48,10 @@ class ContextView:
     """The model's own count of the templated prompt, when it can give one."""
     small_model: bool = False
     """Tools are chosen per message (the small-model turn), so none are listed."""
+    settings: SessionSettings = DEFAULT_SETTINGS
+    """The session's persona and tools switch the messages were built with."""
+    settings_problem: str = ""
+    """Why the session's settings file could not be used ("" when it could)."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -59,25 +72,33 @@ def message_text(message: ChatMessage) -> str:
     return text
 
 
+def _session_settings(store: MemoryStore, session_id: str) -> SettingsReading:
+    """Storage thread: the session's settings file, read as a turn would."""
+    return read_settings_file(store.folder(session_id))
+
+
 async def read_context(services: AppServices, session_id: str) -> ContextView:
     """Build the next turn's messages and count their tokens (no model call)."""
     window = services.settings.memory.window_messages
+    reading = await services.storage.run(_session_settings, services.store, session_id)
+    settings = reading.settings
     if services.agent is not None:
-        messages = await services.agent.context_messages(session_id)
+        messages = await services.agent.context_messages(session_id, settings=settings)
         window = services.agent.config.window_messages
     else:
         store = services.store
         recent = await services.storage.run(store.window, session_id, window)
         summary = await services.storage.run(prompt_text, store, session_id)
         messages = build_messages(
-            base_prompt=DEFAULT_SYSTEM_PROMPT,
+            base_prompt=settings.base_prompt(DEFAULT_SYSTEM_PROMPT),
             summary_text=summary,
             window=recent,
             now_ns=services.clock(),
         )
     view = ContextView(messages, window, answer_reserve=services.settings.models.max_answer_tokens)
     view.small_model = services.model_profile.small
-    specs = [] if view.small_model else services.tools.specs()
+    view.settings, view.settings_problem = settings, reading.problem
+    specs = [] if view.small_model or not settings.tools else services.tools.specs()
     view.tools = [str(spec["function"]["name"]) for spec in specs]
     model: Any = services.chat_model
     if model is None:

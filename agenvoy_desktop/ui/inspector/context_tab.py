@@ -2,8 +2,10 @@
 
 The messages come from ``agent.context_messages`` — the same call a turn
 makes — so the system prompt (with the rolling summary and the current
-time) and the last-N window shown here are the real thing.  Tokens are
-counted with the chat model's own tokenizer and set against its context.
+time) and the last-N window shown here are the real thing, with the
+session's own persona and tools switch (named in the summary line; "Session
+settings…" changes them).  Tokens are counted with the chat model's own
+tokenizer and set against its context.
 Without a chat model the messages are still built (same functions, same
 settings) and shown; only the token count is missing, and the tab says why.
 """
@@ -29,6 +31,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
+from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.theme import colors
 
 ROLE_COLOURS = {  # (light theme, dark theme)
@@ -53,7 +56,9 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
     for number, message in enumerate(view.messages):
         role = message.get("role", "?")
         colour = ROLE_COLOURS.get(role, ("#455a64", "#b0bec5"))[int(dark)]
-        label = "System prompt" if number == 0 and role == "system" else role.capitalize()
+        label = role.capitalize()
+        if number == 0 and role == "system":
+            label = "System prompt" + (" · custom" if view.settings.custom_prompt else "")
         if role == "tool" and message.get("name"):
             label += f" · {message.get('name')}"
         count = f" · {plural(view.tokens[number], 'token')}" if view.tokens else ""
@@ -78,16 +83,26 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
     return "".join(blocks)
 
 
+def _tools_part(view: ContextView) -> str:
+    """The summary line's word on tools: off for this session, per message, or how many."""
+    if not view.settings.tools:
+        return "<b>tools and memory search off</b> (plain chat)"
+    if view.small_model:
+        return "tools chosen per message (small model)"
+    return plural(len(view.tools), "tool") + " offered"
+
+
 class ContextTab(InspectorTab):
     """See the module docstring."""
 
     no_session_text = "Choose a session to see what the model will receive."
-    reload_on = ("messages", "summary", "models")
+    reload_on = ("messages", "summary", "models", "session_settings")
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
     ) -> None:
         super().__init__(services, runner, parent)
+        self.runner = runner
         self.view: ContextView | None = None
         self.summary_label = QLabel()
         self.summary_label.setWordWrap(True)
@@ -101,8 +116,13 @@ class ContextTab(InspectorTab):
         self.copy_button.clicked.connect(self.copy_json)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
+        self.settings_button = QPushButton("Session settings…")
+        self.settings_button.setToolTip("This session's system prompt and tools switch")
+        self.settings_button.clicked.connect(self.edit_settings)
+        self.settings_button.setEnabled(False)
         top = QHBoxLayout()
         top.addWidget(self.summary_label, 1)
+        top.addWidget(self.settings_button)
         top.addWidget(self.copy_button)
         top.addWidget(self.refresh_button)
         self.status = StatusLine()
@@ -119,6 +139,16 @@ class ContextTab(InspectorTab):
     def _session_changed(self) -> None:
         self.view = None
         self._show_nothing(self.placeholder)
+        self.settings_button.setEnabled(self.session_id is not None)
+
+    def edit_settings(self) -> SessionSettingsDialog | None:
+        """Open the session's settings; saving them reloads this tab through the broadcast."""
+        if self.session_id is None:
+            return None
+        dialog = SessionSettingsDialog(self.services, self.runner, self.session_id, parent=self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def refresh(self) -> None:
         sid = self.session_id
@@ -151,6 +181,8 @@ class ContextTab(InspectorTab):
     def _show(self, view: ContextView) -> None:
         self.view = view
         self.status.clear_message()
+        if view.settings_problem:
+            self.status.error(f"{view.settings_problem}; the default settings are used.")
         self.copy_button.setEnabled(True)
         window = sum(1 for m in view.messages[1:])
         has_summary = "Summary of the earlier conversation" in (
@@ -158,8 +190,9 @@ class ContextTab(InspectorTab):
         )
         system = view.messages[0].get("content", "") if view.messages else ""
         recalled = recalled_count(system)
+        persona = "Custom system prompt" if view.settings.custom_prompt else "Default system prompt"
         parts = [
-            f"<b>System prompt</b> ({'with' if has_summary else 'no'} rolling summary"
+            f"<b>{persona}</b> ({'with' if has_summary else 'no'} rolling summary"
             + (
                 f", {plural(recalled, 'recalled message')} from your last message"
                 if recalled
@@ -167,9 +200,7 @@ class ContextTab(InspectorTab):
             )
             + ")",
             f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})",
-            "tools chosen per message (small model)"
-            if view.small_model
-            else plural(len(view.tools), "tool") + " offered",
+            _tools_part(view),
         ]
         total = view.total_tokens
         if total is None or view.context_size is None:

@@ -44,22 +44,46 @@ class ErrorMemoryHints:
         return format_hints(hints, tool=tool), [h.record.id for h in hints]
 
     def record_failure(
-        self, tool: str, error_text: str, arguments: dict[str, Any], session_id: str
+        self,
+        tool: str,
+        error_text: str,
+        arguments: dict[str, Any],
+        session_id: str,
+        resolution: dict[str, Any] | None = None,
     ) -> int | None:
-        """Remember a failed call as a ``failed`` strategy (the same failure renews its record)."""
+        """Remember a failed call; the same tool and error text renew its one record.
+
+        With *resolution* (the arguments of a later call of the same tool
+        that worked) the record is ``resolved`` and its action is that call,
+        so the next hint says what to do: a record that was only ``failed``
+        is upgraded.  Without, the call is remembered as ``failed``; a record
+        that already knows more (resolved, or abandoned on purpose) is only
+        renewed, so a turn that did not apply a known fix cannot erase it.
+        """
         if not tool or not error_text.strip():
             return None
-        call = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
-        action = _clip(f"called {tool}({call})", MAX_TEXT_CHARS)
+        symptom = _clip(error_text.strip(), MAX_SYMPTOM_CHARS)
+        if resolution is None:
+            known = self.errors.find(tool, symptom)
+            if known is not None and known.outcome != "failed":
+                return self.errors.renew(known.id).id
+            action = f"called {_call(tool, arguments)}"
+        else:
+            action = f"call {_call(tool, resolution)} (it worked after {_call(tool, arguments)})"
         record = self.errors.add(
             tool,
-            _clip(error_text.strip(), MAX_SYMPTOM_CHARS),
-            action=action,
-            outcome="failed",
+            symptom,
+            action=_clip(action, MAX_TEXT_CHARS),
+            outcome="failed" if resolution is None else "resolved",
             session_id=session_id,
             source="agent",
         )
         return record.id
+
+
+def _call(tool: str, arguments: dict[str, Any]) -> str:
+    """A call as the model would write it: ``tool({"key": "value"})``."""
+    return f"{tool}({json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)})"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -49,6 +49,73 @@ class ModelSettings:
     max_answer_tokens: int = 1024
 
 
+@dataclass(frozen=True, slots=True)
+class SamplingSettings:
+    """How the tokens of a chat answer are drawn (the chat model's Sampling dialog).
+
+    The defaults are llama.cpp's usual top-k / top-p / min-p with the flat
+    repeat penalty and DRY off; a model's catalogue entry may name better
+    ones (the starter's were measured: ``benchmarks/sampling_loops.py``).
+    ``dry_multiplier`` 0 turns DRY off; ``repeat_penalty`` 1 turns the flat
+    penalty off; ``seed`` -1 draws a fresh random stream per answer.
+    JSON answers (summaries, facts) keep their own tuned guard.
+    """
+
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    repeat_last_n: int = 64
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    seed: int = -1
+
+
+def sampling_overrides(raw: object) -> dict[str, Any]:
+    """The valid sampling values in *raw* (one model's stored overrides); the rest is dropped."""
+    defaults = SamplingSettings()
+    found: dict[str, Any] = {}
+    for item in dataclasses.fields(SamplingSettings):
+        if not isinstance(raw, dict) or item.name not in raw:
+            continue
+        value = _checked(raw[item.name], getattr(defaults, item.name), item.name)
+        if value is None:
+            log.warning("settings: ignoring sampling %s=%r", item.name, raw[item.name])
+        else:
+            found[item.name] = value
+    return found
+
+
+def resolve_sampling(
+    settings: Settings, model: str, defaults: dict[str, Any] | None = None
+) -> SamplingSettings:
+    """*model*'s sampling: the user's overrides over the model's *defaults* over the global ones.
+
+    ``models.temperature`` is the default temperature, so a settings file
+    from before per-model sampling keeps its temperature.
+    """
+    base = SamplingSettings(temperature=settings.models.temperature)
+    base = dataclasses.replace(base, **sampling_overrides(defaults or {}))
+    return dataclasses.replace(base, **settings.sampling.get(model, {}))
+
+
+def store_sampling(
+    settings: Settings, model: str, chosen: SamplingSettings, defaults: dict[str, Any] | None = None
+) -> None:
+    """Keep only what *chosen* changes from *model*'s defaults (an empty entry is removed)."""
+    settings.sampling.pop(model, None)
+    base = resolve_sampling(settings, model, defaults)
+    changed = {
+        item.name: getattr(chosen, item.name)
+        for item in dataclasses.fields(SamplingSettings)
+        if getattr(chosen, item.name) != getattr(base, item.name)
+    }
+    if changed:
+        settings.sampling[model] = changed
+
+
 @dataclass(slots=True)
 class MemorySettings:
     """Knobs of the memory layers (docs/ARCHITECTURE.md, "The memory model")."""
@@ -68,6 +135,17 @@ class DocumentSettings:
     """Offer the collections to the assistant (``list_rag``/``search_rag``)."""
 
 
+THEMES = ("system", "light", "dark")
+
+
+@dataclass(slots=True)
+class AppearanceSettings:
+    """How the window looks: ``theme`` is one of :data:`THEMES`; ``font_size`` 0 = the system's."""
+
+    theme: str = "system"
+    font_size: int = 0
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything the user can change; see :func:`load_settings`."""
@@ -75,7 +153,10 @@ class Settings:
     models: ModelSettings = field(default_factory=ModelSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     documents: DocumentSettings = field(default_factory=DocumentSettings)
+    appearance: AppearanceSettings = field(default_factory=AppearanceSettings)
     allowed_folders: list[str] = field(default_factory=list)
+    sampling: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per chat model (catalogue name): the sampling values the user changed from its defaults."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys this version does not know, kept verbatim."""
 
@@ -86,7 +167,9 @@ class Settings:
             models=dataclasses.asdict(self.models),
             memory=dataclasses.asdict(self.memory),
             documents=dataclasses.asdict(self.documents),
+            appearance=dataclasses.asdict(self.appearance),
             allowed_folders=list(self.allowed_folders),
+            sampling={name: dict(values) for name, values in self.sampling.items()},
         )
         return data
 
@@ -100,6 +183,16 @@ RANGES: dict[str, tuple[float, float]] = {
     "window_messages": (1, 10_000),
     "max_history_bytes": (16 * 1024, 1 << 40),
     "summary_idle_seconds": (1, 30 * 86_400),
+    "font_size": (0, 48),
+    "top_k": (0, 1000),
+    "top_p": (0.0, 1.0),
+    "min_p": (0.0, 1.0),
+    "repeat_penalty": (0.5, 2.0),
+    "repeat_last_n": (0, 1 << 16),
+    "dry_multiplier": (0.0, 5.0),
+    "dry_base": (1.0, 4.0),
+    "dry_allowed_length": (1, 64),
+    "seed": (-1, 0xFFFFFFFF),
 }
 """Sane bounds of every numeric setting (inclusive).
 
@@ -142,14 +235,35 @@ def _checked(value: object, default: object, name: str) -> Any:
 
 def settings_from_json(data: dict[str, Any]) -> Settings:
     folders = data.get("allowed_folders", [])
-    known = {"version", "models", "memory", "documents", "allowed_folders"}
+    known = {
+        "version",
+        "models",
+        "memory",
+        "documents",
+        "appearance",
+        "allowed_folders",
+        "sampling",
+    }
+    appearance = _section(AppearanceSettings, data.get("appearance"))
+    if appearance.theme not in THEMES:
+        appearance.theme = "system"
     return Settings(
         models=_section(ModelSettings, data.get("models")),
         memory=_section(MemorySettings, data.get("memory")),
         documents=_section(DocumentSettings, data.get("documents")),
+        appearance=appearance,
         allowed_folders=[str(f) for f in folders] if isinstance(folders, list) else [],
+        sampling=_sampling_section(data.get("sampling")),
         extra={k: v for k, v in data.items() if k not in known},
     )
+
+
+def _sampling_section(raw: object) -> dict[str, dict[str, Any]]:
+    """The stored per-model sampling overrides; anything malformed is dropped."""
+    if not isinstance(raw, dict):
+        return {}
+    section = {str(name): sampling_overrides(values) for name, values in raw.items()}
+    return {name: values for name, values in section.items() if values}
 
 
 def load_settings(path: Path) -> Settings:

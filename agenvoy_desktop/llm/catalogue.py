@@ -54,6 +54,22 @@ EMBEDDING_SHA256_BY_CONVERTER = {
     1: "5919df13aee6f9457cb734e7723a8e0a8cba6311a3bf81a2a130836c2a2fa206",
 }
 """The converter is byte-reproducible, so each version's output has one digest."""
+STARTER_SAMPLING: dict[str, Any] = {
+    "repeat_penalty": 1.1,
+    "repeat_last_n": 64,
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 2,
+}
+"""The starter's chat sampling defaults (over the global ones), chosen by measurement.
+
+``benchmarks/sampling_loops.py``, ten long-answer prompts: with the plain
+defaults the 0.5B starter looped on six; DRY alone still let a poem repeat
+its stanza with one word swapped, which the flat penalty stops; the penalty
+alone cannot see a paragraph that repeats beyond its 64-token window, which
+DRY stops.  Together: no loop.  The temperature is left to
+``models.temperature``.
+"""
 _NAME_RE = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,100}$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _COPY_CHUNK = 4 << 20
@@ -86,6 +102,8 @@ class CatalogueEntry:
     status: str
     """``ok``, ``missing`` (file gone), ``changed`` (since hashed) or ``invalid`` (unreadable)."""
     problem: str | None = None
+    sampling: dict[str, Any] | None = None
+    """Chat sampling defaults this model comes with (SamplingSettings fields), if any."""
 
     @property
     def builtin(self) -> bool:
@@ -280,7 +298,10 @@ class ModelCatalogue:
     ) -> CatalogueEntry:
         info, problem = self._info(path)
         status = "invalid" if problem else ("ok" if _sidecar_confirms(path, sha) else "changed")
-        return CatalogueEntry(name, path, role, source, sha, None, False, info, status, problem)
+        sampling = sampling_defaults(name)
+        return CatalogueEntry(
+            name, path, role, source, sha, None, False, info, status, problem, sampling
+        )
 
     # -- user entries --------------------------------------------------------------
     def _user_entry(self, record: _Record) -> CatalogueEntry:
@@ -454,6 +475,15 @@ class ModelCatalogue:
 
 
 # -- helpers -------------------------------------------------------------------------
+def sampling_defaults(name: str) -> dict[str, Any] | None:
+    """The chat sampling defaults the model called *name* comes with (no disk access).
+
+    Only the built-in starter names any; models the user adds take the
+    global defaults.
+    """
+    return dict(STARTER_SAMPLING) if name == STARTER_NAME else None
+
+
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise CatalogueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")

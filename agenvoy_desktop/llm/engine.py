@@ -46,10 +46,10 @@ from agenvoy_desktop.llm.llama_model import (
     Tokens,
     effective_context,
 )
-from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD
+from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD, chat_guard
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
 from agenvoy_desktop.llm.worker import ModelClosedError, ModelWorker
-from agenvoy_desktop.settings import ModelSettings, default_threads
+from agenvoy_desktop.settings import ModelSettings, SamplingSettings, default_threads
 
 __all__ = [
     "JSON_TEMPERATURE",
@@ -113,6 +113,7 @@ class _ChatRequest(_Request):
     tools: list[dict[str, Any]] | None
     max_tokens: int
     temperature: float
+    sampling: SamplingSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,7 @@ class ChatEngine:
         max_answer_tokens: int = 1024,
         seed: int | None = None,
         name: str | None = None,
+        sampling: SamplingSettings | None = None,
     ) -> None:
         if context_size < 1:
             raise ValueError(f"context_size must be positive, got {context_size}")
@@ -152,6 +154,8 @@ class ChatEngine:
         self.temperature = temperature
         self.max_answer_tokens = max_answer_tokens
         self.seed = seed
+        self.sampling = sampling or SamplingSettings(temperature=temperature)
+        """Chat answers' sampling (the model's settings); read when each request is made."""
         self._name = name or self.model_path.stem
         self._trained_context: int | None = None
         self._grammars: dict[str, str] = {}  # worker only
@@ -164,7 +168,9 @@ class ChatEngine:
         )
 
     @classmethod
-    def from_settings(cls, model_path: Path, settings: ModelSettings) -> ChatEngine:
+    def from_settings(
+        cls, model_path: Path, settings: ModelSettings, sampling: SamplingSettings | None = None
+    ) -> ChatEngine:
         return cls(
             model_path,
             context_size=settings.context_size,
@@ -172,6 +178,7 @@ class ChatEngine:
             gpu_layers=settings.gpu_layers,
             temperature=settings.temperature,
             max_answer_tokens=settings.max_answer_tokens,
+            sampling=sampling,
         )
 
     # -- facts ----------------------------------------------------------------------------------
@@ -251,15 +258,18 @@ class ChatEngine:
     ) -> AsyncGenerator[ChatEvent, None]:
         """Stream the answer: text deltas and tool calls, then :class:`ChatFinished`.
 
-        Once ``stop`` is set no further delta is delivered and the stream ends
-        with ``ChatFinished(finish_reason="cancelled")``.  Closing the iterator
+        ``temperature`` overrides :attr:`sampling`'s; the rest of it applies
+        as it is when the call is made.  Once ``stop`` is set no further
+        delta is delivered and the stream ends with
+        ``ChatFinished(finish_reason="cancelled")``.  Closing the iterator
         or cancelling the consuming task stops the worker within one token.
         """
         request = _ChatRequest(
             messages=[m.copy() for m in messages],
             tools=[dict(t) for t in tools] if tools else None,
             max_tokens=max_tokens if max_tokens is not None else self.max_answer_tokens,
-            temperature=temperature if temperature is not None else self.temperature,
+            temperature=temperature if temperature is not None else self.sampling.temperature,
+            sampling=self.sampling,
             stop=stop,
         )
         loop = asyncio.get_running_loop()
@@ -419,7 +429,14 @@ class ChatEngine:
             if text:
                 emit(text)
 
-        sampler = model.make_sampler(temperature=request.temperature, seed=self.seed, grammar=None)
+        sampling = request.sampling
+        sampler = model.make_sampler(
+            temperature=request.temperature,
+            seed=self.seed if sampling.seed < 0 else sampling.seed,
+            grammar=None,
+            repetition=chat_guard(sampling),
+            sampling=sampling,
+        )
         try:
             reason, generated = model.generate(
                 tokens, sampler, max_new, request.cancelled, on_token

@@ -37,7 +37,8 @@ from agenvoy_desktop.llm.chat_format import ChatTemplate
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
-from agenvoy_desktop.llm.sampler import RepetitionGuard, Sampler
+from agenvoy_desktop.llm.sampler import JSON_SAMPLING, RepetitionGuard, Sampler
+from agenvoy_desktop.settings import SamplingSettings
 
 FloatArray = npt.NDArray[np.float32]
 Tokens = list[int]
@@ -225,10 +226,16 @@ class LlamaModel:
         seed: int | None,
         grammar: str | None,
         repetition: RepetitionGuard | None = None,
+        sampling: SamplingSettings = JSON_SAMPLING,
     ) -> Sampler:
         """Sampling state for one request; the caller closes it."""
         return Sampler(
-            self, temperature=temperature, seed=seed, grammar=grammar, repetition=repetition
+            self,
+            temperature=temperature,
+            seed=seed,
+            grammar=grammar,
+            repetition=repetition,
+            sampling=sampling,
         )
 
     def generate(

@@ -1,8 +1,11 @@
 """Choosing the next token: llama.cpp's sampler chain and a lazily checked JSON grammar.
 
 :class:`Sampler` owns the llama.cpp sampler objects of one request (greedy, or
-top-k / top-p / min-p / temperature / seeded draw, plus an optional grammar and
-an optional repetition guard) and frees them in :meth:`Sampler.close`.  It
+top-k / top-p / min-p / temperature / seeded draw, plus an optional grammar, an
+optional repetition guard and an optional flat repeat penalty) and frees them
+in :meth:`Sampler.close`.  Chat answers bring the model's
+:class:`~agenvoy_desktop.settings.SamplingSettings`; JSON answers use the
+module's defaults and :data:`JSON_REPETITION_GUARD`.  It
 lives apart from :class:`~agenvoy_desktop.llm.llama_model.LlamaModel` because
 its state is per request (a grammar's parse position, the tokens a penalty has
 seen, the seeded random stream) while the model and its KV cache outlive every
@@ -18,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import llama_cpp
 import numpy as np
+
+from agenvoy_desktop.settings import SamplingSettings
 
 if TYPE_CHECKING:
     from agenvoy_desktop.llm.llama_model import LlamaModel
@@ -58,6 +63,30 @@ class RepetitionGuard:
 
 JSON_REPETITION_GUARD = RepetitionGuard()
 
+PROSE_BREAKERS = ("\n", ":", '"', "*")
+"""llama.cpp's default DRY sequence breakers: a run of prose never spans a line or a quote."""
+
+JSON_SAMPLING = SamplingSettings(top_k=TOP_K, top_p=TOP_P, min_p=MIN_P)
+"""The truncation JSON answers use (their temperature and guard come with the request)."""
+
+
+def chat_guard(sampling: SamplingSettings) -> RepetitionGuard | None:
+    """The DRY guard a chat answer's settings ask for (None: ``dry_multiplier`` is 0).
+
+    Only the answer's last ``max(repeat_last_n, 1024)`` tokens are searched:
+    a looping paragraph repeats well within that, and a shorter window keeps
+    each token's search cheap.
+    """
+    if sampling.dry_multiplier <= 0:
+        return None
+    return RepetitionGuard(
+        multiplier=sampling.dry_multiplier,
+        base=sampling.dry_base,
+        allowed_length=sampling.dry_allowed_length,
+        last_n=max(sampling.repeat_last_n, 1024),
+        breakers=PROSE_BREAKERS,
+    )
+
 
 class Sampler:
     """Token sampling for one request (worker thread only).
@@ -77,11 +106,11 @@ class Sampler:
         seed: int | None,
         grammar: str | None,
         repetition: RepetitionGuard | None = None,
+        sampling: SamplingSettings = JSON_SAMPLING,
     ) -> None:
         self._ctx = model.context
         self._grammar: Any = None
-        self._guarded = repetition is not None
-        self._chain = self._new_chain(model, temperature, seed, repetition)
+        self._chain = self._new_chain(model, temperature, seed, repetition, sampling)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
         self._ids = np.arange(self._n_vocab, dtype=np.int32)
         self._candidates = np.zeros(self._n_vocab, dtype=_TOKEN_DATA)
@@ -100,20 +129,37 @@ class Sampler:
 
     @staticmethod
     def _new_chain(
-        model: LlamaModel, temperature: float, seed: int | None, guard: RepetitionGuard | None
+        model: LlamaModel,
+        temperature: float,
+        seed: int | None,
+        guard: RepetitionGuard | None,
+        sampling: SamplingSettings,
     ) -> Any:
         params = llama_cpp.llama_sampler_chain_default_params()
         params.no_perf = True
         chain = llama_cpp.llama_sampler_chain_init(params)
         add = llama_cpp.llama_sampler_chain_add
-        if guard is not None:  # first, as in llama.cpp's common sampler: it edits raw logits
+        # Penalties first, as in llama.cpp's common sampler: they edit raw logits.
+        if sampling.repeat_penalty != 1.0 and sampling.repeat_last_n != 0:
+            add(
+                chain,
+                llama_cpp.llama_sampler_init_penalties(
+                    llama_cpp.llama_vocab_n_tokens(model.vocab),
+                    sampling.repeat_last_n,
+                    sampling.repeat_penalty,
+                    0.0,
+                    0.0,
+                ),
+            )
+        if guard is not None:
             add(chain, _dry(model, guard))
         if temperature <= 0:
             add(chain, llama_cpp.llama_sampler_init_greedy())
             return chain
-        add(chain, llama_cpp.llama_sampler_init_top_k(TOP_K))
-        add(chain, llama_cpp.llama_sampler_init_top_p(TOP_P, 1))
-        add(chain, llama_cpp.llama_sampler_init_min_p(MIN_P, 1))
+        if sampling.top_k > 0:
+            add(chain, llama_cpp.llama_sampler_init_top_k(sampling.top_k))
+        add(chain, llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+        add(chain, llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
         add(chain, llama_cpp.llama_sampler_init_temp(temperature))
         add(chain, llama_cpp.llama_sampler_init_dist(_seed(seed)))
         return chain
@@ -121,12 +167,13 @@ class Sampler:
     def sample(self) -> int:
         """The next token from the context's last logits.
 
-        Without grammar and guard, llama.cpp samples and records the token in
-        one call.  Otherwise the chain runs on our own candidate array and
-        only the token finally chosen is recorded (``accept``): a token the
-        grammar turned down must not count as said for the repetition guard.
+        Without a grammar, llama.cpp samples and records the token (for the
+        penalties and the guard) in one call.  With one, the chain runs on our
+        own candidate array and only the token finally chosen is recorded
+        (``accept``): a token the grammar turned down must not count as said
+        for the repetition guard.
         """
-        if self._grammar is None and not self._guarded:
+        if self._grammar is None:
             return int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, -1))
         token = self._pick(grammar=False)
         if self._grammar is not None:

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 APP_NAME = "AgenvoyDesktop"
 HOME_ENV = "AGENVOY_DESKTOP_HOME"
+MACHINE_CACHE_ENV = "AGENVOY_MACHINE_CACHE"
 PRIVATE_UMASK = 0o077
 """Group and other bits: never set on anything in a profile (folders 0700, files 0600)."""
 _secured: set[Path] = set()
@@ -127,3 +128,17 @@ def app_paths(override: str | os.PathLike[str] | None = None) -> AppPaths:
         config_dir=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
         data_dir=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
     )
+
+
+def machine_cache_dir() -> Path:
+    """Facts about this machine, shared by every profile on it (platformdirs' cache folder).
+
+    What is stored here depends on the hardware and the installed libraries,
+    never on a person's memory: a profile override does not move it, so a
+    test profile or a second profile does not repeat a one-time probe.
+    ``AGENVOY_MACHINE_CACHE`` moves it (the test suite uses a folder of its own).
+    """
+    override = os.environ.get(MACHINE_CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))

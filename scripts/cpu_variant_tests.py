@@ -11,7 +11,7 @@ default (``AGENVOY_LLAMA_EXTRA_BUFFERS`` unset), then the ``slow`` tests
 Switching the buffers ON can kill the process with SIGILL on a machine that
 advertises AMX but faults when a process uses it (seen on virtual machines).
 So before such a pass, a subprocess loads the starter model with the buffers
-on and generates 20 tokens; if it dies, the pass is skipped and says why.
+on and generates a few tokens; if it dies, the pass is skipped and says why.
 
     .venv/bin/python scripts/cpu_variant_tests.py
 """
@@ -19,7 +19,6 @@ on and generates 20 tokens; if it dies, the pass is skipped and says why.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,22 +27,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REAL_MODEL_TESTS = ["tests/agent", "tests/core", "tests/llm"]
 PROBE_TIMEOUT_S = 600
-
-PROBE = """
-import asyncio, sys
-from pathlib import Path
-from agenvoy_desktop.llm.engine import ChatEngine
-
-async def main() -> None:
-    with ChatEngine(Path(sys.argv[1]), context_size=512, threads=2, temperature=0.0) as engine:
-        deltas = 0
-        messages = [{"role": "user", "content": "Count from one to twenty."}]
-        async for _event in engine.chat(messages, max_tokens=20):
-            deltas += 1
-    print(f"probe: {deltas} events generated")
-
-asyncio.run(main())
-"""
 
 
 def say(text: str) -> None:
@@ -61,10 +44,11 @@ def other_setting() -> str:
 def probe_extra_buffers() -> str | None:
     """None when the starter model generates with extra buffers on, else why not.
 
-    The model is assembled into a temporary folder (the tests do the same)
-    so nothing outside it is touched.
+    The app's own one-time probe (:mod:`agenvoy_desktop.llm.buffer_probe`),
+    run fresh here; the model is assembled into a temporary folder (the tests
+    do the same) so nothing outside it is touched.
     """
-    from agenvoy_desktop.llm.cpu_features import EXTRA_BUFFERS_ENV
+    from agenvoy_desktop.llm.buffer_probe import probe
     from agenvoy_desktop.llm.model_prep import ModelUnavailableError
     from agenvoy_desktop.llm.starter import prepare_starter_model
 
@@ -73,23 +57,8 @@ def probe_extra_buffers() -> str | None:
             model = prepare_starter_model(Path(folder))
         except ModelUnavailableError as exc:
             return f"the starter model is not installed ({exc})"
-        env = {**os.environ, EXTRA_BUFFERS_ENV: "1"}
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", PROBE, str(model)],
-                env=env,
-                cwd=ROOT,
-                timeout=PROBE_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return f"the probe did not finish in {PROBE_TIMEOUT_S} s"
-    if done.returncode == 0:
-        return None
-    if done.returncode < 0:
-        name = signal.Signals(-done.returncode).name
-        return f"llama.cpp was killed by {name} with extra buffers on (this CPU faults)"
-    return f"the probe exited with status {done.returncode}"
+        verdict = probe(model, timeout_s=PROBE_TIMEOUT_S)
+    return None if verdict.enabled else verdict.reason
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ import pytest
 from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
+from agenvoy_desktop.paths import HOME_ENV, MACHINE_CACHE_ENV, AppPaths, app_paths
 from tests.fakes import HashingEmbedder
 from tests.reliability.torture import network_use
 
@@ -23,13 +23,26 @@ T0 = 1_700_000_000_000_000_000
 SECOND = 1_000_000_000
 
 
+@pytest.fixture(scope="session")
+def _machine_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One machine-facts folder for the whole run: a one-time probe runs once per run."""
+    return tmp_path_factory.mktemp("machine-cache")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _machine_cache: Path,
 ) -> Path:
-    """No test can ever touch a real profile: the env override points at a tmp dir."""
+    """No test can ever touch a real profile: the env override points at a tmp dir.
+
+    The machine cache (``paths.machine_cache_dir``) is moved too, so a test
+    that opens a model never writes the user's stored probe verdict.
+    """
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv(HOME_ENV, str(home))
+    monkeypatch.setenv(MACHINE_CACHE_ENV, str(_machine_cache))
     return home
 
 

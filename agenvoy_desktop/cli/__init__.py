@@ -19,7 +19,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agenvoy_desktop import __version__
 from agenvoy_desktop.cli import (
     chat,
     docs,
@@ -32,7 +31,9 @@ from agenvoy_desktop.cli import (
     summary,
 )
 from agenvoy_desktop.cli.common import CliError, command_adder, profile_options, run_repairing
+from agenvoy_desktop.cli.version import VersionAction
 from agenvoy_desktop.core.errors import is_known, one_line
+from agenvoy_desktop.llm.buffer_probe import PROBE_FLAG, probe_main
 from agenvoy_desktop.paths import app_paths
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agenvoy-desktop", parents=[options], description="Offline assistant that remembers."
     )
-    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--version", action=VersionAction)
     add = command_adder(parser.add_subparsers(dest="command", metavar="COMMAND"), options)
 
     imports.register(add)
@@ -68,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (or open the window); returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [PROBE_FLAG]:  # the frozen app's executable is also the probe's child
+        return probe_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)

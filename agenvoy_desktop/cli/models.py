@@ -59,12 +59,20 @@ def register(add_command: AddCommand) -> None:
 
 # -- commands ----------------------------------------------------------------------
 def cmd_setup(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.llm.buffer_probe import ensure_verdict
     from agenvoy_desktop.llm.starter import prepare_starter_model
+    from agenvoy_desktop.paths import machine_cache_dir
 
     paths = common.profile_paths(args).ensure()
     common.close_embedder(common.load_embedder(paths))
-    prepare_starter_model(paths.models_dir, progress=common.fraction_report("starter chat model"))
+    starter = prepare_starter_model(
+        paths.models_dir, progress=common.fraction_report("starter chat model")
+    )
+    verdict = ensure_verdict(machine_cache_dir(), starter)  # here, not at the first chat
     print(f"models ready in {paths.models_dir}")
+    if verdict is not None:
+        state = "on" if verdict.enabled else "off"
+        print(f"llama.cpp extra buffers (AMX / repacked kernels): {state} ({verdict.reason})")
     return 0
 
 

@@ -11,11 +11,13 @@ the real app uses :meth:`AppServices.start`, which prepares the models first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
 from agenvoy_desktop.agent.document_recall import find_passages
@@ -23,19 +25,28 @@ from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
-from agenvoy_desktop.agent.turn import Agent, AgentConfig
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, EventSink, TurnResult
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path, open_error_memory
+from agenvoy_desktop.core.errors import KnownError
+from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel
+from agenvoy_desktop.core.profile import check_profile
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
 from agenvoy_desktop.core.summary import prompt_text
 from agenvoy_desktop.core.timeutil import Clock, now_ns
-from agenvoy_desktop.llm.catalogue import ModelCatalogue
+from agenvoy_desktop.llm.catalogue import STARTER_NAME, ModelCatalogue, sampling_defaults
 from agenvoy_desktop.llm.model_profile import CAPABLE, ModelProfile, profile_for_path
-from agenvoy_desktop.paths import AppPaths
-from agenvoy_desktop.settings import Settings, load_settings, save_settings
+from agenvoy_desktop.paths import AppPaths, machine_cache_dir
+from agenvoy_desktop.settings import (
+    SamplingSettings,
+    Settings,
+    load_settings,
+    resolve_sampling,
+    save_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +71,49 @@ PURGE_CHECK_S = 3600.0
 NO_CHAT_MODEL = ChatModelProblem(
     "No chat model is configured.", "Choose a model in Settings → Models."
 )
+
+
+class ModelSwitchError(KnownError, RuntimeError):
+    """The chosen chat model could not be opened; the previous one is still in use."""
+
+
+class CountingAgent(Agent):
+    """An :class:`Agent` that knows whether a turn is running.
+
+    A model switch hands new turns to a new agent at once, but closes the
+    old model only once the old agent's running turns ended, so a turn
+    finishes on the model it started with.
+    """
+
+    running_turns = 0
+    _no_turns: asyncio.Event | None = None
+
+    async def run_turn(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        on_event: EventSink | None = None,
+        stop: asyncio.Event | None = None,
+        asked: Message | None = None,
+    ) -> TurnResult:
+        if self._no_turns is None:
+            self._no_turns = asyncio.Event()
+        self._no_turns.clear()
+        self.running_turns += 1
+        try:
+            return await super().run_turn(
+                session_id, text, on_event=on_event, stop=stop, asked=asked
+            )
+        finally:
+            self.running_turns -= 1
+            if not self.running_turns:
+                self._no_turns.set()
+
+    async def turns_done(self) -> None:
+        """Return once no turn is running."""
+        if self.running_turns and self._no_turns is not None:
+            await self._no_turns.wait()
 
 
 class AppServices:
@@ -109,6 +163,8 @@ class AppServices:
         self._purge_task: asyncio.Task[None] | None = None
         self.notices: list[str] = []
         """What opening repaired (a damaged store set aside and rebuilt), for the user."""
+        self.chat_choice = settings.models.chat_model
+        """The ``models.chat_model`` value the running chat model was opened for."""
         self.set_chat_model(chat_model, chat_problem)
 
     # -- construction --------------------------------------------------------------
@@ -125,6 +181,7 @@ class AppServices:
     ) -> AppServices:
         """Open the profile's stores on a fresh storage thread (blocking)."""
         paths = paths.ensure()
+        check_profile(paths)  # a newer profile is refused before anything opens
         settings = settings or load_settings(paths.settings_file)
         storage = Storage()
         store: MemoryStore | None = None
@@ -166,17 +223,25 @@ class AppServices:
         *,
         progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
+        chat_progress: Progress | None = None,
     ) -> AppServices:
         """The real app: prepare the models (first start), then :meth:`open`.
+
+        *chat_progress* receives the chat model's preparation (default:
+        *progress*, which then also gets the embedding model's), so a caller
+        can give each preparation its own part of one bar.
 
         A missing embedding model leaves semantic recall off (keyword search
         still works); a missing chat model leaves the window usable with a
         banner that says how to fix it.  Neither stops the app.
         """
         paths = paths.ensure()
+        check_profile(paths)  # refused before the models are prepared into it
         settings = load_settings(paths.settings_file)
         embedder = _open_embedder(paths, settings, progress)
-        chat_model, problem = _open_chat_model(paths, settings, progress, cancelled)
+        chat_model, problem = _open_chat_model(
+            paths, settings, chat_progress or progress, cancelled
+        )
         try:
             return cls.open(
                 paths,
@@ -195,7 +260,7 @@ class AppServices:
         return AgentConfig(
             window_messages=self.settings.memory.window_messages,
             max_answer_tokens=models.max_answer_tokens,
-            temperature=models.temperature,
+            temperature=self.chat_sampling().temperature,
             small_model=self.model_profile.small,
             proactive_recall=self.settings.memory.proactive_recall,
         )
@@ -232,6 +297,7 @@ class AppServices:
         self.chat_model = model
         self.chat_problem = None if model is not None else (problem or NO_CHAT_MODEL)
         self.model_profile = model_profile_of(model)
+        self._apply_sampling()
         if model is None:
             self.agent = None
             self.summarizer = None
@@ -249,7 +315,7 @@ class AppServices:
             self.summarizer, idle_seconds=memory.summary_idle_seconds, clock=self.clock
         )
         error_memory = ErrorMemoryHints(self.errors)
-        self.agent = Agent(
+        self.agent = CountingAgent(
             self.storage,
             self.store,
             model,
@@ -280,9 +346,69 @@ class AppServices:
             _open_chat_model, self.paths, self.settings, None, None
         )
         await self.stop_background()
+        self.chat_choice = self.settings.models.chat_model
         self.set_chat_model(model, problem)
         if running:
             self.start_background()
+        await asyncio.to_thread(_close_models, old)
+
+    # -- switching models and their sampling ------------------------------------------------------
+    def chat_model_name(self) -> str:
+        """The catalogue name of the running chat model's choice (the starter for '')."""
+        return self.chat_choice or STARTER_NAME
+
+    def sampling_defaults(self) -> dict[str, Any] | None:
+        """The running chat model's own sampling defaults (None: the global ones)."""
+        return sampling_defaults(self.chat_model_name())
+
+    def chat_sampling(self) -> SamplingSettings:
+        """The running chat model's sampling: the user's changes over the model's defaults."""
+        return resolve_sampling(self.settings, self.chat_model_name(), self.sampling_defaults())
+
+    def _apply_sampling(self) -> None:
+        """Hand the resolved sampling to an engine that takes it (test doubles may not)."""
+        if self.chat_model is not None and hasattr(self.chat_model, "sampling"):
+            cast(Any, self.chat_model).sampling = self.chat_sampling()
+
+    async def switch_chat_model(self, choice: str) -> None:
+        """Make *choice* (a catalogue name; '' = the starter) the chat model, without a restart.
+
+        The new model is opened and loaded on its own worker while the old
+        one keeps answering; then the choice is saved, new turns go to the
+        new model, and the old one is closed once the turns still running on
+        it have finished (both are in memory until then).  On failure
+        (:class:`ModelSwitchError`, a load error, an unwritable settings file)
+        nothing changes: the previous model stays in use.
+        """
+        if choice == self.chat_choice and self.chat_model is not None:
+            return
+        trial = dataclasses.replace(
+            self.settings, models=dataclasses.replace(self.settings.models, chat_model=choice)
+        )
+        model, problem = await asyncio.to_thread(_open_chat_model, self.paths, trial, None, None)
+        if model is None:
+            problem = problem or NO_CHAT_MODEL
+            raise ModelSwitchError(f"{problem.message} {problem.fix}")
+        running = self._purge_task is not None
+        try:
+            load = getattr(model, "load", None)
+            if load is not None:
+                await load()
+            await self.stop_background()
+            save_settings(self.paths.settings_file, trial)
+        except BaseException:
+            await asyncio.to_thread(_close_models, model)
+            if running:
+                self.start_background()
+            raise
+        old, old_agent = self.chat_model, self.agent
+        self.settings.models.chat_model = choice
+        self.chat_choice = choice
+        self.set_chat_model(model)
+        if running:
+            self.start_background()
+        if isinstance(old_agent, CountingAgent):
+            await old_agent.turns_done()
         await asyncio.to_thread(_close_models, old)
 
     async def unload_chat_model(self) -> None:
@@ -359,6 +485,7 @@ class AppServices:
         self.store.max_history_bytes = memory.max_history_bytes
         if self.agent is not None:
             self.agent.config = self._agent_config()
+        self._apply_sampling()
         if self.summarizer is not None:
             self.summarizer.window_messages = memory.window_messages
         if self.summary_scheduler is not None:
@@ -437,9 +564,10 @@ def _open_chat_model(
     progress: Progress | None,
     cancelled: Callable[[], bool] | None,
 ) -> tuple[ChatModel | None, ChatModelProblem | None]:
+    from agenvoy_desktop.llm.buffer_probe import ensure_verdict
     from agenvoy_desktop.llm.engine import ChatEngine
     from agenvoy_desktop.llm.model_prep import ModelUnavailableError
-    from agenvoy_desktop.llm.starter import prepare_starter_model
+    from agenvoy_desktop.llm.starter import prepare_starter_model, starter_model_path
 
     try:
         if settings.models.chat_model:
@@ -458,4 +586,8 @@ def _open_chat_model(
             else "Run `make run` once (it installs the starter model) or add a GGUF model."
         )
         return None, ChatModelProblem(f"The chat model is not available: {exc}", fix)
+    # Once per machine: may the fast kernels run?  The starter (Q4_K_M) is the probe when
+    # it is there, whatever chat model is chosen: its kernels are the ones seen to fault.
+    starter = starter_model_path(paths.models_dir)
+    ensure_verdict(machine_cache_dir(), starter if starter.is_file() else Path(path))
     return ChatEngine.from_settings(Path(path), settings.models), None

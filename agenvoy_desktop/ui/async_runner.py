@@ -298,6 +298,50 @@ def _close_unstarted(work: Any) -> None:
         work.close()
 
 
+class WeightedProgress:
+    """Several preparations on one bar that only moves forward.
+
+    Each part gets a share of the bar sized by its weight (the bytes it
+    writes), in the order given; a part that reports means the ones before
+    it are done.  A part that reports a smaller fraction than before (a
+    converter that verifies, then writes) never moves the bar back.
+    Thread-safe: parts report from worker threads.
+    """
+
+    def __init__(
+        self, report: Callable[[float, str], None], parts: dict[str, tuple[str, float]]
+    ) -> None:
+        """*parts*: ``name -> (label, weight)``; *report* gets ``(fraction, text)``."""
+        self._report = report
+        total = sum(weight for _, weight in parts.values()) or 1.0
+        self._spans: dict[str, tuple[str, float, float]] = {}
+        start = 0.0
+        for name, (label, weight) in parts.items():
+            self._spans[name] = (label, start, weight / total)
+            start += weight / total
+        self._lock = threading.Lock()
+        self._best = 0.0
+
+    @property
+    def fraction(self) -> float:
+        """The furthest the bar has been."""
+        return self._best
+
+    def part(self, name: str) -> Callable[[float, str], None]:
+        """The ``progress(fraction, text)`` callback of the part *name*."""
+        label, start, share = self._spans[name]
+
+        def report(fraction: float, text: str = "") -> None:
+            with self._lock:
+                if fraction >= 0:
+                    here = start + share * max(0.0, min(1.0, fraction))
+                    self._best = max(self._best, here)
+                best = self._best
+            self._report(best, f"{label}: {text}" if text else label)
+
+        return report
+
+
 class ProgressPopup(QObject):
     """A non-modal progress dialog that appears only for work that takes a while."""
 

@@ -7,8 +7,8 @@ and import (with their undo window and toasts) live in
 owns and points its toolbar and menus at; each panel loads its own data
 through the :class:`AsyncRunner`.
 
-Window geometry, splitter sizes, the side tab and the last open session are
-kept in ``window.ini`` in the profile's config folder (a ``QSettings`` INI
+Window geometry, splitter sizes, which panes are shown, the side tab and the
+last open session are kept in ``window.ini`` in the profile's config folder (a ``QSettings`` INI
 file, never the platform registry, so a test profile stays self-contained).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import html
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -23,9 +24,9 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QSettings, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QMainWindow,
     QMessageBox,
-    QSplitter,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -35,6 +36,7 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.store import SessionInfo
+from agenvoy_desktop.llm.build_info import about_lines
 from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.operations.changes import (
     MODELS_CHANGED,
@@ -43,13 +45,17 @@ from agenvoy_desktop.operations.changes import (
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation, ProgressStrip
 from agenvoy_desktop.ui.chat_panel import ChatPanel
+from agenvoy_desktop.ui.document_watch import DocumentWatch
 from agenvoy_desktop.ui.inspector.panel import InspectorPanel
+from agenvoy_desktop.ui.model_switcher import ModelSwitcher
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp
 from agenvoy_desktop.ui.session_actions import PathChooser, SessionActions
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
+from agenvoy_desktop.ui.theme import apply_appearance
 from agenvoy_desktop.ui.timeline_panel import TimelinePanel
 from agenvoy_desktop.ui.toast import ToastArea
+from agenvoy_desktop.ui.window_layout import SESSIONS, SIDE, FocusReturn, PanelSplitter
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,8 @@ class MainWindow(QMainWindow):
     """See the module docstring."""
 
     closed = Signal()
+    document_watch: DocumentWatch | None = None
+    """Follows watched document folders once the window has started."""
 
     def __init__(
         self,
@@ -86,6 +94,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         runner.progress_host = self.progress
         runner.error_reported.connect(self.errors.show_error)
+        self.focus_return = FocusReturn(self, self.chat.focus_input)
         self._restore_layout()
 
     # -- construction -------------------------------------------------------------------
@@ -94,18 +103,16 @@ class MainWindow(QMainWindow):
         self.errors = ErrorStrip()
         self.sessions = SessionsPanel(services, runner)
         self.chat = ChatPanel(services, runner)
+        self.chat.set_input_header(ModelSwitcher(services, runner))
         self.chat.session_provider = self._session_for_message
+        self.chat.show_session = self.select_session
         self.timeline = TimelinePanel(services, runner)
         self.inspector = InspectorPanel(services, runner)
         self.side = QTabWidget()
         self.side.addTab(self.timeline, "Timeline")
         self.side.addTab(self.inspector, "Memory")
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setChildrenCollapsible(False)
-        for panel, stretch in ((self.sessions, 0), (self.chat, 1), (self.side, 0)):
-            self.splitter.addWidget(panel)
-            self.splitter.setStretchFactor(self.splitter.count() - 1, stretch)
-        self.splitter.setSizes([250, 640, 470])
+        self.splitter = PanelSplitter(self.sessions, self.chat, self.side)
+        self.splitter.setSizes([250, 700, 410])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(6, 4, 6, 0)
@@ -177,6 +184,10 @@ class MainWindow(QMainWindow):
         session.addActions([self.rename_action, self.reset_action, self.remove_action])
         session.addAction(self.export_remove_action)
         view = bar.addMenu("&View")
+        self.sessions_toggle = self._pane_toggle("Sessions List", SESSIONS, "Ctrl+Shift+S")
+        self.side_toggle = self._pane_toggle("Memory && Timeline Panel", SIDE, "Ctrl+Shift+M")
+        view.addActions([self.sessions_toggle, self.side_toggle])
+        view.addSeparator()
         for index, name in enumerate(("Timeline", "Memory")):
             view.addAction(
                 self._action(
@@ -187,6 +198,25 @@ class MainWindow(QMainWindow):
             )
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self._action("About Agenvoy Desktop", self._about))
+
+    def _pane_toggle(self, name: str, pane: int, shortcut: str) -> QAction:
+        """A checkable View entry that hides and shows one side pane."""
+        action = self._action(f"Show {name}", lambda: None, shortcut)
+        action.setCheckable(True)
+        action.setChecked(True)
+        action.toggled.connect(lambda shown: self.set_pane_shown(pane, shown))
+        return action
+
+    def set_pane_shown(self, pane: int, shown: bool) -> None:
+        """Collapse or restore the sessions list or the side panel (View menu)."""
+        widget = self.splitter.pane(pane)
+        focused = QApplication.focusWidget()
+        if not shown and focused is not None and widget.isAncestorOf(focused):
+            self.chat.focus_input()  # the keyboard must not stay in a hidden pane
+        self.splitter.set_pane_shown(pane, shown)
+        toggle = self.sessions_toggle if pane == SESSIONS else self.side_toggle
+        if toggle.isChecked() != shown:
+            toggle.setChecked(shown)
 
     def _build_toolbar(self) -> None:
         tools = self.addToolBar("Main")
@@ -209,6 +239,8 @@ class MainWindow(QMainWindow):
         self.sessions.new_requested.connect(self.new_session)
         self.sessions.rename_requested.connect(self.rename_session)
         self.sessions.action_requested.connect(self.session_actions.run_named)
+        self.sessions.follow(self.pending)
+        self.sessions.rename_finished.connect(self.chat.focus_input)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)
         self.chat.settings_requested.connect(lambda: self.open_settings("Models"))
@@ -244,6 +276,10 @@ class MainWindow(QMainWindow):
         """
         for notice in self.services.notices:
             self.errors.show_message(notice, "info")
+        self.document_watch = DocumentWatch(
+            self.services, self.runner, self.inspector.documents_tab, parent=self
+        )
+        self.document_watch.start()
         if self.services.settings.documents.enabled:
             self.inspector.documents_tab.resume_interrupted()
         count = self.services.missing_vectors()
@@ -389,6 +425,9 @@ class MainWindow(QMainWindow):
 
     def _settings_saved(self) -> None:
         self.runner.broadcast(MODELS_CHANGED)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_appearance(app, self.services.settings.appearance)
 
     def use_starter_model(self) -> Operation:
         """Assemble the starter model (progress) and make it the chat model."""
@@ -425,9 +464,10 @@ class MainWindow(QMainWindow):
     def _about(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle("About Agenvoy Desktop")
+        facts = "<br>".join(html.escape(line) for line in about_lines(self.services.paths)[1:])
         box.setText(
             f"<b>Agenvoy Desktop {__version__}</b><br>An offline assistant that remembers."
-            f"<br>Data folder: {self.services.paths.config_dir}"
+            f"<br><br><small>{facts}</small>"
         )
         box.open()
 
@@ -452,12 +492,19 @@ class MainWindow(QMainWindow):
         tab = self.state.value("side_tab")
         if tab is not None:
             self.side.setCurrentIndex(int(tab))
+        for key, pane in (("sessions_shown", SESSIONS), ("side_shown", SIDE)):
+            self.set_pane_shown(pane, str(self.state.value(key, "true")).lower() != "false")
+        if self.state.value("splitter") is not None:  # else: the defaults
+            self.splitter.restore_widths(self.state.value("pane_widths"))
 
     def save_layout(self) -> None:
         self.state.setValue("geometry", self.saveGeometry())
         self.state.setValue("window_state", self.saveState())
         self.state.setValue("splitter", self.splitter.saveState())
         self.state.setValue("side_tab", self.side.currentIndex())
+        self.state.setValue("sessions_shown", self.splitter.pane_shown(SESSIONS))
+        self.state.setValue("side_shown", self.splitter.pane_shown(SIDE))
+        self.state.setValue("pane_widths", self.splitter.saved_widths())
         if self._sid is not None:
             self.state.setValue("last_session", self._sid)
         self.state.sync()
@@ -471,6 +518,8 @@ class MainWindow(QMainWindow):
             self.errors.restyle()
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.document_watch is not None:
+            self.document_watch.stop()
         self.save_layout()
         super().closeEvent(event)
         self.closed.emit()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
@@ -28,6 +28,7 @@ from agenvoy_desktop.operations.sessions import export_session, import_conversat
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation
 from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
+from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
 from agenvoy_desktop.ui.toast import Toast, ToastArea
 
@@ -86,6 +87,21 @@ class SessionActions(QObject):
             self.export_then_remove(session_id)
         elif action in ("export-markdown", "export-json"):
             self.export_session(session_id, "markdown" if action == "export-markdown" else "json")
+        elif action == "settings":
+            self.open_settings(session_id)
+
+    def open_settings(self, session_id: str | None) -> SessionSettingsDialog | None:
+        """The session's settings dialog (system prompt, tools switch), opened without exec()."""
+        if session_id is None:
+            return None
+        w = self.window
+        title = w.sessions.title_of(session_id)
+        dialog = SessionSettingsDialog(
+            w.services, w.runner, session_id, title, parent=self._dialog_parent
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     # -- reset and remove -----------------------------------------------------------------
     def reset_session(self, session_id: str | None) -> PendingOp | None:

@@ -9,7 +9,9 @@ Renaming edits the row in place; the window writes the title.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -45,6 +47,7 @@ from agenvoy_desktop.core.store import SessionInfo
 from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.sessions import CONTENT_HITS, content_matches, list_sessions
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.pending_ops import PendingOp, PendingOps
 from agenvoy_desktop.ui.theme import colors
 
 SEARCH_DELAY_MS = 250
@@ -97,6 +100,10 @@ class SessionListModel(QAbstractListModel):
         self._hidden: set[str] = set()
         self._query = ""
         self._content: dict[str, int] = {}
+        self._cleared: set[str] = set()
+        """Sessions with a reset in its undo window: shown empty until it ends."""
+        self._deleting: Counter[str] = Counter()
+        """Messages deleted in the view, per session, until their undo window ends."""
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
@@ -128,10 +135,12 @@ class SessionListModel(QAbstractListModel):
         return None
 
     def _subtitle(self, info: SessionInfo) -> str:
+        cleared = info.session_id in self._cleared
+        count = 0 if cleared else max(0, info.archived_messages - self._deleting[info.session_id])
         parts = [
             relative_time(info.updated_ns, time.time_ns()),
-            f"{info.archived_messages} messages",
-            human_size(info.history_bytes),
+            f"{count} messages",
+            human_size(0 if cleared else info.history_bytes),
         ]
         hits = self._content.get(info.session_id)
         if self._query and hits:  # first: the list is narrow and the rest may be cut
@@ -159,6 +168,53 @@ class SessionListModel(QAbstractListModel):
         self._hidden = set(hidden)
         self._refilter()
 
+    def follow_pending(self, op: PendingOp, state: str) -> None:
+        """Show *op* in its row at once: ``state`` is scheduled, undone, executed or failed.
+
+        A reset shows the row empty while its undo window is open and a
+        message delete lowers the count; undoing (or a failure) shows the
+        row as it was; once the store has run the operation the row keeps
+        the new count until the list reloads from the store.
+        """
+        sid = op.session_id
+        if op.kind == "remove":
+            if state == "scheduled":  # a remove subsumes the session's pending reset
+                self._cleared.discard(sid)
+                self._deleting.pop(sid, None)
+            return
+        if state == "executed":
+            self._patch(sid, op.kind)
+        if op.kind == "reset":
+            if state == "scheduled":
+                self._cleared.add(sid)
+            else:
+                self._cleared.discard(sid)
+        elif op.kind == "delete_message":
+            if state == "scheduled":
+                self._deleting[sid] += 1
+            elif self._deleting[sid] > 0:
+                self._deleting[sid] -= 1
+        self._rows_changed()
+
+    def _patch(self, session_id: str, kind: str) -> None:
+        """The counts the store now has, before the reload says so."""
+
+        def patched(info: SessionInfo) -> SessionInfo:
+            if info.session_id != session_id:
+                return info
+            if kind == "reset":
+                return dataclasses.replace(
+                    info, archived_messages=0, history_messages=0, history_bytes=0
+                )
+            return dataclasses.replace(info, archived_messages=max(0, info.archived_messages - 1))
+
+        self._all = [patched(info) for info in self._all]
+        self._rows = [patched(info) for info in self._rows]
+
+    def _rows_changed(self) -> None:
+        if self._rows:
+            self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1))
+
     def set_filter(self, query: str, content: dict[str, int]) -> None:
         self._query = query.strip()
         self._content = content
@@ -185,7 +241,7 @@ class SessionDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
         line = option.fontMetrics.lineSpacing()
-        return QSize(200, line * 2 + 14)
+        return QSize(120, line * 2 + 14)  # narrow: titles elide, the list never scrolls sideways
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         opt = QStyleOptionViewItem(option)
@@ -225,7 +281,10 @@ class SessionsPanel(QWidget):
     new_requested = Signal()
     rename_requested = Signal(str, str)
     action_requested = Signal(str, str)
-    """``(action, session_id)``: reset, remove, export-markdown, export-json, export-remove."""
+    """``(action, session_id)``: reset, remove, export-markdown, export-json, export-remove,
+    settings."""
+    rename_finished = Signal()
+    """The in-place title editor closed (committed or not): the keyboard goes back to the chat."""
 
     def __init__(
         self, services: AppServices, runner: AsyncRunner, parent: QWidget | None = None
@@ -236,7 +295,8 @@ class SessionsPanel(QWidget):
         self.model = SessionListModel(self)
         self.model.renamed.connect(self.rename_requested)
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search titles and messages (Ctrl+F)")
+        self.search.setPlaceholderText("Search…")
+        self.search.setToolTip("Search session titles and messages (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._on_search_text)
         self.new_button = QPushButton("+ New")
@@ -244,8 +304,11 @@ class SessionsPanel(QWidget):
         self.new_button.clicked.connect(self.new_requested)
         self.list = QListView()
         self.list.setModel(self.model)
-        self.list.setItemDelegate(SessionDelegate(self.list))
+        delegate = SessionDelegate(self.list)
+        delegate.closeEditor.connect(lambda *_: self.rename_finished.emit())
+        self.list.setItemDelegate(delegate)
         self.list.setUniformItemSizes(True)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.setEditTriggers(
             QAbstractItemView.EditTrigger.EditKeyPressed
@@ -299,6 +362,19 @@ class SessionsPanel(QWidget):
     def set_hidden(self, hidden: set[str]) -> None:
         self.model.set_hidden(hidden)
         self._reselect()
+
+    def follow(self, pending: PendingOps) -> None:
+        """Keep the rows in step with resets, removes and deletes and their undo."""
+
+        def on_op(op: PendingOp, state: str) -> None:
+            self.model.follow_pending(op, state)
+            if op.kind == "remove":
+                self.set_hidden(pending.hidden_sessions())
+
+        pending.scheduled.connect(lambda op: on_op(op, "scheduled"))
+        pending.undone.connect(lambda op: on_op(op, "undone"))
+        pending.executed.connect(lambda op: on_op(op, "executed"))
+        pending.failed.connect(lambda op, _message: on_op(op, "failed"))
 
     def current_session(self) -> str | None:
         return self._current
@@ -390,6 +466,8 @@ class SessionsPanel(QWidget):
         rename.triggered.connect(lambda: self._rename(session_id))
         menu.addSeparator()
         entries = (
+            ("Session settings…", "settings"),
+            (None, ""),
             ("Export as Markdown…", "export-markdown"),
             ("Export as JSON…", "export-json"),
             (None, ""),

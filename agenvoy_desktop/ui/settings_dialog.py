@@ -1,10 +1,11 @@
-"""The settings dialog: memory knobs, models, the data folder and the allowed folders.
+"""The settings dialog: memory knobs, models, folders, the theme and the font size.
 
 The form is read into a plain :class:`SettingsForm`; :func:`validate_form`
 checks it without Qt and answers with sentences a person can act on.  OK
 writes the values into ``services.settings`` and calls
 ``services.save_settings()`` (which applies what can change at once); values
 that only a fresh model load can use are named in a note, not silently kept.
+The theme and font size are applied by the window as soon as OK is pressed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.settings import Settings
+from agenvoy_desktop.settings import THEMES, Settings
 from agenvoy_desktop.ui.inspector.common import catalogue_of
 from agenvoy_desktop.ui.theme import colors
 
@@ -44,6 +45,9 @@ MIB = 1024 * 1024
 WINDOW_RANGE = (2, 256)
 HISTORY_MIB_RANGE = (0.25, 1024.0)
 IDLE_RANGE = (30, 86_400)
+FONT_RANGE = (9, 16)
+"""Point sizes offered besides "system default" (0)."""
+THEME_LABELS = {"system": "Same as the system", "light": "Light", "dark": "Dark"}
 CONTEXT_RANGE = (512, 262_144)
 ANSWER_RANGE = (16, 32_768)
 PROMPT_ROOM = 256
@@ -73,6 +77,8 @@ class SettingsForm:
     allowed_folders: list[str] = field(default_factory=list)
     proactive_recall: bool = True
     documents_enabled: bool = False
+    theme: str = "system"
+    font_size: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SettingsForm:
@@ -91,6 +97,8 @@ class SettingsForm:
             allowed_folders=list(settings.allowed_folders),
             proactive_recall=memory.proactive_recall,
             documents_enabled=settings.documents.enabled,
+            theme=settings.appearance.theme,
+            font_size=settings.appearance.font_size,
         )
 
     def apply_to(self, settings: Settings) -> None:
@@ -108,6 +116,8 @@ class SettingsForm:
         models.max_answer_tokens = self.max_answer_tokens
         models.gpu_layers = self.gpu_layers
         settings.allowed_folders = list(self.allowed_folders)
+        settings.appearance.theme = self.theme
+        settings.appearance.font_size = self.font_size
 
 
 def _in_range(errors: list[str], label: str, value: float, bounds: tuple[float, float]) -> None:
@@ -167,6 +177,10 @@ def validate_form(
         if problem := _model_problem(label, value, known):
             errors.append(problem)
     errors += [p for f in form.allowed_folders if (p := _folder_problem(f)) is not None]
+    if form.theme not in THEMES:
+        errors.append(f"The theme “{form.theme}” is unknown: choose Light, Dark or System.")
+    if form.font_size:
+        _in_range(errors, "The font size (pt)", form.font_size, FONT_RANGE)
     return errors
 
 
@@ -239,6 +253,7 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self._memory_page(), "Memory")
         self.tabs.addTab(self._models_page(chat_names, embed_names), "Models")
         self.tabs.addTab(self._files_page(), "Folders")
+        self.tabs.addTab(self._appearance_page(), "Appearance")
         self.errors = QLabel()
         self.errors.setWordWrap(True)
         self.errors.setStyleSheet("color: #c62828; font-weight: 600;")
@@ -383,6 +398,26 @@ class SettingsDialog(QDialog):
         page.setLayout(layout)
         return page
 
+    def _appearance_page(self) -> QWidget:
+        self.theme_combo = QComboBox()
+        for theme in THEMES:
+            self.theme_combo.addItem(THEME_LABELS[theme], theme)
+        self.font_spin = QSpinBox()
+        self.font_spin.setRange(FONT_RANGE[0] - 1, FONT_RANGE[1])
+        self.font_spin.setSpecialValueText("System default")
+        self.font_spin.setSuffix(" pt")
+        form = QFormLayout()
+        _add_row(
+            form,
+            "Theme:",
+            self.theme_combo,
+            "Light or Dark whatever the system says, or follow the system's choice "
+            "(and its changes while the app runs).",
+        )
+        _add_row(form, "Font size:", self.font_spin, "The size of the text in every panel.")
+        form.addRow(_note("Both apply as soon as you press OK; no restart needed."))
+        return _page(form)
+
     # -- values ----------------------------------------------------------------------
     def load(self, form: SettingsForm) -> None:
         self.window_spin.setValue(form.window_messages)
@@ -399,6 +434,9 @@ class SettingsDialog(QDialog):
         self.gpu_spin.setValue(form.gpu_layers)
         self.folder_list.clear()
         self.folder_list.addItems(form.allowed_folders)
+        index = self.theme_combo.findData(form.theme)
+        self.theme_combo.setCurrentIndex(max(0, index))
+        self.font_spin.setValue(form.font_size if form.font_size else self.font_spin.minimum())
 
     def form(self) -> SettingsForm:
         return SettingsForm(
@@ -415,6 +453,8 @@ class SettingsDialog(QDialog):
             allowed_folders=self.allowed_folders(),
             proactive_recall=self.recall_check.isChecked(),
             documents_enabled=self.documents_check.isChecked(),
+            theme=str(self.theme_combo.currentData()),
+            font_size=_font_size(self.font_spin),
         )
 
     def allowed_folders(self) -> list[str]:
@@ -465,6 +505,11 @@ class SettingsDialog(QDialog):
         self.show_errors(errors)
         if not errors:
             super().accept()
+
+
+def _font_size(spin: QSpinBox) -> int:
+    """The spin box's point size; its lowest value reads "System default" (0)."""
+    return 0 if spin.value() == spin.minimum() else spin.value()
 
 
 def _page(form: QFormLayout) -> QWidget:

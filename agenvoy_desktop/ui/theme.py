@@ -1,4 +1,4 @@
-"""Colours and fonts: follow the system's light/dark choice, render CJK everywhere.
+"""Colours and fonts: Light, Dark or the system's choice; a font size; CJK everywhere.
 
 Nothing here hard-codes a light theme: every colour the panels use is derived
 from the current :class:`QPalette` (:func:`colors`), so a palette change — the
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QLocale, Qt
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
+
+from agenvoy_desktop.settings import THEMES, AppearanceSettings
 
 _CJK_BY_SCRIPT: dict[str, tuple[str, ...]] = {
     "tc": (
@@ -221,6 +223,12 @@ def strip_style(palette: QPalette, level: str) -> str:
 
 
 # -- application ----------------------------------------------------------------------
+_THEME = "agenvoyTheme"
+_BASE_STYLE = "agenvoyBaseStyle"
+_BASE_FONT = "agenvoyBaseFont"
+_DARK_INSTALLED = "agenvoyDarkPalette"
+
+
 def _dark_palette() -> QPalette:
     palette = QPalette()
     role = QPalette.ColorRole
@@ -256,20 +264,64 @@ def apply_theme(app: QApplication) -> None:
     """Fonts with CJK fallbacks; a dark palette when the system is dark.
 
     Connected to the system's scheme changes, so switching the desktop to
-    dark mode while the app runs restyles it too.
+    dark mode while the app runs restyles it too (unless the user chose Light
+    or Dark in Settings: :func:`apply_appearance`).  The platform's style and
+    font are remembered so "System" and the default size can go back to them.
     """
-    app.setFont(ui_font(app.font()))
+    font = ui_font(app.font())
+    app.setProperty(_BASE_STYLE, app.style().name())
+    app.setProperty(_BASE_FONT, font)
+    app.setFont(font)
     _apply_scheme(app)
     app.styleHints().colorSchemeChanged.connect(lambda _scheme: _apply_scheme(app))
 
 
+def apply_appearance(app: QApplication, appearance: AppearanceSettings) -> None:
+    """The user's theme and font size, at once (no restart).
+
+    "light" and "dark" install Fusion with our palettes, whatever the system
+    says; "system" goes back to the platform's style and follows its scheme.
+    A font size of 0 is the platform's.  Widgets with style sheets are
+    restyled by the main window, which hears the palette change.
+    """
+    base = app.property(_BASE_FONT)
+    if not isinstance(base, QFont):  # apply_theme did not run (tests): today's font is the base
+        base = ui_font(app.font())
+        app.setProperty(_BASE_FONT, base)
+    font = QFont(base)
+    if appearance.font_size > 0:
+        font.setPointSize(appearance.font_size)
+    if font != app.font():
+        app.setFont(font)
+    theme = appearance.theme if appearance.theme in THEMES else "system"
+    if theme == app.property(_THEME) or (theme == "system" and not app.property(_THEME)):
+        return
+    app.setProperty(_THEME, theme)
+    if theme == "system":
+        app.setStyle(str(app.property(_BASE_STYLE) or "Fusion"))
+        app.setPalette(app.style().standardPalette())
+        app.setProperty(_DARK_INSTALLED, False)
+        _apply_scheme(app)
+        return
+    app.setStyle("Fusion")
+    app.setPalette(_dark_palette() if theme == "dark" else app.style().standardPalette())
+    app.setProperty(_DARK_INSTALLED, False)
+
+
+def current_theme(app: QApplication) -> str:
+    """The theme :func:`apply_appearance` last installed ("system" before any)."""
+    return str(app.property(_THEME) or "system")
+
+
 def _apply_scheme(app: QApplication) -> None:
     """Install our dark palette only where the platform did not provide one."""
-    installed = bool(app.property("agenvoyDarkPalette"))
+    if current_theme(app) != "system":
+        return  # the user chose Light or Dark: the system's scheme does not matter
+    installed = bool(app.property(_DARK_INSTALLED))
     if system_wants_dark() and not installed and not is_dark(app.palette()):
         app.setStyle("Fusion")
         app.setPalette(_dark_palette())
-        app.setProperty("agenvoyDarkPalette", True)
+        app.setProperty(_DARK_INSTALLED, True)
     elif not system_wants_dark() and installed:
         app.setPalette(app.style().standardPalette())
-        app.setProperty("agenvoyDarkPalette", False)
+        app.setProperty(_DARK_INSTALLED, False)

@@ -6,7 +6,8 @@ by ``remember_error``) come from three places — the archive's messages, its
 ``events`` table, and the summary's pass log — and are merged by
 :mod:`agenvoy_desktop.operations.timeline` on the storage thread; this module
 only shows them.  Clicking an event that belongs to a message scrolls the
-chat to it.
+chat to it.  In a narrow panel the time column gives way to the event's
+text (the time is in the row's tooltip then).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -42,6 +44,8 @@ from agenvoy_desktop.operations.timeline import KIND_LABELS, KINDS, TimelineEven
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 
 REFRESH_DELAY_MS = 300
+NARROW_PX = 420
+"""Below this panel width the time column is hidden."""
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -83,7 +87,8 @@ class TimelineModel(QAbstractTableModel):
                 return text
             return KIND_LABELS.get(event.kind, event.kind) if column == 1 else event.text
         if role == Qt.ItemDataRole.ToolTipRole:
-            return event.text
+            kind = KIND_LABELS.get(event.kind, event.kind)
+            return f"{format_local(event.time_ns)} · {kind}\n{event.text}"
         return None
 
     def event(self, row: int) -> TimelineEvent:  # type: ignore[override]
@@ -140,6 +145,16 @@ class TimelinePanel(QWidget):
         self._timer.timeout.connect(self.refresh)
         runner.memory_changed.connect(self._on_memory_changed)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.view.setColumnHidden(0, event.size().width() < NARROW_PX)
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A new font size (Settings › Appearance): rows and columns follow it."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            _fit_to_font(self.view)
+
     def _build_filters(self) -> QHBoxLayout:
         """A menu of kinds (one checkable entry each, with counts) and a summary line."""
         self.kind_menu = QMenu(self)
@@ -177,17 +192,11 @@ class TimelinePanel(QWidget):
         view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        metrics = view.fontMetrics()
         rows = view.verticalHeader()
         rows.hide()
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        rows.setDefaultSectionSize(metrics.height() + 8)
-        header = view.horizontalHeader()
-        header.setStretchLastSection(True)
-        header.resizeSection(0, metrics.horizontalAdvance("2088-88-88 88:88") + 24)
-        header.resizeSection(
-            1, max(metrics.horizontalAdvance(k) for k in KIND_LABELS.values()) + 24
-        )
+        view.horizontalHeader().setStretchLastSection(True)
+        _fit_to_font(view)
         view.clicked.connect(self._on_clicked)
         view.activated.connect(self._on_clicked)
         return view
@@ -260,3 +269,12 @@ class TimelinePanel(QWidget):
             message_id = self.model.event(index.row()).message_id
             if message_id:
                 self.message_activated.emit(message_id)
+
+
+def _fit_to_font(view: QTableView) -> None:
+    """Row height and the time and kind columns' widths from the view's font."""
+    metrics = view.fontMetrics()
+    view.verticalHeader().setDefaultSectionSize(metrics.height() + 8)
+    header = view.horizontalHeader()
+    header.resizeSection(0, metrics.horizontalAdvance("2088-88-88 88:88") + 24)
+    header.resizeSection(1, max(metrics.horizontalAdvance(k) for k in KIND_LABELS.values()) + 24)

@@ -522,6 +522,7 @@ def test_models_tab_catalogue_choice_and_discovery(
     wait_for(lambda: tab.view is not None)
     assert "scripted-chat" in tab.in_use_label.text()
     assert "64 dimensions" in tab.in_use_label.text()
+    assert "llama.cpp kernels:</b> extra buffers" in tab.in_use_label.text()
     assert tab.catalogue_table.rowCount() == 0
 
     model_file = write_tiny_llama(tmp_path / "tiny-chat.gguf")
@@ -533,11 +534,13 @@ def test_models_tab_catalogue_choice_and_discovery(
     assert entry.path == model_file
     assert "llama" in tab.entry_detail.text()
     assert tab.use_chat_button.isEnabled()
-    tab.use_chat_button.click()
+    tab.use_chat_button.click()  # switches now, in the background: no restart
+    wait_for(lambda: "is now the chat model" in tab.status.text())
     assert inspected.services.settings.models.chat_model == entry.name
     saved = json.loads(inspected.services.paths.settings_file.read_text("utf-8"))
     assert saved["models"]["chat_model"] == entry.name
-    assert "next time the model loads" in tab.status.text()
+    assert inspected.services.chat_model is not None
+    assert inspected.services.chat_model.name == entry.name
 
     (tmp_path / "elsewhere").mkdir()
     other = write_tiny_llama(tmp_path / "elsewhere" / "found.gguf")

@@ -13,7 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.paths import AppPaths
-from agenvoy_desktop.settings import Settings
+from agenvoy_desktop.settings import AppearanceSettings, Settings, load_settings
 from agenvoy_desktop.ui import settings_dialog
 from agenvoy_desktop.ui.settings_dialog import MIB, SettingsDialog, SettingsForm, validate_form
 from tests.fakes import HashingEmbedder
@@ -172,3 +172,34 @@ def test_validate_form_ranges(tmp_path: Path) -> None:
     assert any("is a file, not a folder" in e for e in errors)
     assert any("“no-such-model” is neither a model in the catalogue" in e for e in errors)
     assert not any("no-such-model" in e for e in validate_form(form, {"no-such-model"}))
+
+
+def test_appearance_page_round_trips_and_old_files_load(
+    qtbot: QtBot, services: AppServices
+) -> None:
+    dialog = make_dialog(qtbot, services)
+    assert "Appearance" in [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())]
+    assert dialog.theme_combo.currentData() == "system"
+    assert dialog.font_spin.text() == "System default"
+    assert dialog.form().font_size == 0
+    dialog.theme_combo.setCurrentIndex(dialog.theme_combo.findData("light"))
+    dialog.font_spin.setValue(12)
+    click_ok(dialog)
+    saved = json.loads(services.paths.settings_file.read_text("utf-8"))
+    assert saved["appearance"] == {"theme": "light", "font_size": 12}
+    assert load_settings(services.paths.settings_file).appearance.font_size == 12
+
+    old = services.paths.settings_file
+    old.write_text(json.dumps({"version": 1, "memory": {"window_messages": 20}}), "utf-8")
+    assert load_settings(old).appearance == AppearanceSettings()  # written before the page
+    old.write_text(json.dumps({"appearance": {"theme": "neon", "font_size": 999}}), "utf-8")
+    assert load_settings(old).appearance == AppearanceSettings()  # nonsense is ignored
+
+
+def test_validate_form_appearance() -> None:
+    form = SettingsForm.from_settings(Settings())
+    form.theme = "neon"
+    form.font_size = 40
+    errors = validate_form(form)
+    assert "The theme “neon” is unknown: choose Light, Dark or System." in errors
+    assert "The font size (pt) must be between 9 and 16 (it is 40)." in errors

@@ -11,6 +11,11 @@ Bottom: GGUF files other apps downloaded (``llm/discovery``), offered with
 Catalogue reads and discovery touch the disk (headers, folder walks), so
 they run in a worker thread; a new model choice takes effect the next time
 the model is loaded, and the tab says so rather than pretending otherwise.
+
+The side panel can be narrow (a 900 px window leaves it about 250 px), so
+the tab scrolls as a whole instead of squeezing its tables, stacks the
+details under the catalogue below :data:`WIDE_PX`, hides the table columns
+the details repeat, and wraps long values (paths, hashes) anywhere.
 """
 
 from __future__ import annotations
@@ -22,24 +27,28 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QFileDialog,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
     QScrollArea,
-    QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.llm.catalogue import CatalogueEntry
+from agenvoy_desktop.llm.cpu_features import extra_buffers_choice
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo
 from agenvoy_desktop.llm.model_profile import profile_from_info
@@ -65,6 +74,18 @@ CATALOGUE_COLUMNS = (
     "State",
 )
 FOUND_COLUMNS = ("App", "Model", "Architecture", "Size", "File")
+HIDDEN_COLUMNS = {
+    ("catalogue", True): ("Parameters", "Quant.", "Context"),
+    ("catalogue", False): ("Architecture", "Parameters", "Quant.", "Context", "Size"),
+    ("found", True): ("File",),
+    ("found", False): ("Architecture", "File"),
+}
+"""Columns hidden in a wide (True) or narrow tab: the details (or the tooltip) say the same."""
+WIDE_PX = 620
+"""From this width on, the details sit beside the catalogue and more columns show."""
+NARROW_TABLE_PX = 150
+"""A table's height in a narrow tab: a few rows, the rest of the room for the details."""
+WIDGET_MAX = 16_777_215
 RESTART_NOTE = (
     "The new choice is used the next time the model loads (restart the app to switch now)."
 )
@@ -85,6 +106,8 @@ class InUse:
     embedding_dim: int | None = None
     chat_setting: str = ""
     embedding_setting: str = ""
+    kernels: str = ""
+    """llama.cpp's kernel path here: extra buffers (AMX / repacked) on or off, and why."""
 
 
 @dataclass(slots=True)
@@ -98,9 +121,11 @@ def describe_in_use(services: AppServices) -> InUse:
     """Facts about the loaded models (worker thread: a context size may read a header)."""
     model: Any = services.chat_model
     embedder: Any = services.store.embedder
+    enabled, why = extra_buffers_choice()
     facts = InUse(
         chat_setting=services.settings.models.chat_model,
         embedding_setting=services.settings.models.embedding_model,
+        kernels=f"extra buffers (AMX / repacked) {'on' if enabled else 'off'} — {why}",
     )
     if model is not None:
         facts.chat_name = str(model.name)
@@ -166,11 +191,11 @@ def info_html(entry: CatalogueEntry) -> str:
             ("File size", human_bytes(info.size_bytes)),
             ("GGUF version", str(info.gguf_version)),
         ]
-    cells = "".join(
-        f"<tr><td style='padding: 1px 12px 1px 0;'><b>{label}</b></td><td>{value}</td></tr>"
-        for label, value in rows
+    # One line per fact, not a two-column table: in a narrow panel a table's value
+    # column was a sliver; a line wraps under its label and long values break anywhere.
+    return "".join(
+        f"<p style='margin: 0 0 3px 0;'><b>{label}:</b> {value}</p>" for label, value in rows
     )
-    return f"<table>{cells}</table>"
 
 
 def _cell(text: str, data: Any = None, tooltip: str | None = None) -> QTableWidgetItem:
@@ -183,17 +208,46 @@ def _cell(text: str, data: Any = None, tooltip: str | None = None) -> QTableWidg
 
 
 def _table(columns: tuple[str, ...]) -> QTableWidget:
+    """A read-only table whose second column (the name) takes the room and elides."""
     table = QTableWidget(0, len(columns))
     table.setHorizontalHeaderLabels(list(columns))
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     table.setAlternatingRowColors(True)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setMinimumHeight(110)
     table.verticalHeader().hide()
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
+    header.setSectionResizeMode(_name_column(columns), QHeaderView.ResizeMode.Stretch)
     return table
+
+
+def _name_column(columns: tuple[str, ...]) -> int:
+    return columns.index("Model") if "Model" in columns else columns.index("Name")
+
+
+def _fit_columns(table: QTableWidget, columns: tuple[str, ...], hidden: tuple[str, ...]) -> None:
+    for index, name in enumerate(columns):
+        table.setColumnHidden(index, name in hidden)
+
+
+class DetailView(QTextBrowser):
+    """A catalogue entry's facts: read-only rich text that wraps long values anywhere."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setOpenLinks(False)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setMinimumHeight(150)
+        self.viewport().setAutoFillBackground(False)
+
+    def text(self) -> str:
+        return self.toPlainText()
 
 
 class ModelsTab(InspectorTab):
@@ -220,17 +274,45 @@ class ModelsTab(InspectorTab):
     # -- construction ------------------------------------------------------------------------
     def _build(self) -> None:
         self.status = StatusLine()
+        content = QWidget()
+        column = QVBoxLayout(content)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self._in_use_box())
+        column.addWidget(self.status)
+        column.addWidget(self._catalogue_box(), 3)
+        column.addWidget(self._found_box(), 2)
+        self.scroll_area = scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
         layout = QVBoxLayout(self)
-        layout.addWidget(self._in_use_box())
-        layout.addWidget(self.status)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self._catalogue_box())
-        splitter.addWidget(self._found_box())
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
-        splitter.setSizes([330, 200])
-        splitter.setChildrenCollapsible(False)
-        layout.addWidget(splitter, 1)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+        self._wide: bool | None = None
+        self._reflow(wide=False)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._reflow(event.size().width() >= WIDE_PX)
+
+    def _reflow(self, wide: bool) -> None:
+        """Side by side and every column when wide; stacked, fewer columns when narrow."""
+        if wide == self._wide:
+            return
+        self._wide = wide
+        horizontal, vertical = QBoxLayout.Direction.LeftToRight, QBoxLayout.Direction.TopToBottom
+        self._catalogue_split.setDirection(horizontal if wide else vertical)
+        self._catalogue_buttons.setDirection(horizontal if wide else vertical)
+        self._use_buttons.setDirection(horizontal if wide else vertical)
+        self.entry_detail.setMinimumHeight(150 if wide else 260)
+        self._in_use_row.setDirection(horizontal if wide else vertical)
+        for table, columns, key in (
+            (self.catalogue_table, CATALOGUE_COLUMNS, "catalogue"),
+            (self.found_table, FOUND_COLUMNS, "found"),
+        ):
+            _fit_columns(table, columns, HIDDEN_COLUMNS[key, wide])
+            table.setMaximumHeight(WIDGET_MAX if wide else NARROW_TABLE_PX)
 
     def _in_use_box(self) -> QWidget:
         box = QGroupBox("In use")
@@ -243,25 +325,20 @@ class ModelsTab(InspectorTab):
         self.load_button.clicked.connect(self.load_chat_model)
         self.unload_button = QPushButton("Unload")
         self.unload_button.clicked.connect(self.unload_chat_model)
-        buttons = QVBoxLayout()
+        buttons = QHBoxLayout()
         buttons.addWidget(self.load_button)
         buttons.addWidget(self.unload_button)
         buttons.addStretch(1)
-        row = QHBoxLayout(box)
-        row.addWidget(self.in_use_label, 1)
-        row.addLayout(buttons)
+        self._in_use_row = QBoxLayout(QBoxLayout.Direction.TopToBottom, box)
+        self._in_use_row.addWidget(self.in_use_label, 1)
+        self._in_use_row.addLayout(buttons)
         return box
 
     def _catalogue_box(self) -> QWidget:
         box = QGroupBox("Catalogue")
         self.catalogue_table = _table(CATALOGUE_COLUMNS)
         self.catalogue_table.itemSelectionChanged.connect(self._entry_selected)
-        self.entry_detail = QLabel()
-        self.entry_detail.setWordWrap(True)
-        self.entry_detail.setTextFormat(Qt.TextFormat.RichText)
-        self.entry_detail.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.entry_detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.entry_detail.setMinimumWidth(260)
+        self.entry_detail = DetailView()
         self.use_chat_button = QPushButton("Use for chat")
         self.use_chat_button.clicked.connect(lambda: self.choose_selected("chat"))
         self.use_embedding_button = QPushButton("Use for embeddings")
@@ -269,21 +346,22 @@ class ModelsTab(InspectorTab):
         add_button = QPushButton("Add file…")
         add_button.setToolTip("Add a GGUF model file (it stays where it is)")
         add_button.clicked.connect(self._browse)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.use_chat_button)
-        buttons.addWidget(self.use_embedding_button)
-        buttons.addStretch(1)
-        buttons.addWidget(add_button)
-        detail_scroll = QScrollArea()
-        detail_scroll.setWidgetResizable(True)
-        detail_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        detail_scroll.setWidget(self.entry_detail)
-        split = QHBoxLayout()
-        split.addWidget(self.catalogue_table, 3)
-        split.addWidget(detail_scroll, 2)
+        self._use_buttons = use = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        use.addWidget(self.use_chat_button)
+        use.addWidget(self.use_embedding_button)
+        use.addStretch(1)
+        add = QHBoxLayout()
+        add.addStretch(1)
+        add.addWidget(add_button)
+        self._catalogue_buttons = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self._catalogue_buttons.addLayout(use, 1)
+        self._catalogue_buttons.addLayout(add)
+        self._catalogue_split = QBoxLayout(QBoxLayout.Direction.TopToBottom)
+        self._catalogue_split.addWidget(self.catalogue_table, 3)
+        self._catalogue_split.addWidget(self.entry_detail, 2)
         column = QVBoxLayout(box)
-        column.addLayout(split, 1)
-        column.addLayout(buttons)
+        column.addLayout(self._catalogue_split, 1)
+        column.addLayout(self._catalogue_buttons)
         return box
 
     def _found_box(self) -> QWidget:
@@ -302,10 +380,11 @@ class ModelsTab(InspectorTab):
         )
         self.add_found_button.clicked.connect(self.add_selected_found)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.found_label, 1)
         buttons.addWidget(self.search_button)
         buttons.addWidget(self.add_found_button)
+        buttons.addStretch(1)
         column = QVBoxLayout(box)
+        column.addWidget(self.found_label)
         column.addLayout(buttons)
         column.addWidget(self.found_table, 1)
         return box
@@ -369,7 +448,8 @@ class ModelsTab(InspectorTab):
             f"<b>Chosen in settings:</b> chat {esc(facts.chat_setting or 'starter model')}, "
             f"embeddings {esc(facts.embedding_setting or 'prepared MiniLM')}"
         )
-        return f"{chat}<br>{embed}<br><span style='color:{muted};'>{chosen}</span>"
+        kernels = f"<b>llama.cpp kernels:</b> {esc(facts.kernels)}" if facts.kernels else ""
+        return f"{chat}<br>{embed}<br>{kernels}<br><span style='color:{muted};'>{chosen}</span>"
 
     def _fill_catalogue(self, entries: list[CatalogueEntry]) -> None:
         settings = self.services.settings.models
@@ -395,7 +475,7 @@ class ModelsTab(InspectorTab):
                 entry.status,
             )
             for col, value in enumerate(values):
-                tooltip = str(entry.path) if col == 0 else entry.problem
+                tooltip = f"{entry.name}\n{entry.path}" if col == 0 else entry.problem
                 self.catalogue_table.setItem(
                     row, col, _cell(value, entry if col == 0 else None, tooltip)
                 )
@@ -464,6 +544,9 @@ class ModelsTab(InspectorTab):
         """Save *entry* as the chat or embedding model (built-ins are saved as the default '')."""
         models = self.services.settings.models
         value = "" if entry.builtin else entry.name
+        if role == "chat" and hasattr(self.services, "switch_chat_model"):
+            self._switch_chat(entry.name, value)
+            return
         before = (models.chat_model, models.embedding_model)
         if role == "chat":
             models.chat_model = value
@@ -478,6 +561,30 @@ class ModelsTab(InspectorTab):
         what = "chat" if role == "chat" else "embedding"
         self.status.info(f"{entry.name} is now the {what} model. {RESTART_NOTE}")
         self.jobs.runner.broadcast(MODELS_CHANGED)
+
+    def _switch_chat(self, name: str, value: str) -> None:
+        """Load *name* in the background and use it from the next message (no restart)."""
+
+        async def work(_op: Operation) -> None:
+            await self.services.switch_chat_model(value)
+
+        def done(_none: None) -> None:
+            self.status.info(f"{name} is now the chat model.")
+            self.jobs.runner.broadcast(MODELS_CHANGED)
+
+        def failed(message: str) -> None:
+            self.status.error(f"Could not switch to {name}: {message}")
+            self.refresh()
+
+        self.status.info(f"Loading {name}…")
+        self.jobs.start(
+            "model",
+            work,
+            done,
+            failed,
+            what="switch the chat model",
+            progress=f"Loading {name}…",
+        )
 
     def load_chat_model(self) -> None:
         model: Any = self.services.chat_model
@@ -596,10 +703,12 @@ class ModelsTab(InspectorTab):
                 human_bytes(model.size_bytes),
                 str(model.path),
             )
+            tooltip = f"{model.display_name}\n{model.path}"
+            if model.error:
+                tooltip += f"\n{model.error}"
             for col, value in enumerate(values):
-                self.found_table.setItem(
-                    row, col, _cell(value, model if col == 0 else None, model.error)
-                )
+                item = _cell(value, model if col == 0 else None, tooltip)
+                self.found_table.setItem(row, col, item)
         self._update_buttons()
 
     def add_selected_found(self) -> None:

@@ -6,12 +6,18 @@ shows (:attr:`InspectorTab.reload_on`), reloads the tab on screen and marks
 the others stale, so the hidden ones cost nothing until the user looks at
 them (the Context tab counts tokens with the chat model, which would
 otherwise queue behind a streaming answer).
+
+The panel can be narrow (the chat keeps half of a small window): a tab laid
+out for more room than that sits in a scroll area with
+:data:`MIN_TAB_WIDTH`, so it scrolls sideways instead of squeezing its
+buttons and tables into slivers; the Models and Documents tabs reflow
+themselves.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.changes import MemoryChanges, summary_changes
@@ -23,6 +29,24 @@ from agenvoy_desktop.ui.inspector.errors_tab import ErrorsTab
 from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
+
+MIN_TAB_WIDTH = 340
+"""Below this width the Summary, Context, Recall and Error memory tabs scroll sideways."""
+REFLOWING = ("models", "documents")
+"""Tabs that lay themselves out for any width."""
+
+
+def _page(tab: QWidget, name: str) -> QWidget:
+    """What the tab widget shows for *tab*: itself, or a scroll area around it."""
+    if name in REFLOWING:
+        return tab
+    tab.setMinimumWidth(MIN_TAB_WIDTH)
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(tab)
+    return scroll
 
 
 class InspectorPanel(QTabWidget):
@@ -51,12 +75,10 @@ class InspectorPanel(QTabWidget):
             "models": self.models_tab,
             "documents": self.documents_tab,
         }
-        self.addTab(self.summary_tab, "Summary")
-        self.addTab(self.context_tab, "Context")
-        self.addTab(self.recall_tab, "Recall")
-        self.addTab(self.errors_tab, "Error memory")
-        self.addTab(self.models_tab, "Models")
-        self.addTab(self.documents_tab, "Documents")
+        self._pages = {name: _page(tab, name) for name, tab in self._tabs.items()}
+        labels = ("Summary", "Context", "Recall", "Error memory", "Models", "Documents")
+        for name, label in zip(self._tabs, labels, strict=True):
+            self.addTab(self._pages[name], label)
         self.setTabToolTip(0, "The rolling summary of older messages")
         self.setTabToolTip(1, "Exactly what the model receives next turn")
         self.setTabToolTip(2, "Search the memory as the assistant does")
@@ -110,13 +132,18 @@ class InspectorPanel(QTabWidget):
 
     def show_tab(self, name: str) -> None:
         """Bring a tab to the front by its name (see :meth:`tab_names`)."""
-        self.setCurrentWidget(self._tabs[name])
+        self.setCurrentWidget(self._pages[name])
+
+    def current_tab(self) -> InspectorTab | None:
+        """The tab on screen (inside its scroll area, if it has one)."""
+        page = self.currentWidget()
+        return next((self._tabs[n] for n, p in self._pages.items() if p is page), None)
 
     def tab_names(self) -> list[str]:
         return list(self._tabs)
 
     def _refresh_current(self) -> None:
-        current: object = self.currentWidget()
+        current = self.current_tab()
         for name, tab in self._tabs.items():
             if tab is current and name in self._stale:
                 self._stale.discard(name)

@@ -2,13 +2,16 @@
 #   make run    create .venv, install (llama-cpp-python compiles, ~6-10 min once),
 #               prepare the local models, start the app
 #   make test   same environment, then lint, type-check and the test suite (the
-#               real-model tests twice: with and without llama.cpp's extra buffers)
+#               real-model tests twice: with and without llama.cpp's extra buffers),
+#               then the frozen build and its smoke test (make dist-smoke)
+#   make dist   the frozen app (PyInstaller one-folder) in dist/agenvoy-desktop
+#   make install-desktop  per-user desktop entry + icons pointing at that build
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-quick screenshots clean-venv
+.PHONY: run test lint bench bench-quick screenshots clean-venv dist dist-smoke dist-tar install-desktop
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ required"'
@@ -26,8 +29,8 @@ run: $(STAMP)
 	$(BIN)/agenvoy-desktop $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check agenvoy_desktop tests benchmarks scripts
-	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks scripts
+	$(BIN)/ruff check agenvoy_desktop tests benchmarks scripts packaging
+	$(BIN)/ruff format --check agenvoy_desktop tests benchmarks scripts packaging
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -38,6 +41,7 @@ test: lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/cpu_variant_tests.py
+	$(MAKE) dist-smoke
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
@@ -49,6 +53,42 @@ bench-quick: $(STAMP)
 # libxcb-keysyms1 fonts-noto-cjk).
 screenshots: $(STAMP)
 	xvfb-run -a -s "-screen 0 1400x900x24" $(BIN)/python scripts/screenshots.py docs/screenshots
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/layout_screenshots.py docs/screenshots
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The frozen app: one folder with one executable (window + CLI), llama.cpp's
+# libraries, the Qt plugins the window loads and the two model packages.
+DIST    := dist/agenvoy-desktop
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+
+$(DIST)/agenvoy-desktop: $(STAMP) packaging/agenvoy-desktop.spec packaging/packaging_layout.py $(shell find agenvoy_desktop -name '*.py')
+	$(BIN)/pip install --quiet "pyinstaller>=6.10,<7"
+	$(BIN)/pyinstaller --noconfirm --clean --log-level WARN --workpath build/pyinstaller --distpath dist packaging/agenvoy-desktop.spec
+	touch $@
+
+dist: $(DIST)/agenvoy-desktop
+	@du -sh $(DIST) | sed 's/^/bundle size: /'
+
+dist-smoke: dist
+	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/dist_smoke.py $(DIST)
+
+dist-tar: dist
+	tar -C dist -czf dist/agenvoy-desktop-$(VERSION)-linux-x86_64.tar.gz agenvoy-desktop
+
+APPS  := $(HOME)/.local/share/applications
+ICONS := $(HOME)/.local/share/icons/hicolor
+install-desktop: dist
+	mkdir -p $(APPS) $(ICONS)/scalable/apps $(HOME)/.local/share/metainfo
+	sed -e 's|^Exec=.*|Exec=$(abspath $(DIST))/agenvoy-desktop|' \
+	    -e 's|^TryExec=.*|TryExec=$(abspath $(DIST))/agenvoy-desktop|' \
+	    resources/agenvoy-desktop.desktop > $(APPS)/agenvoy-desktop.desktop
+	cp resources/icons/agenvoy-desktop.svg $(ICONS)/scalable/apps/agenvoy-desktop.svg
+	for size in 16 24 32 48 64 128 256 512; do \
+	  mkdir -p $(ICONS)/$${size}x$${size}/apps; \
+	  cp resources/icons/agenvoy-desktop-$$size.png $(ICONS)/$${size}x$${size}/apps/agenvoy-desktop.png; \
+	done
+	cp resources/io.agenvoy.desktop.metainfo.xml $(HOME)/.local/share/metainfo/
+	-update-desktop-database $(APPS) 2>/dev/null
+	@echo "installed: $(APPS)/agenvoy-desktop.desktop -> $(abspath $(DIST))/agenvoy-desktop"

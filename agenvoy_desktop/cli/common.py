@@ -269,7 +269,9 @@ def run_repairing(args: argparse.Namespace) -> int:
     not repeated (part of it may be done), the user is told to run it again.
     """
     from agenvoy_desktop.core.archive import ArchiveDamagedError
+    from agenvoy_desktop.core.profile import check_profile
 
+    check_profile(profile_paths(args))  # a newer profile: one line, and nothing touched
     try:
         result: int = args.func(args)
         return result

@@ -23,6 +23,7 @@ from agenvoy_desktop.core import recovery
 from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.locks import StoreLocks
+from agenvoy_desktop.core.profile import prepare_profile
 from agenvoy_desktop.core.store import DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MODEL_NAME, MemoryStore
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.paths import AppPaths
@@ -46,7 +47,10 @@ def open_memory(
     runs its own, deeper ones).
     """
     paths = paths.ensure()
+    backup = prepare_profile(paths)  # newer: refused; older: backed up before anything migrates
     archive, notices = _sound_archive(paths, clock, repair=repair_damage)
+    if backup is not None:
+        notices.append(f"This profile was upgraded; its earlier files are kept in {backup}.")
 
     def store_on(archive: Archive) -> MemoryStore:
         return MemoryStore(

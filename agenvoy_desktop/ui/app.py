@@ -8,12 +8,14 @@ Start-up runs in one explicit, logged order (qutebrowser's ``_init_modules``):
 4. :meth:`AppServices.start` off the UI thread: model preparation
    (converting the embedding model and assembling the starter chat model the
    first time) behind a progress dialog that appears only if it takes a
-   while, then the stores, tools and agent.  A model that cannot be prepared
-   is reported and the app starts without it (no semantic recall / the
+   while — one bar for both, each model's part sized by its bytes, never
+   moving back — then the stores, tools and agent.  A model that cannot be
+   prepared is reported and the app starts without it (no semantic recall / the
    "no chat model" banner); only a profile that cannot be opened ends the
    start, with a message box;
-5. the window.  Closing it finalises pending resets/removes, cancels running
-   work, stops the summary timer and closes the stores.
+5. the user's theme and font size (settings), then the window.  Closing it
+   finalises pending resets/removes, cancels running work, stops the summary
+   timer and closes the stores.
 
 Stray exceptions (a Qt slot, an asyncio callback) go to the log and to the
 window's error strip as one readable line, never a traceback dialog.
@@ -27,6 +29,7 @@ import asyncio
 import gc
 import logging
 import logging.handlers
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -41,13 +44,15 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.paths import AppPaths, app_paths
-from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation, WeightedProgress
 from agenvoy_desktop.ui.main_window import MainWindow
-from agenvoy_desktop.ui.theme import apply_theme
+from agenvoy_desktop.ui.theme import apply_appearance, apply_theme
 
 log = logging.getLogger("agenvoy_desktop.ui.app")
 
 APP_NAME = "Agenvoy Desktop"
+SMOKE_ENV = "AGENVOY_SMOKE"
+"""``1``: close the window as soon as it has shown and loaded (the frozen build's smoke test)."""
 FULL_GC_EVERY = 1_000_000
 """Young collections between automatic full ones: in effect, none while working.
 
@@ -56,6 +61,8 @@ all live objects — measured 45-75 ms right after a 10,000-message import,
 whichever thread triggered it.  Young collections stay automatic (about a
 millisecond); full ones run when the app is idle (:class:`IdleCollector`).
 """
+EMBEDDING_BYTES = 90_898_112
+"""Size of the converted MiniLM GGUF: its share of the first-start bar."""
 IDLE_GC_MS = 30_000
 GC_MAX_SKIPS = 10
 """Busy for this many checks in a row (5 minutes): collect anyway, memory matters too."""
@@ -147,6 +154,9 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
         fatal.extend(buffered)
         return 1
     services.start_background()
+    app = QApplication.instance()
+    if isinstance(app, QApplication):  # the user's theme and font size, before anything shows
+        apply_appearance(app, services.settings.appearance)
     window = MainWindow(services, runner)
     IdleCollector(runner)
     gc.collect()
@@ -162,7 +172,9 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     closed = asyncio.Event()
     window.closed.connect(closed.set)
     window.show()
-    window.start()
+    started = window.start()
+    if os.environ.get(SMOKE_ENV) == "1":  # the frozen build's smoke test: open, load, close
+        started.finished.connect(window.close)
     log.info("window shown")
     try:
         await closed.wait()
@@ -185,9 +197,7 @@ async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices |
         done.set_result(None)
 
     op = runner.run(
-        lambda o: asyncio.to_thread(
-            AppServices.start, paths, progress=o.report, cancelled=o.is_cancelled
-        ),
+        lambda o: asyncio.to_thread(_prepare_and_open, paths, o),
         what="open the profile",
         on_success=done.set_result,
         on_failure=failed,
@@ -198,10 +208,32 @@ async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices |
     return await done
 
 
+def first_start_parts() -> dict[str, tuple[str, float]]:
+    """The two preparations of a first start and their share of the bar (bytes written)."""
+    from agenvoy_desktop.llm.starter import EXPECTED_SIZE
+
+    return {
+        "embedding": ("Embedding model", EMBEDDING_BYTES),
+        "chat": ("Chat model", EXPECTED_SIZE),
+    }
+
+
+def _prepare_and_open(paths: AppPaths, op: Operation) -> AppServices:
+    """:meth:`AppServices.start` with both preparations on one forward-only bar (worker thread)."""
+    bar = WeightedProgress(op.report, first_start_parts())
+    return AppServices.start(
+        paths,
+        progress=bar.part("embedding"),
+        chat_progress=bar.part("chat"),
+        cancelled=op.is_cancelled,
+    )
+
+
 async def _shutdown(window: MainWindow, runner: AsyncRunner, services: AppServices) -> None:
     """Finalise pending resets/removes, stop running work, close the stores."""
     log.info("shutting down")
     await window.pending.flush()
+    await window.chat.pending.flush()
     window.chat.stop()
     await runner.shutdown()
     await services.stop_background()

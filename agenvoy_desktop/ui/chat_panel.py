@@ -207,6 +207,7 @@ class ChatPanel(QWidget):
     def set_input_header(self, widget: QWidget) -> None:
         """Put *widget* just above the message box (the model switcher goes here)."""
         self.input_header.addWidget(widget)
+        self._restore_status()  # the header names the model now
 
     def restyle(self) -> None:
         """Colours from the application palette (again after a light/dark switch)."""
@@ -261,8 +262,7 @@ class ChatPanel(QWidget):
             self.banner.show()
         else:
             self.banner.hide()
-        model = self.services.chat_model
-        self.status.setText(f"Model: {getattr(model, 'name', '?')}" if model else "")
+        self._restore_status()
 
     def _on_memory_changed(self, changes: MemoryChanges) -> None:
         if changes.models:
@@ -669,11 +669,15 @@ class ChatPanel(QWidget):
     def say(self, text: str) -> None:
         """A short note in the status line under the chat."""
         self.status.setText(text)
+        self.status.setVisible(True)
         QTimer.singleShot(NOTE_MS, self, self._restore_status)
 
     def _restore_status(self) -> None:
+        """The line under the chat between notes: the model's name, unless a header shows it."""
         model = self.services.chat_model
-        self.status.setText(f"Model: {getattr(model, 'name', '?')}" if model else "")
+        named = model is not None and self.input_header.count() == 0
+        self.status.setText(f"Model: {getattr(model, 'name', '?')}" if named else "")
+        self.status.setVisible(bool(self.status.text()))
 
     def _shown(self) -> bool:
         return self._turn_sid is not None and self._turn_sid == self._sid

@@ -90,5 +90,5 @@ install-desktop: dist
 	  cp resources/icons/agenvoy-desktop-$$size.png $(ICONS)/$${size}x$${size}/apps/agenvoy-desktop.png; \
 	done
 	cp resources/io.agenvoy.desktop.metainfo.xml $(HOME)/.local/share/metainfo/
-	-update-desktop-database $(APPS) 2>/dev/null
+	@if command -v update-desktop-database >/dev/null; then update-desktop-database $(APPS); fi
 	@echo "installed: $(APPS)/agenvoy-desktop.desktop -> $(abspath $(DIST))/agenvoy-desktop"

@@ -27,6 +27,7 @@ BENCHMARKS = (
     "locomo_recall",
     "error_lookup",
     "chat_throughput",
+    "prompt_reuse",
     "summary_latency",
     "turn_overhead",
     "documents_throughput",

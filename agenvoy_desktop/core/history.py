@@ -17,6 +17,7 @@ that takes the lock can tell that another process changed it meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -95,6 +96,18 @@ class HistoryFile:
     def size_bytes(self) -> int:
         self.messages  # noqa: B018 - ensure loaded
         return self._size
+
+    def counted(self) -> tuple[int, int]:
+        """(messages, bytes) — without parsing a file whose canonical tail already says it.
+
+        A session list shows these for every session; parsing each history
+        (up to 5 MiB of JSON) for a count made ``sessions`` take seconds.
+        A loaded cache, or a file not in canonical form, is counted the full way.
+        """
+        if self._messages is None and (tail := quick_tail(self.path)) is not None:
+            with contextlib.suppress(OSError):
+                return tail[0], self.path.stat().st_size
+        return len(self.messages), self.size_bytes
 
     def exists(self) -> bool:
         return self.path.exists()

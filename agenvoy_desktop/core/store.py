@@ -363,14 +363,14 @@ class MemoryStore:
     def info(self, session_id: str) -> SessionInfo:
         self.require(session_id)
         meta = self.archive.session(session_id)
-        hist = self.history(session_id)
+        count, size = self.history(session_id).counted()
         return SessionInfo(
             session_id=session_id,
             title=meta.title if meta else None,
             created_ns=meta.created_ns if meta else 0,
             updated_ns=meta.updated_ns if meta else 0,
-            history_messages=len(hist.messages),
-            history_bytes=hist.size_bytes,
+            history_messages=count,
+            history_bytes=size,
             archived_messages=self.archive.count(session_id),
             vectors=len(self.archive.vector_rowids(session_id)),
             start_at_ns=meta.start_at_ns if meta else 0,

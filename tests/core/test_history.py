@@ -336,3 +336,18 @@ def test_migration_without_skips_keeps_no_copy(hist_path: Path) -> None:
     assert len(hist.messages) == 4
     assert hist.last_report.original_kept_at is None
     assert [p.name for p in hist_path.parent.iterdir()] == ["history.json"]
+
+
+def test_counted_reads_a_canonical_file_without_parsing_it(tmp_path: Path) -> None:
+    """The session list's count and size come from the tail; the numbers match a full load."""
+    path = tmp_path / "history.json"
+    messages = [msg("user", f"line {i}", T0 + i * SECOND) for i in range(5)]
+    path.write_bytes(encode_history(messages))
+    quick = HistoryFile(path, 0)
+    assert quick.counted() == (5, path.stat().st_size)
+    assert not quick.loaded  # counted without parsing
+    full = HistoryFile(path, 0)
+    assert (len(full.messages), full.size_bytes) == quick.counted()
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert HistoryFile(foreign, 0).counted()[0] == 1  # not canonical: counted the full way

@@ -18,18 +18,8 @@ import logging.handlers
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
-from agenvoy_desktop.cli import (
-    chat,
-    docs,
-    doctor,
-    errors,
-    imports,
-    models,
-    search,
-    sessions,
-    summary,
-)
 from agenvoy_desktop.cli.common import CliError, command_adder, profile_options, run_repairing
 from agenvoy_desktop.cli.version import VersionAction
 from agenvoy_desktop.core.errors import is_known, one_line
@@ -45,26 +35,115 @@ LOG_BYTES = 1 << 20
 LOG_BACKUPS = 3
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command; each module adds its own through ``add``."""
+REGISTRATIONS = (
+    ("imports", "register"),
+    ("search", "register"),
+    ("sessions", "register"),
+    ("doctor", "register"),
+    ("models", "register_setup"),
+    ("models", "register"),
+    ("errors", "register"),
+    ("chat", "register"),
+    ("summary", "register"),
+    ("docs", "register"),
+)
+"""(module of this package, its function that adds commands), in ``--help`` order."""
+COMMAND_MODULES = {
+    "import": "imports",
+    "search": "search",
+    "sessions": "sessions",
+    "stats": "sessions",
+    "reset": "sessions",
+    "remove": "sessions",
+    "doctor": "doctor",
+    "chat": "chat",
+    "summarize": "summary",
+    "setup": "models",
+    "models": "models",
+    "errors": "errors",
+    "docs": "docs",
+}
+"""The module that adds each command: only that one is imported to run the command.
+
+Importing every command group costs most of a short command's time (the
+document indexer, the error memory, the model catalogue each pull in their
+libraries); ``sessions`` needs none of them.  ``--help``, ``--version`` and
+a command not named here build the whole parser.
+"""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of module *only*'s ("": none); each module adds its own."""
     options = profile_options()
     parser = argparse.ArgumentParser(
         prog="agenvoy-desktop", parents=[options], description="Offline assistant that remembers."
     )
     parser.add_argument("--version", action=VersionAction)
     add = command_adder(parser.add_subparsers(dest="command", metavar="COMMAND"), options)
-
-    imports.register(add)
-    search.register(add)
-    sessions.register(add)
-    doctor.register(add)
-    models.register_setup(add)
-    models.register(add)
-    errors.register(add)
-    chat.register(add)
-    summary.register(add)
-    docs.register(add)
+    for module, function in REGISTRATIONS:
+        if only is None or module == only:
+            getattr(_command_module(module), function)(add)
     return parser
+
+
+def _command_module(name: str) -> ModuleType:
+    """The command module *name*, imported now.
+
+    Plain import statements, not ``importlib``: the frozen build's analysis
+    finds a module only through an import it can read.
+    """
+    match name:
+        case "imports":
+            from agenvoy_desktop.cli import imports
+
+            return imports
+        case "search":
+            from agenvoy_desktop.cli import search
+
+            return search
+        case "sessions":
+            from agenvoy_desktop.cli import sessions
+
+            return sessions
+        case "doctor":
+            from agenvoy_desktop.cli import doctor
+
+            return doctor
+        case "models":
+            from agenvoy_desktop.cli import models
+
+            return models
+        case "errors":
+            from agenvoy_desktop.cli import errors
+
+            return errors
+        case "chat":
+            from agenvoy_desktop.cli import chat
+
+            return chat
+        case "summary":
+            from agenvoy_desktop.cli import summary
+
+            return summary
+        case "docs":
+            from agenvoy_desktop.cli import docs
+
+            return docs
+    raise ValueError(f"no command module {name!r}")
+
+
+def _parser_module(argv: Sequence[str]) -> str | None:
+    """The one command module *argv* needs ("": none, the window), or None for all of them."""
+    command = command_of(argv)
+    if command is None:
+        return None if {"-h", "--help", "--version"} & set(argv) else ""
+    return COMMAND_MODULES.get(command)
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command *argv* names (after any ``--data-dir``/``-v``), or None."""
+    _known, rest = profile_options().parse_known_args(list(argv))
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [PROBE_FLAG]:  # the frozen app's executable is also the probe's child
         return probe_main(argv[1:])
-    parser = build_parser()
+    parser = build_parser(_parser_module(argv))
     args = parser.parse_args(argv)
     args.data_dir = getattr(args, "data_dir", None)
     verbose = getattr(args, "verbose", False)

@@ -15,16 +15,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.startup import open_memory
-from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import now_ns, parse_iso_in_range
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
 from agenvoy_desktop.settings import Settings, load_settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a command loads only the libraries it needs
     from agenvoy_desktop.agent.services import AppServices
+    from agenvoy_desktop.core.embedding import TextEmbedder
+    from agenvoy_desktop.core.store import MemoryStore
 
 Command = Callable[[argparse.Namespace], int]
 """A command's handler: the parsed arguments in, the exit status out."""
@@ -206,6 +205,8 @@ def open_store(
     embedded first, so a semantic search sees them (an import killed halfway
     leaves such messages; the window embeds them in the background).
     """
+    from agenvoy_desktop.core.startup import open_memory
+
     paths = profile_paths(args)
     settings = settings or settings_of(args)
     embedder = load_embedder(paths) if embed else None

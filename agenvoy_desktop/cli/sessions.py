@@ -52,7 +52,7 @@ def register(add: AddCommand) -> None:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        infos = session_ops.list_sessions(store)
+        infos = session_ops.list_sessions(store, vectors=args.json)
     if args.json:
         emit_json([_info_json(i) for i in infos])
         return 0

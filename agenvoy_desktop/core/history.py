@@ -109,6 +109,18 @@ class HistoryFile:
                 return tail[0], self.path.stat().st_size
         return len(self.messages), self.size_bytes
 
+    def tail_stamp(self) -> tuple[Signature, tuple[int, str | None]] | None:
+        """(signature, (count, last id)) of the file as cached, for :mod:`history_stamps`.
+
+        None unless the cache is loaded, canonical and still matches the file.
+        """
+        if self._messages is None or self._stale or self._signature is None:
+            return None
+        if file_signature(self.path) != self._signature:
+            return None
+        last = self._messages[-1].id if self._messages else None
+        return self._signature, (len(self._messages), last)
+
     def exists(self) -> bool:
         return self.path.exists()
 

@@ -18,15 +18,19 @@ checks run again.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agenvoy_desktop.core import reconcile as reconciliation
 from agenvoy_desktop.core import recovery
 from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError
-from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.locks import StoreLocks
 from agenvoy_desktop.core.profile import prepare_profile
 from agenvoy_desktop.core.store import DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MODEL_NAME, MemoryStore
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.paths import AppPaths
+
+if TYPE_CHECKING:  # numpy loads with the first embedder, not with every command
+    from agenvoy_desktop.core.embedding import TextEmbedder
 
 
 def open_memory(

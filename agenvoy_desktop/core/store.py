@@ -30,26 +30,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenvoy_desktop.core.archive import Archive
-from agenvoy_desktop.core.embedding import (
-    EMBED_TEXT_VERSION,
-    TextEmbedder,
-    embedding_parts,
-    with_previous,
-)
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.findings import Finding
-from agenvoy_desktop.core.history import HistoryFile, encode_history, take_window
+from agenvoy_desktop.core.history import HistoryFile, encode_history, quick_tail, take_window
+from agenvoy_desktop.core.history_stamps import STAMPS_FILE, HistoryStamps, Tail
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.turn_lock import TurnLocks
-from agenvoy_desktop.core.vectors import SessionVectors
 from agenvoy_desktop.paths import AppPaths
+
+if TYPE_CHECKING:  # numpy and hnswlib load on the first vector, not with every store
+    from agenvoy_desktop.core.embedding import TextEmbedder
+    from agenvoy_desktop.core.vectors import SessionVectors
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +93,8 @@ class SessionInfo:
     history_messages: int
     history_bytes: int
     archived_messages: int
-    vectors: int
+    vectors: int | None
+    """Messages with a vector (None: not counted; the sessions list never shows it)."""
     start_at_ns: int
 
 
@@ -194,7 +191,20 @@ class MemoryStore:
         for session_id, vectors in list(self._vectors.items()):
             if vectors.dirty:
                 self._flush_at_close(session_id, vectors)
+        self._stamp_histories()
         self.archive.close()
+
+    def _stamp_histories(self) -> None:
+        """Stamp the history files this store holds as they are on disk (no file is read).
+
+        A session written in this run then costs the next start one ``stat()``
+        too, instead of a read of its history.json.
+        """
+        stamps = [(sid, s) for sid, hist in self._histories.items() if (s := hist.tail_stamp())]
+        for session_id, (signature, tail) in stamps:
+            self.history_stamps.record(session_id, signature, tail)
+        if "history_stamps" in vars(self):  # opened: what the sessions list read is kept too
+            self.history_stamps.save()
 
     def _flush_at_close(self, session_id: str, vectors: SessionVectors) -> None:
         """Save an index file that lags behind, unless the session is busy or changed.
@@ -223,6 +233,26 @@ class MemoryStore:
     def locks(self) -> StoreLocks:
         """This store's cross-process locks of the profile (see :mod:`locks`)."""
         return StoreLocks(self.paths.memory_dir)
+
+    @cached_property
+    def history_stamps(self) -> HistoryStamps:
+        """What each history.json held when last read (see :mod:`history_stamps`)."""
+        return HistoryStamps(self.paths.memory_dir / STAMPS_FILE)
+
+    def history_tail(self, session_id: str) -> tuple[Tail, int] | None:
+        """((count, last id), size) of the session's history.json; None if not canonical.
+
+        One ``stat()`` while the file is as its stamp says; otherwise the file
+        is read (:func:`quick_tail`) and stamped.  A missing file holds nothing.
+        """
+        path = self.folder(session_id) / "history.json"
+        stamped, signature = self.history_stamps.tail(session_id, path)
+        if signature is None:
+            return (0, None), 0
+        if stamped is None:
+            stamped = quick_tail(path)
+            self.history_stamps.record(session_id, signature, stamped)
+        return (stamped, signature[1]) if stamped is not None else None
 
     @cached_property
     def turns(self) -> TurnLocks:
@@ -292,6 +322,8 @@ class MemoryStore:
         self._fresh(session_id)
         vec = self._vectors.get(session_id)
         if vec is None:
+            from agenvoy_desktop.core.vectors import SessionVectors
+
             dim = self.embedder.dim if self.embedder is not None else self._stored_dim()
             vec = SessionVectors(self.folder(session_id), session_id, self.archive, dim)
             self._vectors[session_id] = vec
@@ -306,6 +338,8 @@ class MemoryStore:
         """
         if self.embedder is None:
             return
+        from agenvoy_desktop.core.embedding import EMBED_TEXT_VERSION
+
         # What is embedded is part of the model's identity: new text, new vectors.
         current = f"{self.model_name}:{self.embedder.dim}:text{EMBED_TEXT_VERSION}"
         if self.archive.get_meta("vector_model") == current:
@@ -360,10 +394,13 @@ class MemoryStore:
         }
         return sorted(folders | {m.session_id for m in self.archive.sessions()})
 
-    def info(self, session_id: str) -> SessionInfo:
+    def info(self, session_id: str, *, vectors: bool = True) -> SessionInfo:
+        """One row of the sessions list; ``vectors=False`` skips the vector count (1 ms each)."""
         self.require(session_id)
         meta = self.archive.session(session_id)
-        count, size = self.history(session_id).counted()
+        hist = self.history(session_id)
+        stamped = None if hist.loaded else self.history_tail(session_id)
+        count, size = (stamped[0][0], stamped[1]) if stamped is not None else hist.counted()
         return SessionInfo(
             session_id=session_id,
             title=meta.title if meta else None,
@@ -372,12 +409,12 @@ class MemoryStore:
             history_messages=count,
             history_bytes=size,
             archived_messages=self.archive.count(session_id),
-            vectors=len(self.archive.vector_rowids(session_id)),
+            vectors=self.archive.vector_message_count(session_id) if vectors else None,
             start_at_ns=meta.start_at_ns if meta else 0,
         )
 
-    def sessions(self) -> list[SessionInfo]:
-        infos = [self.info(sid) for sid in self.session_ids()]
+    def sessions(self, *, vectors: bool = True) -> list[SessionInfo]:
+        infos = [self.info(sid, vectors=vectors) for sid in self.session_ids()]
         return sorted(infos, key=lambda i: i.updated_ns, reverse=True)
 
     # -- writing -------------------------------------------------------------
@@ -432,6 +469,8 @@ class MemoryStore:
         if not self._dim_recorded:
             self.archive.set_meta("vector_dim", str(self.embedder.dim))
             self._dim_recorded = True
+        import numpy as np
+
         jobs = self._embedding_jobs(session_id, items)
         result = self.embedder.embed([text for _, _, text in jobs])
         vectors = self.vectors(session_id)
@@ -454,6 +493,8 @@ class MemoryStore:
         Each message is embedded with the readable history message before it
         as context (see :func:`embedding_parts`).
         """
+        from agenvoy_desktop.core.embedding import embedding_parts, with_previous
+
         previous = with_previous(self.history(session_id).messages, (m.id for _, m in items))
         return [
             (rowid, part, text)
@@ -525,6 +566,8 @@ class MemoryStore:
         self, session_id: str, progress: Progress | None, cancelled: Cancelled | None
     ) -> int:
         assert self.embedder is not None
+        import numpy as np
+
         todo = self.pending_vectors(session_id)
         if not todo:
             return 0

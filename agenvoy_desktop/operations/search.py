@@ -35,7 +35,7 @@ def index_stats(store: MemoryStore, session_id: str | None) -> IndexStats:
     return IndexStats(
         sessions=len(infos),
         archived=sum(i.archived_messages for i in infos),
-        vectors=sum(i.vectors for i in infos),
+        vectors=sum(i.vectors or 0 for i in infos),
         history=sum(i.history_messages for i in infos),
         start_at_ns=infos[0].start_at_ns if session_id is not None and infos else 0,
     )

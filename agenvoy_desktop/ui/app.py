@@ -173,6 +173,7 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     window.closed.connect(closed.set)
     window.show()
     started = window.start()
+    started.finished.connect(lambda: log.info("window usable: sessions listed"))
     if os.environ.get(SMOKE_ENV) == "1":  # the frozen build's smoke test: open, load, close
         started.finished.connect(window.close)
     log.info("window shown")

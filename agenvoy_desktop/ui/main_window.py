@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.store import SessionInfo
 from agenvoy_desktop.llm.build_info import about_lines
 from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.operations.changes import (
@@ -251,21 +250,10 @@ class MainWindow(QMainWindow):
 
     # -- start and the current session -----------------------------------------------------
     def start(self) -> Operation:
-        """Load the session list and reopen the last session."""
+        """Load the session list's first page and reopen the last session."""
         last = self.state.value("last_session")
-
-        def opened(infos: list[SessionInfo]) -> None:
-            self.sessions.set_sessions(infos)
-            ids = self.sessions.model.session_ids()
-            target = str(last) if last and str(last) in ids else (ids[0] if ids else None)
-            self.select_session(target)
-
         self._start_repairs()
-        return self.runner.run(
-            self.services.storage.run(session_ops.list_sessions, self.services.store),
-            what="list the sessions",
-            on_success=opened,
-        )
+        return self.sessions.load_first(str(last) if last else None, self.select_session)
 
     def _start_repairs(self) -> None:
         """Say what opening repaired; embed the messages it found without a vector.
@@ -516,6 +504,8 @@ class MainWindow(QMainWindow):
             self.chat.restyle()
             self.toasts.restyle()
             self.errors.restyle()
+            for switcher in self.chat.findChildren(ModelSwitcher):
+                switcher.restyle()  # the remote marker's colours
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.document_watch is not None:

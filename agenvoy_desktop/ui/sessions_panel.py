@@ -1,23 +1,23 @@
 """The sessions sidebar: list, new, rename, search across titles and content.
 
-Rows come from ``operations.sessions.list_sessions`` (on the storage thread) and show the
-title, the last activity and the size.  Searching filters by title at once
-and, a moment after typing stops, by content through the archive's keyword
-index (CJK included), so a session is found by what was said in it.
-Renaming edits the row in place; the window writes the title.
+Rows come a page at a time from ``operations.sessions.session_page`` (on the
+storage thread): the first page at once, the next when the list is scrolled
+near its end, so thousands of sessions cost one page to open.  A line under
+the list says how many sessions there are.  Each row shows the title, the
+last activity and the size.  Searching filters the loaded titles at once
+and, a moment after typing stops, searches every session by title and by
+content through the archive's keyword index (CJK included), so a session is
+found by what was said in it, loaded or not.  A change to a session reloads
+that row only; other changes reload the rows loaded so far, keeping the
+scroll position.  Renaming edits the row in place; the window writes the title.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections import Counter
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable
 
+import shiboken6
 from PySide6.QtCore import (
-    QAbstractListModel,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -27,10 +27,11 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QKeySequence, QPainter
+from PySide6.QtGui import QAction, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QListView,
     QMenu,
@@ -45,195 +46,29 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.store import SessionInfo
 from agenvoy_desktop.operations.changes import MemoryChanges
-from agenvoy_desktop.operations.sessions import CONTENT_HITS, content_matches, list_sessions
+from agenvoy_desktop.operations.sessions import (
+    PAGE_SIZE,
+    UNTITLED,
+    SessionPage,
+    search_sessions,
+    session_page,
+    session_window,
+    sessions_by_id,
+)
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.pending_ops import PendingOp, PendingOps
+from agenvoy_desktop.ui.session_list_model import SessionListModel, human_size, relative_time
+from agenvoy_desktop.ui.session_listing import Listing
 from agenvoy_desktop.ui.theme import colors
 
+__all__ = ["UNTITLED", "SessionListModel", "SessionsPanel", "human_size", "relative_time"]
+
 SEARCH_DELAY_MS = 250
-UNTITLED = "New conversation"
-SECOND_NS = 1_000_000_000
 Index = QModelIndex | QPersistentModelIndex
-
-
-def relative_time(ns: int, now_ns: int) -> str:
-    """ "just now", "5 min ago", "14:02", "yesterday", "3 Mar", "2023-03-03"."""
-    if ns <= 0:
-        return "never"
-    age = (now_ns - ns) / SECOND_NS
-    if age < 60:
-        return "just now"
-    if age < 3600:
-        return f"{int(age // 60)} min ago"
-    moment, now = datetime.fromtimestamp(ns / 1e9), datetime.fromtimestamp(now_ns / 1e9)
-    days = (now.date() - moment.date()).days
-    if days == 0:
-        return moment.strftime("%H:%M")
-    if days == 1:
-        return "yesterday"
-    return moment.strftime("%d %b") if moment.year == now.year else moment.strftime("%Y-%m-%d")
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.0f} KiB"
-    return f"{size / (1024 * 1024):.1f} MiB"
-
-
 LIST_REFRESH_MS = 500
 """Changes to the list within this time (a turn saves several messages) reload it once."""
-
-
-class SessionListModel(QAbstractListModel):
-    """Sessions in activity order, filtered by the search box."""
-
-    SessionIdRole = Qt.ItemDataRole.UserRole + 1
-    SubtitleRole = Qt.ItemDataRole.UserRole + 2
-    renamed = Signal(str, str)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._all: list[SessionInfo] = []
-        self._rows: list[SessionInfo] = []
-        self._hidden: set[str] = set()
-        self._query = ""
-        self._content: dict[str, int] = {}
-        self._cleared: set[str] = set()
-        """Sessions with a reset in its undo window: shown empty until it ends."""
-        self._deleting: Counter[str] = Counter()
-        """Messages deleted in the view, per session, until their undo window ends."""
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._rows)
-
-    def info(self, row: int) -> SessionInfo:
-        return self._rows[row]
-
-    def row_of(self, session_id: str) -> int | None:
-        for row, info in enumerate(self._rows):
-            if info.session_id == session_id:
-                return row
-        return None
-
-    def session_ids(self) -> list[str]:
-        return [info.session_id for info in self._rows]
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        info = self._rows[index.row()]
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return info.title or UNTITLED
-        if role == self.SessionIdRole:
-            return info.session_id
-        if role == self.SubtitleRole:
-            return self._subtitle(info)
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{info.title or UNTITLED}\nsession {info.session_id}\n{self._subtitle(info)}"
-        return None
-
-    def _subtitle(self, info: SessionInfo) -> str:
-        cleared = info.session_id in self._cleared
-        count = 0 if cleared else max(0, info.archived_messages - self._deleting[info.session_id])
-        parts = [
-            relative_time(info.updated_ns, time.time_ns()),
-            f"{count} messages",
-            human_size(0 if cleared else info.history_bytes),
-        ]
-        hits = self._content.get(info.session_id)
-        if self._query and hits:  # first: the list is narrow and the rest may be cut
-            parts.insert(0, f"{hits}{'+' if hits >= CONTENT_HITS else ''} matches")
-        return " · ".join(parts)
-
-    def flags(self, index: Index) -> Qt.ItemFlag:
-        base = super().flags(index)
-        return base | Qt.ItemFlag.ItemIsEditable if index.isValid() else base
-
-    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
-        title = str(value).strip()
-        if role != Qt.ItemDataRole.EditRole or not index.isValid() or not title:
-            return False
-        info = self._rows[index.row()]
-        if title != (info.title or ""):
-            self.renamed.emit(info.session_id, title)
-        return True
-
-    def set_sessions(self, infos: Sequence[SessionInfo]) -> None:
-        self._all = list(infos)
-        self._refilter()
-
-    def set_hidden(self, hidden: set[str]) -> None:
-        self._hidden = set(hidden)
-        self._refilter()
-
-    def follow_pending(self, op: PendingOp, state: str) -> None:
-        """Show *op* in its row at once: ``state`` is scheduled, undone, executed or failed.
-
-        A reset shows the row empty while its undo window is open and a
-        message delete lowers the count; undoing (or a failure) shows the
-        row as it was; once the store has run the operation the row keeps
-        the new count until the list reloads from the store.
-        """
-        sid = op.session_id
-        if op.kind == "remove":
-            if state == "scheduled":  # a remove subsumes the session's pending reset
-                self._cleared.discard(sid)
-                self._deleting.pop(sid, None)
-            return
-        if state == "executed":
-            self._patch(sid, op.kind)
-        if op.kind == "reset":
-            if state == "scheduled":
-                self._cleared.add(sid)
-            else:
-                self._cleared.discard(sid)
-        elif op.kind == "delete_message":
-            if state == "scheduled":
-                self._deleting[sid] += 1
-            elif self._deleting[sid] > 0:
-                self._deleting[sid] -= 1
-        self._rows_changed()
-
-    def _patch(self, session_id: str, kind: str) -> None:
-        """The counts the store now has, before the reload says so."""
-
-        def patched(info: SessionInfo) -> SessionInfo:
-            if info.session_id != session_id:
-                return info
-            if kind == "reset":
-                return dataclasses.replace(
-                    info, archived_messages=0, history_messages=0, history_bytes=0
-                )
-            return dataclasses.replace(info, archived_messages=max(0, info.archived_messages - 1))
-
-        self._all = [patched(info) for info in self._all]
-        self._rows = [patched(info) for info in self._rows]
-
-    def _rows_changed(self) -> None:
-        if self._rows:
-            self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1))
-
-    def set_filter(self, query: str, content: dict[str, int]) -> None:
-        self._query = query.strip()
-        self._content = content
-        self._refilter()
-
-    def _refilter(self) -> None:
-        needle = self._query.casefold()
-
-        def keep(info: SessionInfo) -> bool:
-            if info.session_id in self._hidden:
-                return False
-            if not needle:
-                return True
-            title = (info.title or UNTITLED).casefold()
-            return needle in title or info.session_id in self._content
-
-        self.beginResetModel()
-        self._rows = [info for info in self._all if keep(info)]
-        self.endResetModel()
+FETCH_AHEAD_ROWS = 10
+"""The next page is asked for when the view is this many rows from the end of the loaded ones."""
 
 
 class SessionDelegate(QStyledItemDelegate):
@@ -294,6 +129,13 @@ class SessionsPanel(QWidget):
         self.runner = runner
         self.model = SessionListModel(self)
         self.model.renamed.connect(self.rename_requested)
+        self._current: str | None = None
+        self._reveal = False
+        """Scroll to the current session once its row arrives (it was chosen before)."""
+        self._fetching: Operation | None = None
+        self._dirty: set[str] = set()
+        """Sessions changed since the list last reloaded their rows."""
+        self._reload_all = False
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search…")
         self.search.setToolTip("Search session titles and messages (Ctrl+F)")
@@ -302,21 +144,11 @@ class SessionsPanel(QWidget):
         self.new_button = QPushButton("+ New")
         self.new_button.setToolTip("New session (Ctrl+N)")
         self.new_button.clicked.connect(self.new_requested)
-        self.list = QListView()
-        self.list.setModel(self.model)
-        delegate = SessionDelegate(self.list)
-        delegate.closeEditor.connect(lambda *_: self.rename_finished.emit())
-        self.list.setItemDelegate(delegate)
-        self.list.setUniformItemSizes(True)
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.list.setEditTriggers(
-            QAbstractItemView.EditTrigger.EditKeyPressed
-            | QAbstractItemView.EditTrigger.DoubleClicked
-        )
-        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.list.customContextMenuRequested.connect(self._context_menu)
-        self.list.selectionModel().currentChanged.connect(self._on_current)
+        self.list = self._session_view()
+        self.count_label = QLabel()
+        """How many sessions there are (and how many of them are loaded)."""
+        self.count_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.model.shown.connect(self._on_shown)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.new_button)
@@ -324,7 +156,7 @@ class SessionsPanel(QWidget):
         layout.setContentsMargins(6, 6, 0, 6)
         layout.addLayout(top)
         layout.addWidget(self.list, 1)
-        self._current: str | None = None
+        layout.addWidget(self.count_label)
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
@@ -333,35 +165,178 @@ class SessionsPanel(QWidget):
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(LIST_REFRESH_MS)
-        self._refresh_timer.timeout.connect(self.refresh)
+        self._refresh_timer.timeout.connect(self._reload_changed)
         runner.memory_changed.connect(self._on_memory_changed)
 
-    # -- data ------------------------------------------------------------------------
-    def refresh(self) -> Operation:
-        """Reload the list from the store."""
-        return self.runner.run(
-            self.services.storage.run(list_sessions, self.services.store),
-            what="list the sessions",
-            on_success=self.set_sessions,
+    def _session_view(self) -> QListView:
+        """The list itself: one row per loaded session, renamed in place."""
+        view = QListView()
+        view.setModel(self.model)
+        delegate = SessionDelegate(view)
+        delegate.closeEditor.connect(lambda *_: self.rename_finished.emit())
+        view.setItemDelegate(delegate)
+        view.setUniformItemSizes(True)
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        view.setEditTriggers(
+            QAbstractItemView.EditTrigger.EditKeyPressed
+            | QAbstractItemView.EditTrigger.DoubleClicked
         )
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(self._context_menu)
+        view.selectionModel().currentChanged.connect(self._on_current)
+        bar = view.verticalScrollBar()
+        bar.valueChanged.connect(self._fetch_if_near_end)
+        bar.rangeChanged.connect(self._fetch_if_near_end)
+        return view
+
+    # -- data ------------------------------------------------------------------------
+    def load_first(
+        self, wanted: str | None = None, then: Callable[[str | None], None] | None = None
+    ) -> Operation:
+        """Show the first page; *then* gets the session to open: *wanted* if it exists, else
+        the newest (None: there are none)."""
+        store = self.services.store
+
+        def read() -> tuple[SessionPage, bool]:
+            return session_page(store), wanted is not None and store.exists(wanted)
+
+        def loaded(result: tuple[SessionPage, bool]) -> None:
+            page, exists = result
+            self.set_page(page)
+            if then is not None:
+                then(wanted if exists else page.infos[0].session_id if page.infos else None)
+
+        return self.runner.run(
+            self.services.storage.run(read), what="list the sessions", on_success=loaded
+        )
+
+    def refresh(self) -> Operation:
+        """Reload the rows loaded so far (every page scrolled to stays), and a search's."""
+        store, model = self.services.store, self.model
+        found, through = model.found, model.browse.last_key()
+        if found is not None and (last := found.last_key()) is not None:
+            self.runner.run(
+                self.services.storage.run(
+                    session_window, store, last, title=model.query, matches=found.hits
+                ),
+                what="search the sessions",
+                on_success=lambda page: self._reloaded(found, page, last),
+            )
+        if through is None:
+            return self.runner.run(
+                self.services.storage.run(session_page, store),
+                what="list the sessions",
+                on_success=self.set_page,
+            )
+        browse = model.browse
+        return self.runner.run(
+            self.services.storage.run(session_window, store, through),
+            what="list the sessions",
+            on_success=lambda page: self._reloaded(browse, page, through),
+        )
+
+    def _reloaded(self, listing: Listing, page: SessionPage, through: tuple[int, str]) -> None:
+        listing.reload(page, through)
+        self._show_listings()
 
     def _on_memory_changed(self, changes: MemoryChanges) -> None:
         """A session new to the list shows at once; other changes coalesce (a turn's bursts)."""
         if not changes.sessions:
             return
-        if changes.session_id is not None and self.model.row_of(changes.session_id) is None:
+        if changes.session_id is None:
+            self._reload_all = True
+        else:
+            self._dirty.add(changes.session_id)
+        if changes.session_id is not None and self.model.browse.find(changes.session_id) is None:
             self._refresh_timer.stop()
-            self.refresh()
+            self._reload_changed()
         else:
             self._refresh_timer.start()
 
+    def _reload_changed(self) -> None:
+        """Reload what changed: the named sessions' rows, or every loaded row."""
+        dirty, self._dirty = self._dirty, set()
+        if self._reload_all:
+            self._reload_all = False
+            self.refresh()
+        elif dirty:
+            self.runner.run(
+                self.services.storage.run(sessions_by_id, self.services.store, dirty),
+                what="list the sessions",
+                on_success=lambda page: self._update_rows(page, dirty),
+            )
+
+    def _update_rows(self, page: SessionPage, session_ids: set[str]) -> None:
+        self.model.browse.update(page, session_ids, add=True)
+        if self.model.found is not None:
+            self.model.found.update(page, session_ids, add=False)
+        self._show_listings()
+
+    def _show_listings(self) -> None:
+        self.model.refilter()
+        self._reselect(scroll=self._reveal)
+
     def set_sessions(self, infos: list[SessionInfo]) -> None:
+        """Every session at once (nothing more to load)."""
         self.model.set_sessions(infos)
-        self._reselect()
+        self._reselect(scroll=True)
+
+    def set_page(self, page: SessionPage) -> None:
+        """The first page of every session (what was loaded before goes)."""
+        self.model.set_page(page)
+        self._reselect(scroll=True)
+
+    # -- the next page ---------------------------------------------------------------------
+    def _fetch_if_near_end(self, *_: int) -> None:
+        """Ask for the next page when the view shows (nearly) the last loaded row."""
+        if not shiboken6.isValid(self.list):  # the scroll bar's last signals, as the list dies
+            return
+        if not self.list.isVisible():  # a collapsed list has no end to be near (nor a size)
+            return
+        bar = self.list.verticalScrollBar()
+        per_item = self.list.verticalScrollMode() == QAbstractItemView.ScrollMode.ScrollPerItem
+        row = 1 if per_item else max(1, self.list.sizeHintForRow(0))
+        if bar.maximum() - bar.value() <= FETCH_AHEAD_ROWS * row:
+            self.fetch_more()
+
+    def fetch_more(self) -> Operation | None:
+        """Load the next page of what the list shows (None: all loaded, or one is coming)."""
+        listing = self.model.listing
+        busy = self._fetching is not None and not self._fetching.done
+        after = listing.last_key() if listing is not None else None
+        if listing is None or after is None or not listing.more or busy:
+            return None
+        query = self.model.query
+        self._fetching = self.runner.run(
+            self.services.storage.run(
+                session_page,
+                self.services.store,
+                after,
+                PAGE_SIZE,
+                title=query,
+                matches=listing.hits if query else (),
+            ),
+            what="list the sessions",
+            on_success=lambda page: self._add_page(listing, page),
+        )
+        return self._fetching
+
+    def _add_page(self, listing: Listing, page: SessionPage) -> None:
+        if listing is not self.model.browse and listing is not self.model.found:
+            return  # a search that has ended
+        listing.extend(page)
+        self.model.refilter()
+        self._reselect(scroll=False)  # the person is scrolling: the view is theirs
+        if self.list.verticalScrollBar().maximum() == 0:  # the rows do not fill the view yet
+            QTimer.singleShot(0, self._fetch_if_near_end)
+
+    def _on_shown(self) -> None:
+        self.count_label.setText(self.model.summary())
 
     def set_hidden(self, hidden: set[str]) -> None:
         self.model.set_hidden(hidden)
-        self._reselect()
+        self._reselect(scroll=False)
 
     def follow(self, pending: PendingOps) -> None:
         """Keep the rows in step with resets, removes and deletes and their undo."""
@@ -382,11 +357,12 @@ class SessionsPanel(QWidget):
     def select(self, session_id: str | None) -> None:
         """Mark *session_id* as current (no signal: the window asked for it)."""
         self._current = session_id
-        self._reselect()
+        self._reveal = session_id is not None and self.model.row_of(session_id) is None
+        self._reselect(scroll=True)
 
     def title_of(self, session_id: str) -> str:
-        row = self.model.row_of(session_id)
-        return self.model.info(row).title or UNTITLED if row is not None else UNTITLED
+        info = self.model.known(session_id)
+        return info.title or UNTITLED if info is not None else UNTITLED
 
     def focus_search(self) -> None:
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -397,7 +373,11 @@ class SessionsPanel(QWidget):
         if row is not None:
             self.list.edit(self.model.index(row))
 
-    def _reselect(self) -> None:
+    def _reselect(self, *, scroll: bool) -> None:
+        """Select the current session's row; *scroll*: bring it into view too.
+
+        A reload does not scroll: the person may be looking further down.
+        """
         row = self.model.row_of(self._current) if self._current else None
         selection = self.list.selectionModel()
         selection.blockSignals(True)
@@ -408,7 +388,9 @@ class SessionsPanel(QWidget):
             else:
                 index = self.model.index(row)
                 selection.setCurrentIndex(index, selection.SelectionFlag.ClearAndSelect)
-                self.list.scrollTo(index)
+                if scroll:
+                    self.list.scrollTo(index)
+                    self._reveal = False
         finally:
             selection.blockSignals(False)
         self.list.viewport().update()
@@ -418,33 +400,32 @@ class SessionsPanel(QWidget):
             return
         sid = str(current.data(SessionListModel.SessionIdRole))
         if sid != self._current:
-            self._current = sid
+            self._current, self._reveal = sid, False
             self.session_selected.emit(sid)
 
     # -- search ------------------------------------------------------------------------
     def _on_search_text(self, text: str) -> None:
-        self.model.set_filter(text, {})
-        self._reselect()
+        self.model.set_query(text)
+        self._reselect(scroll=True)
         if text.strip():
             self._search_timer.start()
         else:
             self._search_timer.stop()
 
     def _search_content(self) -> None:
+        """Search every session (loaded or not) by title and content: the first page."""
         text = self.search.text().strip()
         if not text:
             return
         if self._search_op is not None:
             self._search_op.cancel()
-        store = self.services.store
 
-        def show(counts: dict[str, int]) -> None:
-            if self.search.text().strip() == text:
-                self.model.set_filter(text, counts)
-                self._reselect()
+        def show(page: SessionPage) -> None:
+            self.model.set_found(text, page)
+            self._reselect(scroll=True)
 
         self._search_op = self.runner.run(
-            self.services.storage.run(content_matches, store, text),
+            self.services.storage.run(search_sessions, self.services.store, text),
             what="search the sessions",
             on_success=show,
         )

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core.atomic import atomic_write_text
+from agenvoy_desktop.core.cpu_cores import physical_cores
 from agenvoy_desktop.core.timeutil import now_ns
 
 log = logging.getLogger(__name__)
@@ -25,9 +25,8 @@ SETTINGS_VERSION = 1
 
 
 def default_threads() -> int:
-    """Physical-core guess: llama.cpp gains nothing from hyper-threads."""
-    logical = os.cpu_count() or 2
-    return max(1, min(8, logical if logical <= 2 else logical // 2))
+    """Physical cores: decoding gains nothing from hyper-threads (prompts use them all)."""
+    return physical_cores()
 
 
 @dataclass(slots=True)

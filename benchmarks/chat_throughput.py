@@ -1,8 +1,9 @@
 """Streaming chat throughput: ChatEngine.chat vs a bare llama-cpp-python completion.
 
 Both run the starter model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M) in this
-process with the same threads, context, flash attention and weight buffers,
-greedy, on the same prompt, which is the chat template rendered by the
+process with the same threads (decode / prompt, as the engine plans them),
+prompt batch (the engine's calibrated one), context, flash attention and
+weight buffers, greedy, on the same prompt, which is the chat template rendered by the
 model's own template.  Each round first changes the system prompt's first
 line, so neither side can reuse the previous round's KV cache and both pay
 the full prompt evaluation.  Rounds alternate which side goes first
@@ -38,9 +39,9 @@ from benchlib import fmt_stats, stats_ms, verdict
 
 from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage, TextDelta
 from agenvoy_desktop.llm.chat_format import ChatTemplate
+from agenvoy_desktop.llm.cpu_features import thread_plan
 from agenvoy_desktop.llm.engine import ChatEngine, extra_buffers_enabled
 from agenvoy_desktop.llm.gguf_info import read_gguf_info
-from agenvoy_desktop.settings import default_threads
 
 ACCEPT_RATIO = 0.95
 DEFAULT_MODEL = Path("/tmp/qwen-starter.gguf")
@@ -74,8 +75,8 @@ def messages_for(round_no: int) -> list[ChatMessage]:
     ]
 
 
-def bare_llama(model: Path, threads: int) -> Any:
-    """llama-cpp-python's Llama with the weight-buffer choice our engine makes.
+def bare_llama(model: Path, engine: ChatEngine) -> Any:
+    """llama-cpp-python's Llama with the threads, prompt batch and weight buffers of *engine*.
 
     ``Llama`` has no switch for llama.cpp's extra (AMX / repacked) weight
     buffers, which crash on this machine; its model-params factory is
@@ -96,9 +97,10 @@ def bare_llama(model: Path, threads: int) -> Any:
         return llama_cpp.Llama(
             str(model),
             n_ctx=CONTEXT,
-            n_batch=512,
-            n_threads=threads,
-            n_threads_batch=threads,
+            n_batch=engine.prompt_batch,
+            n_ubatch=engine.prompt_batch,
+            n_threads=engine.threads,
+            n_threads_batch=engine.threads_batch,
             flash_attn=True,  # what llama.cpp's "auto" picks for our engine on CPU
             verbose=False,
         )
@@ -165,15 +167,15 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def measure(
-    model: Path, threads: int, rounds: int, n_tokens: int
+    model: Path, threads: int | None, rounds: int, n_tokens: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     info = read_gguf_info(model)
     template = ChatTemplate(info.chat_template, model=model.name)
-    llm = bare_llama(model, threads)
     bare: list[dict[str, Any]] = []
     ours: list[dict[str, Any]] = []
     with ChatEngine(model, context_size=CONTEXT, threads=threads, seed=0) as engine:
-        await engine.load()
+        await engine.load()  # the prompt batch is calibrated here on a first run
+        llm = bare_llama(model, engine)
         # warm-up: first decodes touch the weights and size the buffers
         warm = messages_for(-1)
         run_bare(llm, template.render(warm), 8)
@@ -201,14 +203,15 @@ async def measure(
 def main() -> None:
     ap = benchlib.parser(__doc__.splitlines()[0])
     ap.add_argument("--model", help="GGUF to run (default: the starter model)")
-    ap.add_argument("--threads", type=int, default=default_threads())
+    ap.add_argument("--threads", type=int, default=None, help="decode threads (default: auto)")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--tokens", type=int, default=None)
     args = ap.parse_args()
     model = resolve_model(args.model)
     rounds = args.rounds or (2 if args.quick else 12)
     n_tokens = args.tokens or (32 if args.quick else 96)
-    print(f"model {model} | threads {args.threads} | {rounds} rounds x {n_tokens} tokens")
+    threads = thread_plan(args.threads)
+    print(f"model {model} | threads {threads} | {rounds} rounds x {n_tokens} tokens")
     bare, ours = asyncio.run(measure(model, args.threads, rounds, n_tokens))
     bare_s, ours_s = summary(bare), summary(ours)
     ratio_median = ours_s["median_tokens_per_s"] / bare_s["median_tokens_per_s"]
@@ -236,7 +239,8 @@ def main() -> None:
         "chat_throughput",
         {
             "model": str(model),
-            "threads": args.threads,
+            "threads": threads[0],
+            "threads_batch": threads[1],
             "context": CONTEXT,
             "extra_buffers": extra_buffers_enabled(),
             "max_tokens": n_tokens,

@@ -199,7 +199,7 @@ def probe_main(argv: list[str]) -> int:
     async def generate() -> int:
         threads = max(1, os.cpu_count() or 1)
         with ChatEngine(
-            Path(argv[0]), context_size=256, threads=threads, temperature=0.0
+            Path(argv[0]), context_size=256, threads=threads, temperature=0.0, calibrate=False
         ) as engine:
             events = 0
             messages: list[ChatMessage] = [{"role": "user", "content": "Count from one to ten."}]

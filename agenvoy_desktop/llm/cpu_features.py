@@ -9,12 +9,31 @@ verdict of the one-time probe (:mod:`agenvoy_desktop.llm.buffer_probe`, which
 installs it with :func:`set_probe_verdict` before a model loads); without a
 verdict, off wherever the CPU advertises AMX (the case that was seen to
 fault) and on elsewhere.
+
+It also plans llama.cpp's threads (:func:`thread_plan`).  Decoding one token
+is bound by memory bandwidth and gains nothing from a core's second
+hyper-thread (two threads on one core fight over its cache), so it gets one
+thread per physical core; evaluating a prompt is compute-bound and gets
+every logical core the process may run on (counted by
+:mod:`agenvoy_desktop.core.cpu_cores`).
 """
 
 from __future__ import annotations
 
 import os
 from functools import cache
+
+from agenvoy_desktop.core.cpu_cores import logical_cores, physical_cores
+
+__all__ = [
+    "EXTRA_BUFFERS_ENV",
+    "extra_buffers_choice",
+    "extra_buffers_enabled",
+    "logical_cores",
+    "physical_cores",
+    "set_probe_verdict",
+    "thread_plan",
+]
 
 EXTRA_BUFFERS_ENV = "AGENVOY_LLAMA_EXTRA_BUFFERS"
 
@@ -56,3 +75,20 @@ def _advertises_amx() -> bool:
     except OSError:
         pass
     return False
+
+
+# -- threads ----------------------------------------------------------------------------------
+def thread_plan(setting: int | None) -> tuple[int, int]:
+    """(decode threads, prompt threads) for a threads *setting* (None or < 1: automatic).
+
+    Automatic is physical cores for decoding and every logical core for the
+    prompt.  A setting is the decode count; the prompt gets every logical
+    core as well unless the setting asks for fewer than the physical cores
+    (someone keeping cores free for other work means it for prompts too).
+    """
+    physical, logical = physical_cores(), logical_cores()
+    if setting is None or setting < 1:
+        return physical, max(physical, logical)
+    if setting < physical:
+        return setting, setting
+    return setting, max(setting, logical)

@@ -36,10 +36,18 @@ from agenvoy_desktop.core.model_api import (
     ModelOutputError,
     TextDelta,
 )
+from agenvoy_desktop.llm.calibration import (
+    Calibration,
+    calibrate,
+    calibration_key,
+    stored_calibration,
+)
 from agenvoy_desktop.llm.chat_format import fit_messages
-from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
+from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled, thread_plan
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
+from agenvoy_desktop.llm.gpu_offload import OffloadPlan, plan_offload, remember_chat_plan
 from agenvoy_desktop.llm.llama_model import (
+    PROMPT_BATCH,
     FloatArray,
     LlamaModel,
     ModelLoadError,
@@ -49,7 +57,8 @@ from agenvoy_desktop.llm.llama_model import (
 from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD, chat_guard
 from agenvoy_desktop.llm.tool_calls import ToolCallStream
 from agenvoy_desktop.llm.worker import ModelClosedError, ModelWorker
-from agenvoy_desktop.settings import ModelSettings, SamplingSettings, default_threads
+from agenvoy_desktop.paths import machine_cache_dir
+from agenvoy_desktop.settings import ModelSettings, SamplingSettings
 
 __all__ = [
     "JSON_TEMPERATURE",
@@ -128,6 +137,13 @@ class ChatEngine:
 
     Constructing it reads nothing; the model loads on the worker at the first
     call (or :meth:`load`).  Calls queue and run one at a time.
+
+    ``threads`` is the decode thread count (None: the physical cores); prompts
+    get every logical core unless it asks for fewer than the physical cores
+    (:func:`~agenvoy_desktop.llm.cpu_features.thread_plan`).  ``gpu_layers``
+    -1 offloads as many layers as fit (:mod:`~agenvoy_desktop.llm.gpu_offload`).
+    With ``calibrate`` the first load of a model on this machine measures its
+    best prompt batch (:mod:`~agenvoy_desktop.llm.calibration`).
     """
 
     def __init__(
@@ -142,6 +158,7 @@ class ChatEngine:
         seed: int | None = None,
         name: str | None = None,
         sampling: SamplingSettings | None = None,
+        calibrate: bool = True,
     ) -> None:
         if context_size < 1:
             raise ValueError(f"context_size must be positive, got {context_size}")
@@ -149,8 +166,14 @@ class ChatEngine:
             raise ValueError(f"max_answer_tokens must be positive, got {max_answer_tokens}")
         self.model_path = Path(model_path)
         self.requested_context = context_size
-        self.threads = threads if threads and threads > 0 else default_threads()
+        self.threads, self.threads_batch = thread_plan(threads)
         self.gpu_layers = gpu_layers
+        self.calibrate = calibrate
+        self.prompt_batch = PROMPT_BATCH
+        """Prompt tokens per llama_decode call: the calibrated size once loaded."""
+        self.calibration: Calibration | None = None
+        self.offload: OffloadPlan | None = None
+        """Layers on the GPU and why, once loaded."""
         self.temperature = temperature
         self.max_answer_tokens = max_answer_tokens
         self.seed = seed
@@ -360,23 +383,63 @@ class ChatEngine:
             self._active.discard(request)
 
     def _load(self) -> LlamaModel:
-        """Load the model (worker thread, first job)."""
+        """Load the model (worker thread, first job), measuring its prompt batch once."""
         started = time.perf_counter()
+        offload = plan_offload(self.model_path, self.gpu_layers, lambda: self.context_size)
+        folder = machine_cache_dir()
+        key = calibration_key(
+            self.model_path, threads_batch=self.threads_batch, gpu_layers=offload.layers
+        )
+        self.calibration = stored_calibration(folder, key)
         model = LlamaModel(
             self.model_path,
             n_ctx=self.requested_context,
             threads=self.threads,
-            gpu_layers=self.gpu_layers,
+            threads_batch=self.threads_batch,
+            gpu_layers=offload.layers,
             name=self.name,
+            prompt_batch=self.calibration.batch if self.calibration else PROMPT_BATCH,
         )
+        if self.calibration is None and self.calibrate:
+            self._calibrate(model, key, folder)
+        self.offload, self.prompt_batch = offload, model.prompt_batch
+        remember_chat_plan(offload)
         log.info(
-            "loaded %s (%s, context %d) in %.2f s",
+            "loaded %s (%s, context %d, threads %d/%d, prompt batch %d, GPU %s) in %.2f s",
             self.name,
             self.model_path,
             model.n_ctx,
+            self.threads,
+            self.threads_batch,
+            model.prompt_batch,
+            offload.reason,
             time.perf_counter() - started,
         )
         return model
+
+    def _calibrate(self, model: LlamaModel, key: str, folder: Path) -> None:
+        """Measure the prompt batch on the loaded weights; a failure keeps the default."""
+        try:
+            self.calibration = calibrate(
+                model,
+                key=key,
+                model_name=self.model_path.name,
+                threads_batch=self.threads_batch,
+                cancelled=lambda: self._worker.closed,
+                folder=folder,
+            )
+        except RuntimeError as exc:
+            log.warning("%s: prompt batch calibration failed: %s", self.name, exc)
+            return
+        if self.calibration is None:
+            return
+        try:
+            model.use_prompt_batch(self.calibration.batch)
+        except ModelLoadError as exc:
+            if model.context is None:  # not even the old size could be restored
+                model.close()
+                raise
+            log.warning("%s: keeping prompt batch %d: %s", self.name, model.prompt_batch, exc)
 
     async def _call(self, job: Callable[[LlamaModel], _T], request: _Request | None = None) -> _T:
         request = request or _Request()

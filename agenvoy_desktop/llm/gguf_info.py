@@ -437,3 +437,35 @@ def _file_type_names() -> dict[int, str]:
         if member.name != "GUESSED":
             names[int(member)] = member.name.removeprefix("MOSTLY_").removeprefix("ALL_")
     return names
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """A model's scalar metadata and each tensor's size in bytes (GPU offload planning)."""
+
+    metadata: dict[str, Any]
+    """Scalar and string values; arrays are present as their length."""
+    tensor_bytes: dict[str, int]
+    """Bytes of each tensor by name (``blk.3.attn_q.weight``); 0 for an unknown type."""
+
+
+def read_tensor_layout(path: Path) -> TensorLayout:
+    """What :func:`read_gguf_info` checks, plus the metadata values and tensor sizes."""
+    info = read_gguf_info(path)  # every check and its message
+    try:
+        with Path(path).open("rb") as handle:
+            cur = _Cursor(handle, info.size_bytes, Path(path))
+            cur.need(4)
+            cur.off = 4
+            _read_version(cur)
+            tensor_count, kv_count = cur.u64(), cur.u64()
+            metadata = _read_kv(cur, kv_count)
+            tensors = _read_tensor_infos(cur, tensor_count)
+    except OSError as exc:
+        raise ModelFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    sizes = _quant_sizes()
+    tensor_bytes = {}
+    for tensor in tensors:
+        block_size, type_size = sizes.get(tensor.ggml_type, (1, 0))
+        tensor_bytes[tensor.name] = tensor.n_elements // block_size * type_size
+    return TensorLayout(metadata, tensor_bytes)

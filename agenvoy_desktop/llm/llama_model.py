@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ FloatArray = npt.NDArray[np.float32]
 Tokens = list[int]
 
 PROMPT_BATCH = 512
-"""Prompt tokens per llama_decode call (llama.cpp's usual n_batch)."""
+"""Prompt tokens per llama_decode call and micro-batch (llama.cpp's usual n_batch) until
+:mod:`agenvoy_desktop.llm.calibration` has measured a better one."""
 EMBED_CONTEXT = 512
 """Tokens an embedded text may have (longer texts are truncated)."""
 MIN_CONTEXT = 256
@@ -99,10 +101,24 @@ class LlamaModel:
     shares the system prompt, tool list and history with the one before).
     """
 
-    def __init__(self, path: Path, *, n_ctx: int, threads: int, gpu_layers: int, name: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_ctx: int,
+        threads: int,
+        gpu_layers: int,
+        name: str,
+        threads_batch: int | None = None,
+        prompt_batch: int = PROMPT_BATCH,
+    ) -> None:
+        """*threads* decode one token at a time; *threads_batch* (default: the same)
+        evaluate prompts, in llama_decode calls of *prompt_batch* tokens."""
         self.path = path
         self.name = name
         self.threads = threads
+        self.threads_batch = threads_batch if threads_batch and threads_batch > 0 else threads
+        self.prompt_batch = max(1, prompt_batch)
         self._model: Any = None
         self.context: Any = None
         self._embed_ctx: Any = None
@@ -137,14 +153,14 @@ class LlamaModel:
         self.vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._memory = llama_cpp.llama_get_memory(self.context)
 
-    def _new_context(self, n_ctx: int, *, embeddings: bool) -> Any:
+    def _new_context(self, n_ctx: int, *, embeddings: bool, batch: int | None = None) -> Any:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
-        params.n_batch = n_ctx if embeddings else PROMPT_BATCH
+        params.n_batch = n_ctx if embeddings else batch or self.prompt_batch
         params.n_ubatch = params.n_batch
         params.n_seq_max = 1
         params.n_threads = self.threads
-        params.n_threads_batch = self.threads
+        params.n_threads_batch = self.threads_batch
         params.no_perf = True
         if embeddings:
             params.embeddings = True
@@ -277,14 +293,58 @@ class LlamaModel:
                 llama_cpp.llama_memory_clear(self._memory, True)
                 keep = 0
             del self._past[keep:]
-        for start in range(keep, len(tokens), PROMPT_BATCH):
+        step = self.prompt_batch
+        for start in range(keep, len(tokens), step):
             if cancelled():
                 return False
-            chunk = tokens[start : start + PROMPT_BATCH]
+            chunk = tokens[start : start + step]
             array = (llama_cpp.llama_token * len(chunk))(*chunk)
             self._decode(llama_cpp.llama_batch_get_one(array, len(chunk)))
             self._past.extend(chunk)
         return True
+
+    def use_prompt_batch(self, batch: int) -> None:
+        """Evaluate prompts *batch* tokens at a time from now on (a new chat context).
+
+        The old context is freed first (never two KV caches of the full size
+        at once); if the new one cannot be made the old size is restored.
+        """
+        batch = max(1, batch)
+        if batch == self.prompt_batch:
+            return
+        llama_cpp.llama_free(self.context)
+        self.context = None
+        self._past.clear()
+        try:
+            self.context = self._new_context(self.n_ctx, embeddings=False, batch=batch)
+            self.prompt_batch = batch
+        finally:
+            if self.context is None:
+                self.context = self._new_context(self.n_ctx, embeddings=False)
+            self._memory = llama_cpp.llama_get_memory(self.context)
+
+    def time_prefill(self, tokens: Sequence[int], batch: int) -> float:
+        """Seconds to evaluate *tokens* in a fresh context of micro-batch *batch* (calibration).
+
+        The chat context and its KV cache are left as they are.
+        """
+        context = self._new_context(max(len(tokens), MIN_CONTEXT), embeddings=False, batch=batch)
+        try:
+            started = time.perf_counter()
+            for start in range(0, len(tokens), batch):
+                chunk = tokens[start : start + batch]
+                array = (llama_cpp.llama_token * len(chunk))(*chunk)
+                rc = int(
+                    llama_cpp.llama_decode(
+                        context, llama_cpp.llama_batch_get_one(array, len(chunk))
+                    )
+                )
+                if rc != 0:
+                    raise _decode_failure(self.path, rc, "llama_decode (calibration)")
+            llama_cpp.llama_synchronize(context)
+            return time.perf_counter() - started
+        finally:
+            llama_cpp.llama_free(context)
 
     def _decode(self, batch: Any) -> None:
         rc = int(llama_cpp.llama_decode(self.context, batch))

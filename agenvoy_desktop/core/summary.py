@@ -8,8 +8,9 @@ break free-form JSON, so generation is constrained by :data:`SUMMARY_SCHEMA`
 :func:`parse_summary`, which rejects anything off-shape instead of repairing
 it: a bad answer is a failed chunk, never a corrupted summary.
 
-Two rules keep the summary true.  A sentence said twice is a bad answer
-(small models loop).  A key decision must cite the message that states it:
+Two rules keep the summary true.  No sentence is said twice (small models
+loop, and copy one sentence into two fields): :func:`without_repeats` keeps
+the first of each.  A key decision must cite the message that states it:
 the prompt gives every message a handle, the schema lets a decision name
 only those (and the previous decisions' handles), and
 :func:`trace_decisions` stores the message id, dropping decisions whose
@@ -338,7 +339,8 @@ def parse_summary(data: object, where: str = "summary", *, repeats: bool = False
     A sentence said twice (within a field or across fields, compared
     normalised) is an error too — a small model stuck in a loop repeats
     itself, and the summary goes into every prompt — except with
-    ``repeats=True``, which files written before this rule use.
+    ``repeats=True``: files written before this rule, and model answers,
+    which the summarizer passes through :func:`without_repeats` instead.
     """
     summary = _parse_fields(data, where)
     if not repeats and (twice := repeated_sentences(summary)):
@@ -421,10 +423,10 @@ def repeated_sentences(summary: Summary) -> list[str]:
 def without_repeats(summary: Summary) -> Summary:
     """*summary* with every sentence's second and later occurrences removed.
 
-    The summarizer's last resort, for an answer that is good but for a
-    sentence copied into two fields: keeping the sentence once loses
-    nothing, whereas failing the chunk would leave no summary at all.  A
-    decision or discussion left with no text goes.
+    What the summarizer does with every answer: a small model often copies
+    one sentence from a message into two fields, and keeping it once loses
+    nothing, whereas rejecting the answer would cost a whole second
+    generation.  A decision or discussion left with no text goes.
     """
     seen: set[str] = set()
 

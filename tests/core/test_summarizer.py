@@ -289,26 +289,47 @@ def test_bad_answer_leaves_summary_and_cursor_unchanged(
     assert read_records(folder(store))[-1].kind == "failed"
 
 
-def test_a_repeated_sentence_is_retried_then_removed(store: MemoryStore) -> None:
+def test_a_repeated_sentence_is_removed_without_asking_again(store: MemoryStore) -> None:
     seed(store, 40)
     looped = {
         "key_decisions": [],
-        "past_discussions": [],
-        "current_discussion": "We talked about the hotels. We talked about the hotels.",
+        "past_discussions": [
+            {
+                "topic": "Hotels",
+                "description": "We talked about the hotels.",
+                "last_discussed": "2023-11-14",
+            }
+        ],
+        "current_discussion": "We talked about the hotels. We talked about the hotels. Trains?",
     }
-    model = ScriptedJsonModel(lambda i, m: looped if i < 2 else numbered_summary(i, m))
+    model = ScriptedJsonModel(lambda i, m: looped if i == 0 else numbered_summary(i, m))
     result = run(make(store, model).run(SID))
     assert (result.stopped, result.folded) == ("done", 24)
+    assert len(model.calls) == 1  # one generation: no retry for a repeat
     first = read_records(folder(store))[0]
-    assert (
-        first.extra["retried_after"]
-        == "model answer: repeats the sentence 'we talked about the hotels'"
-    )
+    assert "retried_after" not in first.extra
     assert first.extra["repeats_removed"] == ["we talked about the hotels"]
-    assert first.messages == 12
+    assert first.messages == 24
     summary = load_summary(folder(store))
     assert summary is not None
-    assert summary.current_discussion.startswith("chunk")  # the next pass merged over it
+    assert summary.past_discussions[0].description == "We talked about the hotels."
+    assert summary.current_discussion == "Trains?"
+
+
+def test_a_looping_list_of_discussions_keeps_one(store: MemoryStore) -> None:
+    """The loop a small model falls into: the same entry again and again."""
+    seed(store, 40)
+    entry = {
+        "topic": "Hotels",
+        "description": "Compared three hotels near the station.",
+        "last_discussed": "2023-11-14",
+    }
+    looped = {"key_decisions": [], "past_discussions": [entry] * 5, "current_discussion": ""}
+    model = ScriptedJsonModel(lambda i, m: looped if i == 0 else numbered_summary(i, m))
+    assert run(make(store, model).run(SID)).stopped == "done"
+    first = read_records(folder(store))[0]
+    assert first.extra["repeats_removed"] == ["compared three hotels near the station"]
+    assert len(model.calls) == 1
 
 
 # -- traceable decisions -------------------------------------------------------------------------

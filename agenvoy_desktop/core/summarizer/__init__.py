@@ -24,10 +24,10 @@ relies on the retry below.  The transcript gets what is left of the context
 after the instructions, the previous summary and a 64-token margin (token
 counts cached per text).  A single message bigger than that is cut in the
 middle for the prompt.  A pass whose answer still fails (cut off, not JSON,
-a repeated sentence) is retried once with the first half of the chunk; the
-other half goes into the next chunk.  On that retry a sentence said twice
-no longer fails the chunk: its repeats are removed (and noted in the pass
-record), since a summary that says something once is better than none.
+off-shape) is retried once with the first half of the chunk; the other half
+goes into the next chunk.  A sentence said twice does not fail an answer:
+its repeats are removed (and noted in the pass record), since asking again
+costs a whole generation and the sentence is still there once.
 
 Traceable decisions: every transcript line carries a handle (``m1``…) and
 every decision of the previous summary one (``p1``…); the schema makes a

@@ -322,8 +322,10 @@ class _Run:
 
         A small model that loses its way over many messages often manages
         half as many; the other half is planned into the next chunk, so
-        nothing is skipped.  Only answer problems are retried: a model that
-        cannot run at all fails the chunk at once.
+        nothing is skipped.  Only answer problems are retried (an answer cut
+        off, not JSON, off-shape or empty): a model that cannot run at all
+        fails the chunk at once.  A repeated sentence is no such problem:
+        :meth:`_summarize` drops the repeat instead.
         """
         try:
             return chunk, await self._summarize(chunk)
@@ -340,17 +342,20 @@ class _Run:
             len(chunk.rows),
         )
         try:
-            folded = await self._summarize(half, last_try=True)
+            folded = await self._summarize(half)
         except (ModelOutputError, SummaryFormatError) as exc:
             raise RetryFailedError(half, f"{_describe(exc)} (and before: {first_error})") from exc
         folded.notes["retried_after"] = first_error
         return half, folded
 
-    async def _summarize(self, chunk: Chunk, *, last_try: bool = False) -> Folded:
+    async def _summarize(self, chunk: Chunk) -> Folded:
         """One model call for *chunk*; the answer validated and its decisions traced.
 
-        On the ``last_try`` a sentence said twice is removed instead of
-        failing the chunk (see :func:`~agenvoy_desktop.core.summary.without_repeats`).
+        A sentence said twice is removed, keeping its first occurrence (see
+        :func:`~agenvoy_desktop.core.summary.without_repeats`), rather than
+        failing the answer: asking again costs a whole second generation
+        (on the starter model, minutes), and what the repeat said is still
+        there once.
         """
         if not chunk.has_content:  # nothing to learn: advance without a model call
             return Folded(self.summary)
@@ -359,9 +364,9 @@ class _Run:
         completion = await self.owner.model.complete_json(
             prompt, summary_schema(list(sources)), max_tokens=chunk.reserve
         )
-        answer = parse_summary(completion.value, "model answer", repeats=last_try)
+        answer = parse_summary(completion.value, "model answer", repeats=True)
         notes: dict[str, Any] = {}
-        if last_try and (twice := repeated_sentences(answer)):
+        if twice := repeated_sentences(answer):
             answer = without_repeats(answer)
             notes["repeats_removed"] = twice
         answer, dropped = trace_decisions(answer, sources)

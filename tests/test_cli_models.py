@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,24 @@ import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.cli import models as cli_models
+from agenvoy_desktop.cli.common import CliError
 from agenvoy_desktop.cli.models import format_count, format_size, register
 from agenvoy_desktop.llm import discovery
 from agenvoy_desktop.llm.catalogue import CATALOGUE_FILE
+from agenvoy_desktop.llm.endpoints import EndpointConfigError
+from agenvoy_desktop.llm.openai_chat import EndpointError
+from tests.loopback import (
+    allow_loopback,
+    fake_server,
+    free_port,
+    llamacpp_routes,
+    lmstudio_routes,
+    ollama_routes,
+    plain_routes,
+)
 from tests.tiny_gguf import write_tiny_llama
+
+__all__ = ["allow_loopback", "fake_server"]  # fixtures, used by name
 
 Run = Callable[..., int]
 
@@ -255,3 +270,130 @@ def test_through_the_real_cli_once_wired(
     assert '"name": "tiny-chat"' in out
     assert cli.main(["models", "remove", "nope", "--data-dir", str(data_dir)]) == 1
     assert "no model named 'nope'" in capsys.readouterr().err
+
+
+# -- endpoints ------------------------------------------------------------------------------
+def _settings(data_dir: Path) -> dict[str, Any]:
+    from agenvoy_desktop.paths import app_paths
+
+    data: dict[str, Any] = json.loads(app_paths(str(data_dir)).settings_file.read_text("utf-8"))
+    return data
+
+
+def test_add_endpoint_probes_and_lists(
+    run: Run, fake_server: Any, capsys: pytest.CaptureFixture[str], models_dir: Path
+) -> None:
+    server = fake_server(ollama_routes("llama3.1:8b", 131072))
+    assert run("models", "add-endpoint", server.root) == 0
+    out = capsys.readouterr().out
+    assert f"added endpoint 'llama3.1:8b': llama3.1:8b at {server.base_url}" in out
+    assert "context 131072 tokens (on this machine)" in out
+    assert "models use endpoint:llama3.1:8b" in out
+    assert run("models") == 0
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    assert row[:6] == ["llama3.1:8b", "chat", "endpoint", "-", "8.0B", "131072"]
+    assert row[-1] == server.base_url
+    (entry,) = listed(run, capsys)
+    assert entry["source"] == "endpoint"
+    assert entry["choice"] == "endpoint:llama3.1:8b"
+    assert (entry["base_url"], entry["remote"], entry["api_key"]) == (server.base_url, False, None)
+    assert (models_dir / "endpoints.json").is_file()
+
+
+def test_add_endpoint_with_several_models_asks_which(
+    run: Run, fake_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = fake_server(plain_routes("small", "big"))
+    with pytest.raises(CliError, match="offers 2 models; choose one with --model: small, big"):
+        run("models", "add-endpoint", server.base_url)
+    with pytest.raises(CliError, match="has no model 'huge'; it offers: small, big"):
+        run("models", "add-endpoint", server.base_url, "--model", "huge")
+    assert run("models", "add-endpoint", server.base_url, "--model", "BIG", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["name"], data["model"], data["context_length"]) == ("big", "big", None)
+
+
+def test_add_endpoint_refuses_remote_without_confirmation(run: Run, models_dir: Path) -> None:
+    with pytest.raises(CliError) as caught:
+        run("models", "add-endpoint", "https://api.example.com/v1", "--model", "m")
+    message = str(caught.value)
+    assert "on another machine" in message
+    assert "--yes-remote" in message
+    assert "\n" not in message
+    assert not (models_dir / "endpoints.json").exists()
+
+
+def test_add_endpoint_keys(
+    run: Run,
+    fake_server: Any,
+    models_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server = fake_server(plain_routes("m"))
+    with pytest.raises(CliError, match="TEST_ENDPOINT_KEY is not set"):
+        run("models", "add-endpoint", server.root, "--api-key-env", "TEST_ENDPOINT_KEY")
+    monkeypatch.setenv("TEST_ENDPOINT_KEY", "sk-test-secret")
+    assert run("models", "add-endpoint", server.root, "--api-key-env", "TEST_ENDPOINT_KEY") == 0
+    assert server.seen[-1][2] == "Bearer sk-test-secret"
+    assert "sk-test-secret" not in (models_dir / "endpoints.json").read_text("utf-8")
+    (entry,) = listed(run, capsys)
+    assert entry["api_key"] == "env:TEST_ENDPOINT_KEY"
+    monkeypatch.setitem(sys.modules, "keyring", None)  # no keyring installed
+    with pytest.raises(CliError, match="--api-key-env VAR") as caught:
+        run("models", "add-endpoint", server.root, "--keyring", "--name", "k")
+    assert "\n" not in str(caught.value)
+
+
+def test_add_endpoint_to_a_stopped_server(run: Run, allow_loopback: None) -> None:
+    with pytest.raises(EndpointError, match="is the server running") as caught:
+        run("models", "add-endpoint", f"127.0.0.1:{free_port()}", "--timeout", "1")
+    assert caught.value.kind == "refused"
+
+
+def test_use_and_remove_endpoint(
+    run: Run,
+    fake_server: Any,
+    data_dir: Path,
+    model: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server = fake_server(lmstudio_routes("qwen2.5-7b-instruct", 32768))
+    assert run("models", "add-endpoint", server.root, "--name", "lm") == 0
+    assert run("models", "use", "endpoint:lm") == 0
+    assert "chat model: lm (qwen2.5-7b-instruct at" in capsys.readouterr().out
+    assert _settings(data_dir)["models"]["chat_model"] == "endpoint:lm"
+    assert run("models", "add", str(model)) == 0
+    assert run("models", "use", "tiny-chat") == 0
+    assert _settings(data_dir)["models"]["chat_model"] == "tiny-chat"
+    assert run("models", "use", "lm") == 0  # a bare endpoint name works too
+    assert _settings(data_dir)["models"]["chat_model"] == "endpoint:lm"
+    with pytest.raises(CliError, match="no chat model or endpoint named 'nope'"):
+        run("models", "use", "nope")
+    capsys.readouterr()
+    assert run("models", "remove-endpoint", "lm") == 0
+    out = capsys.readouterr().out
+    assert "removed endpoint 'lm'" in out
+    assert "the starter chat model is used again" in out
+    assert _settings(data_dir)["models"]["chat_model"] == ""
+    with pytest.raises(EndpointConfigError, match="no endpoint named 'lm'"):
+        run("models", "remove-endpoint", "lm")
+
+
+def test_find_servers(
+    run: Run, fake_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agenvoy_desktop.llm import endpoints
+
+    monkeypatch.setattr(endpoints, "PRESETS", {"ollama": free_port(), "llamacpp": free_port()})
+    assert run("models", "find-servers") == 0
+    assert "no chat server is running on this machine" in capsys.readouterr().out
+    server = fake_server(llamacpp_routes("tiny.gguf", 2048))
+    monkeypatch.setattr(endpoints, "PRESETS", {"ollama": free_port(), "llamacpp": server.port})
+    assert run("models", "find-servers") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["llama.cpp", "server", "tiny.gguf", "2048", server.base_url]
+    assert run("models", "find-servers", "--json") == 0
+    (found,) = json.loads(capsys.readouterr().out)
+    assert found["preset"] == "llamacpp"
+    assert found["models"] == [{"id": "tiny.gguf", "context_size": 2048}]

@@ -51,6 +51,7 @@ def tool_guidance(offered: Sequence[str]) -> str:
 
 
 INTERRUPTED_NOTE = "[answer interrupted by the user]"
+FAILED_NOTE = "[answer cut off: the model failed before it finished]"
 
 
 def local_time_line(now_ns: int) -> str:
@@ -131,7 +132,8 @@ def to_chat_message(message: Message) -> ChatMessage:
         return out
     content = message.content
     if extra.get("interrupted"):
-        content = f"{content}\n{INTERRUPTED_NOTE}" if content else INTERRUPTED_NOTE
+        note = FAILED_NOTE if extra.get("interrupted_by") == "error" else INTERRUPTED_NOTE
+        content = f"{content}\n{note}" if content else note
     chat: ChatMessage = {"role": message.role, "content": content}
     calls = extra.get("tool_calls")
     if message.role == "assistant" and isinstance(calls, list) and calls:

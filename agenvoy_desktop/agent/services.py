@@ -525,6 +525,10 @@ def flush_vectors(store: MemoryStore, session_id: str) -> None:
 
 def model_profile_of(model: ChatModel | None) -> ModelProfile:
     """The GGUF profile of a llama.cpp model; a model without a file (a double) is capable."""
+    if getattr(model, "backend", "llama.cpp") == "endpoint":
+        from agenvoy_desktop.llm.endpoints import endpoint_profile
+
+        return endpoint_profile(str(getattr(model, "model", "")))
     path = getattr(model, "model_path", None)
     if model is None or not isinstance(path, Path):
         return CAPABLE
@@ -569,6 +573,8 @@ def _open_chat_model(
     from agenvoy_desktop.llm.model_prep import ModelUnavailableError
     from agenvoy_desktop.llm.starter import prepare_starter_model, starter_model_path
 
+    if settings.models.chat_model.startswith("endpoint:"):
+        return _open_endpoint_chat_model(paths, settings.models.chat_model)
     try:
         if settings.models.chat_model:
             path = ModelCatalogue(paths.models_dir).resolve(settings.models.chat_model, "chat")
@@ -591,3 +597,27 @@ def _open_chat_model(
     starter = starter_model_path(paths.models_dir)
     ensure_verdict(machine_cache_dir(), starter if starter.is_file() else Path(path))
     return ChatEngine.from_settings(Path(path), settings.models), None
+
+
+def _open_endpoint_chat_model(
+    paths: AppPaths, choice: str
+) -> tuple[ChatModel | None, ChatModelProblem | None]:
+    """The chat model of an ``endpoint:<name>`` choice (not connected yet: ``load()`` does).
+
+    A remote endpoint the user never confirmed is refused here too, so a
+    hand-edited endpoints.json cannot send conversation text away silently.
+    """
+    from agenvoy_desktop.llm.endpoints import EndpointRegistry, open_endpoint_model
+
+    fix = "Choose another model in Settings → Models."
+    try:
+        endpoint = EndpointRegistry(paths.models_dir).get(choice)
+        if endpoint.remote and not endpoint.remote_confirmed:
+            return None, ChatModelProblem(
+                f"The endpoint {endpoint.name!r} at {endpoint.base_url} is on another machine "
+                "and sending conversation text there was never confirmed.",
+                "Add it again in Settings → Models and confirm, or choose a local model.",
+            )
+        return open_endpoint_model(endpoint), None
+    except KnownError as exc:
+        return None, ChatModelProblem(f"The chat model is not available: {exc}", fix)

@@ -60,6 +60,7 @@ from agenvoy_desktop.agent.recall import (
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.message_edit import question_to_answer
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import (
@@ -75,6 +76,7 @@ from agenvoy_desktop.core.session_settings import (
     session_settings,
 )
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.llm.endpoints import answered_by
 
 log = logging.getLogger(__name__)
 
@@ -659,6 +661,12 @@ class _Turn:
                     calls.append(event)
                 elif isinstance(event, ChatFinished):
                     finish = event
+        except KnownError:
+            # The model failed mid-answer (a server gone, a dropped stream): keep what it
+            # wrote, marked interrupted, then let the caller show the one-line reason.
+            if self.partial:
+                await asyncio.shield(self._finish_interrupted(failed=True))
+            raise
         finally:
             self.result.model_s += time.perf_counter() - began
         if finish is not None:
@@ -784,16 +792,19 @@ class _Turn:
             self.emit(AnswerDelta(cited[len(text) :]))
         return cited
 
-    async def _save_answer(self, text: str, *, interrupted: bool) -> None:
+    async def _save_answer(self, text: str, *, interrupted: bool, failed: bool = False) -> None:
         extra: dict[str, Any] = {"interrupted": True} if interrupted else {}
+        if failed:  # cut off by a model error, not by the user (the next prompt says which)
+            extra["interrupted_by"] = "error"
+        extra["answered_by"] = answered_by(self.agent.model)  # the Context tab names it
         await self._save(self.agent.store.new_message("assistant", text, **extra))
         self.result.answer = text
         self.result.interrupted = interrupted
         self.answered = True
 
-    async def _finish_interrupted(self) -> None:
+    async def _finish_interrupted(self, *, failed: bool = False) -> None:
         if not self.answered:
-            await self._save_answer("".join(self.partial), interrupted=True)
+            await self._save_answer("".join(self.partial), interrupted=True, failed=failed)
 
     async def _save(self, message: Message) -> None:
         store = self.agent.store

@@ -1,18 +1,24 @@
-"""``agenvoy-desktop models`` and ``setup``: the GGUF models the app runs.
+"""``agenvoy-desktop models`` and ``setup``: the GGUF models the app runs, and endpoints.
 
 ``models`` lists, adds, removes, discovers and verifies them (``models``
-alone lists the catalogue); ``setup`` prepares the default ones.
+alone lists the catalogue); ``setup`` prepares the default ones.  Chat
+endpoints (OpenAI-compatible servers) are added, removed and looked for
+here too (``add-endpoint``, ``remove-endpoint``, ``find-servers``), and
+``use`` picks the chat model, local or endpoint.  The endpoint code (and
+httpx) is imported only by the commands that need it.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agenvoy_desktop.cli import common
 from agenvoy_desktop.cli.common import (
@@ -25,6 +31,12 @@ from agenvoy_desktop.cli.common import (
 from agenvoy_desktop.llm.catalogue import ROLES, CatalogueEntry, CatalogueError, ModelCatalogue
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError
+
+if TYPE_CHECKING:
+    from agenvoy_desktop.llm.endpoints import Endpoint, RemoteModel
+    from agenvoy_desktop.settings import ModelSettings
+
+log = logging.getLogger(__name__)
 
 
 def register_setup(add_command: AddCommand) -> None:
@@ -55,6 +67,35 @@ def register(add_command: AddCommand) -> None:
     action("verify", cmd_models_verify, "re-hash a model against its known sha256").add_argument(
         "name"
     )
+    _register_endpoints(action)
+
+
+def _register_endpoints(action: AddCommand) -> None:
+    """The endpoint actions and ``use``."""
+    add = action("add-endpoint", cmd_models_add_endpoint, "add an OpenAI-compatible chat server")
+    add.add_argument("url", help="its address, e.g. http://127.0.0.1:11434 (/v1 is added)")
+    add.add_argument("--name", help="name to refer to it by (default: the model id)")
+    add.add_argument("--model", help="model id on the server (needed when it serves several)")
+    add.add_argument("--api-key-env", metavar="VAR", help="environment variable with the API key")
+    add.add_argument(
+        "--keyring", action="store_true", help="ask for the API key and keep it in the OS keyring"
+    )
+    add.add_argument(
+        "--yes-remote",
+        action="store_true",
+        help="confirm that conversation text may be sent to a server on another machine",
+    )
+    add.add_argument("--timeout", type=float, default=5.0, help=argparse.SUPPRESS)
+    add.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    action(
+        "remove-endpoint", cmd_models_remove_endpoint, "forget an endpoint (and its keyring key)"
+    ).add_argument("name")
+    find = action(
+        "find-servers", cmd_models_find_servers, "look for Ollama, LM Studio or llama.cpp here"
+    )
+    find.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    use = action("use", cmd_models_use, "choose the chat model (a model or endpoint name)")
+    use.add_argument("name", help="a chat model, an endpoint (endpoint:NAME) or 'default'")
 
 
 # -- commands ----------------------------------------------------------------------
@@ -73,19 +114,45 @@ def cmd_setup(args: argparse.Namespace) -> int:
     if verdict is not None:
         state = "on" if verdict.enabled else "off"
         print(f"llama.cpp extra buffers (AMX / repacked kernels): {state} ({verdict.reason})")
+    batch = _calibrate_starter(starter, common.settings_of(args).models)
+    if batch is not None:
+        print(f"llama.cpp prompt batch for the starter: {batch}")
     return 0
+
+
+def _calibrate_starter(starter: Path, settings: ModelSettings) -> str | None:
+    """Measure the starter's prompt batch now (stored per machine), not at the first answer.
+
+    The engine calibrates at a model's first load on a machine; doing it here
+    keeps those seconds out of the first answer in the window.  A failure is
+    only logged: the engine keeps llama.cpp's default batch.
+    """
+    from agenvoy_desktop.core.errors import KnownError
+    from agenvoy_desktop.llm.engine import ChatEngine
+
+    engine = ChatEngine.from_settings(starter, settings)
+    try:
+        asyncio.run(engine.load())
+    except KnownError as exc:  # the app still starts; the engine retries at its first load
+        log.warning("prompt batch calibration skipped: %s", exc)
+        return None
+    finally:
+        engine.close()
+    found = engine.calibration
+    return None if found is None else found.summary()
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
     catalogue = _catalogue(args)
     entries = catalogue.entries()
     _note(catalogue)
+    endpoints = _endpoints(args)
     if getattr(args, "json", False):
-        emit_json([entry_json(e) for e in entries])
+        emit_json([entry_json(e) for e in entries] + [endpoint_json(e) for e in endpoints])
         return 0
     if not any(e.source == "starter" for e in entries):
         print("(the starter chat model is not prepared yet: run `agenvoy-desktop setup`)")
-    if not entries:
+    if not entries and not endpoints:
         return 0
     rows = [
         [
@@ -103,7 +170,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         for e in entries
     ]
     header = ["NAME", "ROLE", "SOURCE", "ARCH", "PARAMS", "CONTEXT", "QUANT", "SIZE", "SHA256"]
-    _print_table([[*header, "PATH"], *rows])
+    _print_table([[*header, "PATH"], *rows, *_endpoint_rows(endpoints)])
     for entry in entries:
         if entry.problem:
             print(f"{entry.name}: {entry.problem}", file=sys.stderr)
@@ -338,3 +405,251 @@ def _catalogued_files(entries: list[CatalogueEntry]) -> dict[tuple[int, int], st
         if file_id is not None:
             known[file_id] = entry.name
     return known
+
+
+# -- endpoints ---------------------------------------------------------------------------
+REMOTE_REFUSAL = (
+    "{url} is on another machine: your messages, and the memory recalled into each prompt, "
+    "will be sent there; add --yes-remote to confirm"
+)
+
+
+def cmd_models_add_endpoint(args: argparse.Namespace) -> int:
+    """Probe the server, pick its model, record it (the key goes to the keyring or stays in env)."""
+    from agenvoy_desktop.llm import endpoints as ep
+
+    url = ep.normalise_url(args.url)
+    remote = not ep.is_loopback(url)
+    if remote and not args.yes_remote:
+        raise CliError(REMOTE_REFUSAL.format(url=url))
+    key = _api_key(args)
+    model = _pick_model(ep.probe(url, key, timeout=args.timeout), args.model, url)
+    registry = ep.EndpointRegistry(common.profile_paths(args).models_dir)
+    endpoint = registry.add(
+        url,
+        model.id,
+        name=args.name,
+        context_size=model.context_size,
+        api_key_env=args.api_key_env,
+        keyring=args.keyring,
+        remote_confirmed=args.yes_remote,
+        preset=_preset_of(url),
+    )
+    if args.keyring and key:
+        try:
+            ep.store_api_key(endpoint.name, key)
+        except BaseException:
+            registry.remove(endpoint.name)
+            raise
+    if getattr(args, "json", False):
+        emit_json(endpoint_json(endpoint))
+        return 0
+    context = f"context {model.context_size} tokens" if model.context_size else "context unknown"
+    where = "remote: conversation text is sent to it" if remote else "on this machine"
+    print(f"added endpoint {endpoint.name!r}: {model.id} at {url}, {context} ({where})")
+    print(f"use it for chat:  agenvoy-desktop models use {endpoint.choice}")
+    return 0
+
+
+def cmd_models_remove_endpoint(args: argparse.Namespace) -> int:
+    from agenvoy_desktop.llm.endpoints import EndpointRegistry
+    from agenvoy_desktop.settings import save_settings
+
+    paths = common.profile_paths(args)
+    endpoint = EndpointRegistry(paths.models_dir).remove(args.name)
+    print(f"removed endpoint {endpoint.name!r} ({endpoint.model} at {endpoint.base_url})")
+    settings = common.settings_of(args)
+    if settings.models.chat_model == endpoint.choice:
+        settings.models.chat_model = ""
+        save_settings(paths.settings_file, settings)
+        print("it was the chat model: the starter chat model is used again")
+    return 0
+
+
+def cmd_models_find_servers(args: argparse.Namespace) -> int:
+    """Ask this machine's usual ports (loopback only) for a running chat server."""
+    from agenvoy_desktop.llm.endpoints import PRESET_LABELS, PRESETS, look_for_servers
+
+    found = look_for_servers()
+    if getattr(args, "json", False):
+        emit_json(
+            [
+                {
+                    "preset": s.preset,
+                    "label": s.label,
+                    "base_url": s.base_url,
+                    "models": [{"id": m.id, "context_size": m.context_size} for m in s.models],
+                }
+                for s in found
+            ]
+        )
+        return 0
+    if not found:
+        asked = ", ".join(f"{PRESET_LABELS[p]} ({port})" for p, port in PRESETS.items())
+        print(f"no chat server is running on this machine (asked 127.0.0.1 for {asked})")
+        return 0
+    rows = [
+        [s.label, m.id, str(m.context_size or "-"), s.base_url]
+        for s in found
+        for m in (s.models or [])
+    ]
+    _print_table([["SERVER", "MODEL", "CONTEXT", "URL"], *rows])
+    print("\nadd one:  agenvoy-desktop models add-endpoint URL [--model MODEL]")
+    return 0
+
+
+def cmd_models_use(args: argparse.Namespace) -> int:
+    """Save the chat model choice (read by ``chat`` and the window when they start)."""
+    from agenvoy_desktop.settings import save_settings
+
+    paths = common.profile_paths(args)
+    choice, shown = _chat_choice(args.name, paths.models_dir)
+    settings = common.settings_of(args)
+    settings.models.chat_model = choice
+    save_settings(paths.settings_file, settings)
+    print(f"chat model: {shown}")
+    return 0
+
+
+def _chat_choice(name: str, models_dir: Path) -> tuple[str, str]:
+    """(``models.chat_model`` value, words for the user) for a model or endpoint name."""
+    from agenvoy_desktop.llm.endpoints import EndpointConfigError, EndpointRegistry, endpoint_name
+
+    text = name.strip()
+    if text.casefold() in ("", "default", "starter"):
+        return "", "the starter chat model (the default)"
+    registry = EndpointRegistry(models_dir)
+    if endpoint_name(text) is None:
+        catalogue = ModelCatalogue(models_dir)
+        try:
+            entry = catalogue.get(text)
+        except CatalogueError:
+            entry = None
+        if entry is not None:
+            if not entry.serves("chat"):
+                raise CliError(f"{entry.name!r} is an embedding model, not a chat model")
+            return ("" if entry.builtin else entry.name), f"{entry.name} (llama.cpp, in-process)"
+    try:
+        endpoint = registry.get(text)
+    except EndpointConfigError as exc:
+        raise CliError(
+            f"no chat model or endpoint named {text!r}; see `agenvoy-desktop models list`"
+        ) from exc
+    if endpoint.remote and not endpoint.remote_confirmed:
+        raise CliError(REMOTE_REFUSAL.format(url=endpoint.base_url) + " when adding it again")
+    where = "remote endpoint" if endpoint.remote else "endpoint"
+    return endpoint.choice, f"{endpoint.name} ({endpoint.model} at {endpoint.base_url}, {where})"
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The key to probe with: from --api-key-env, or typed for --keyring; None without one."""
+    from agenvoy_desktop.llm.endpoints import keyring_problem
+
+    if args.api_key_env and args.keyring:
+        raise CliError("choose one place for the API key: --keyring or --api-key-env")
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env, "").strip()
+        if not key:
+            raise CliError(
+                f"the environment variable {args.api_key_env} is not set; "
+                "set it to the API key and run the command again"
+            )
+        return key
+    if not args.keyring:
+        return None
+    problem = keyring_problem()
+    if problem:
+        raise CliError(problem)
+    if sys.stdin.isatty():
+        import getpass
+
+        key = getpass.getpass("API key (kept in the OS keyring): ").strip()
+    else:
+        key = sys.stdin.readline().strip()
+    if not key:
+        raise CliError("no API key was given")
+    return key
+
+
+def _pick_model(models: Sequence[RemoteModel], wanted: str | None, url: str) -> RemoteModel:
+    """The model to use: --model if the server has it, else its only one."""
+    ids = [m.id for m in models]
+    listed = ", ".join(ids[:20]) + (", …" if len(ids) > 20 else "")
+    if not models:
+        raise CliError(f"{url} lists no models; load or pull one on the server first")
+    if wanted is not None:
+        match = next((m for m in models if m.id == wanted), None) or next(
+            (m for m in models if m.id.casefold() == wanted.casefold()), None
+        )
+        if match is None:
+            raise CliError(f"{url} has no model {wanted!r}; it offers: {listed}")
+        return match
+    if len(models) == 1:
+        return models[0]
+    raise CliError(f"{url} offers {len(models)} models; choose one with --model: {listed}")
+
+
+def _preset_of(url: str) -> str | None:
+    """The known local server behind *url*, by its default port (loopback only)."""
+    from urllib.parse import urlsplit
+
+    from agenvoy_desktop.llm.endpoints import PRESETS, is_loopback
+
+    if not is_loopback(url):
+        return None
+    port = urlsplit(url).port
+    return next((preset for preset, p in PRESETS.items() if p == port), None)
+
+
+def _endpoints(args: argparse.Namespace) -> list[Endpoint]:
+    from agenvoy_desktop.llm.endpoints import EndpointRegistry
+
+    registry = EndpointRegistry(common.profile_paths(args).models_dir)
+    entries = registry.entries()
+    if registry.last_problem:
+        print(f"agenvoy-desktop: note: {registry.last_problem}", file=sys.stderr)
+    return entries
+
+
+def _endpoint_rows(endpoints: list[Endpoint]) -> list[list[str]]:
+    """``models list`` rows for the endpoints, in the catalogue's columns."""
+    from agenvoy_desktop.llm.endpoints import parameters_from_name
+
+    return [
+        [
+            e.name,
+            "chat",
+            "remote endpoint" if e.remote else "endpoint",
+            "-",
+            format_count(parameters_from_name(e.model)),
+            str(e.context_size or "-"),
+            "-",
+            "-",
+            "-",
+            f"{e.model} at {e.base_url}",
+        ]
+        for e in endpoints
+    ]
+
+
+def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+    """An endpoint in ``models list --json`` (beside the catalogue's entries); never a key."""
+    key = (
+        f"env:{endpoint.api_key_env}"
+        if endpoint.api_key_env
+        else ("keyring" if endpoint.keyring else None)
+    )
+    return {
+        "name": endpoint.name,
+        "role": "chat",
+        "source": "endpoint",
+        "status": "ok",
+        "choice": endpoint.choice,
+        "base_url": endpoint.base_url,
+        "model": endpoint.model,
+        "context_length": endpoint.context_size,
+        "remote": endpoint.remote,
+        "remote_confirmed": endpoint.remote_confirmed,
+        "api_key": key,
+        "preset": endpoint.preset,
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def fsync_dir(folder: Path) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace *path* with *data* atomically and durably."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Process and thread in the name: two threads replacing the same file never share a temp file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)  # no \r\n on Windows
     fd = os.open(tmp, flags, FILE_MODE)
     try:

@@ -7,6 +7,12 @@ persona and tools switch (read once and handed to the agent, so the view
 and its labels agree).  Tokens are counted with the chat model's own
 tokenizer; without a chat model the messages are still built (same
 functions, same settings) and only the count is missing.
+
+It also says which model will answer and which one answered last: each
+stored answer records its model, backend and (for an endpoint) address, so
+a conversation that moved between a local GGUF and a server shows which
+one wrote what.  A server that cannot be reached for counting leaves the
+count out with its reason, never the view.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from typing import Any
 
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.errors import KnownError, one_line
+from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.session_settings import (
     DEFAULT_SETTINGS,
@@ -26,6 +34,7 @@ from agenvoy_desktop.core.session_settings import (
 )
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import prompt_text
+from agenvoy_desktop.llm.endpoints import answered_by, describe_answerer, is_loopback
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Role markers a chat template adds around each message (ChatML: ~4 tokens)."""
@@ -52,6 +61,14 @@ class ContextView:
     """The session's persona and tools switch the messages were built with."""
     settings_problem: str = ""
     """Why the session's settings file could not be used ("" when it could)."""
+    backend: str | None = None
+    """Who answers next: ``qwen… (llama.cpp, in-process)`` or ``x at http://… (endpoint)``."""
+    remote: bool = False
+    """The model that answers next runs on another machine (text leaves this one)."""
+    answered_by: str | None = None
+    """Who wrote the session's last answer, in the same words (None: no answer recorded)."""
+    count_problem: str = ""
+    """Why tokens could not be counted although there is a model ("" when they were)."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -100,15 +117,37 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
     view.settings, view.settings_problem = settings, reading.problem
     specs = [] if view.small_model or not settings.tools else services.tools.specs()
     view.tools = [str(spec["function"]["name"]) for spec in specs]
+    last = await services.storage.run(_last_answer, services.store, session_id, window)
+    view.answered_by = describe_answerer(last.extra.get("answered_by")) if last else None
     model: Any = services.chat_model
     if model is None:
         return view
     view.model_name = str(model.name)
+    view.backend = describe_answerer(answered_by(model))
+    address = getattr(model, "base_url", None)
+    view.remote = isinstance(address, str) and not is_loopback(address)
+    try:
+        await _count(view, model, specs)
+    except KnownError as exc:  # a server that is down: show the messages, say why no count
+        view.tokens, view.tool_tokens, view.exact_total = [], 0, None
+        view.count_problem = one_line(exc)
+    return view
+
+
+async def _count(view: ContextView, model: Any, specs: list[dict[str, Any]]) -> None:
+    """Fill in the token counts with *model*'s tokenizer (a server round trip for an endpoint)."""
     view.context_size = int(model.context_size)
-    view.tokens = [int(await model.count_tokens(message_text(m))) for m in messages]
+    view.tokens = [int(await model.count_tokens(message_text(m))) for m in view.messages]
     if specs:
         view.tool_tokens = int(await model.count_tokens(json.dumps(specs, ensure_ascii=False)))
     exact = getattr(model, "count_prompt_tokens", None)
     if exact is not None:
-        view.exact_total = int(await exact(messages, tools=specs or None))
-    return view
+        view.exact_total = int(await exact(view.messages, tools=specs or None))
+
+
+def _last_answer(store: MemoryStore, session_id: str, window: int) -> Message | None:
+    """Storage thread: the session's latest assistant answer (text, not only tool calls)."""
+    recent = store.window(session_id, max(window, 2))
+    return next(
+        (m for m in reversed(recent) if m.role == "assistant" and not m.is_tool_traffic), None
+    )

@@ -49,6 +49,7 @@ from agenvoy_desktop.agent.turn import (
     TurnResult,
     TurnStatus,
 )
+from agenvoy_desktop.core.errors import is_known, one_line
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.operations.changes import MemoryChanges, turn_changes
 from agenvoy_desktop.operations.chat import load_page, seq_of
@@ -141,6 +142,8 @@ class ChatPanel(QWidget):
         """The stored user message the running turn answers."""
         self._last_turn_sid: str | None = None
         self._last_question: ChatBubble | None = None
+        self._last_partial: ChatBubble | None = None
+        """The cut-off answer of the last turn (kept, marked interrupted, when the model fails)."""
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
@@ -485,7 +488,7 @@ class ChatPanel(QWidget):
 
     def _start(self, work: Awaitable[None], text: str | None) -> Operation:
         self._stop = asyncio.Event()
-        self._last_turn_sid = self._last_question = None
+        self._last_turn_sid = self._last_question = self._last_partial = None
         self._turn = self.runner.run(
             work, what="get an answer", on_failure=lambda e: self._failed(text, e)
         )
@@ -562,6 +565,7 @@ class ChatPanel(QWidget):
         self._partial = ""
         self._streaming = None
         self._asked = None
+        self._last_partial = None
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         if sid == self._sid:
             self.view.set_actions_enabled(False)
@@ -575,6 +579,8 @@ class ChatPanel(QWidget):
         self._turn = None
         self._turn_sid = None
         self._last_question = self._pending_user
+        if self._streaming is not None:  # text the model wrote before it failed or stopped
+            self._last_partial = self._streaming
         self._streaming = self._pending_user = None
         self._set_busy(False)
         self.runner.broadcast(turn_changes(sid))
@@ -590,21 +596,34 @@ class ChatPanel(QWidget):
 
     def _failed(self, text: str | None, exc: BaseException) -> None:
         """Say why in an answer bubble, with Retry: regenerate if the question was
-        saved, send it again if not."""
-        self.runner.report_error("get an answer", exc)
+        saved, send it again if not.  What the model wrote before it failed (a
+        server that stopped mid-answer) stays, marked interrupted, and carries the line.
+        The bubble is the one place that says why; the error strip only when the
+        conversation is not on screen."""
         user = self._last_question
         asked = user.message_id if user is not None else self._asked
         if not self._shown_sid():
+            self.runner.report_error("get an answer", exc)
             if text and not self.composer.toPlainText().strip():
                 self.composer.setPlainText(text)  # nothing on screen holds it: give it back
             return
-        bubble = self._bubble("assistant", self.services.clock())
-        bubble.reply_to = asked
+        if is_known(exc):
+            log.warning("could not get an answer: %s", one_line(exc))
+        else:
+            log.error("internal error while trying to get an answer", exc_info=exc)
+        partial = self._last_partial
+        if partial is not None and partial in self.bubbles():
+            bubble = partial
+            bubble.set_interrupted(True)
+        else:
+            bubble = self._bubble("assistant", self.services.clock())
+            bubble.set_text("")
+            self._append_all([bubble])
+        bubble.reply_to = bubble.reply_to or asked
         bubble.resend = text if asked is None else None
-        bubble.set_text("")
         bubble.show_problem(self.runner.readable(exc).splitlines()[0])
-        self._append_all([bubble])
-        self.turn_status.fail("No answer.")
+        self.view.follow_bottom()
+        self.turn_status.fail("Answer interrupted." if bubble is partial else "No answer.")
         self.view.set_actions_enabled(True)
 
     def _shown_sid(self) -> bool:
@@ -759,10 +778,13 @@ class ChatPanel(QWidget):
                 bubble.reply_to = self._asked
             self.view.register(message.id, bubble)
             self._append_all(list(self._call_chips(message)))
-            return
-        if bubble is not None:
-            self.view.remove(bubble)
-        self._append_all(self._widgets_for(message, {}, self._asked))
+        else:
+            if bubble is not None:
+                self.view.remove(bubble)
+            self._append_all(self._widgets_for(message, {}, self._asked))
+        if message.extra.get("interrupted"):  # a failure may follow: its line goes here
+            shown = self.view.widget_for(message.id)
+            self._last_partial = shown if isinstance(shown, ChatBubble) else None
 
     def _append_all(self, widgets: Sequence[QWidget]) -> None:
         for widget in widgets:

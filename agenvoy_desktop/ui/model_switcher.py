@@ -1,4 +1,4 @@
-"""The chat model picker above the message box: the catalogue's chat models, switched live.
+"""The chat model picker above the message box: local models and endpoints, switched live.
 
 Choosing a model asks :meth:`AppServices.switch_chat_model` to open and load
 it in the background (an :class:`AsyncRunner` job); the chat stays usable on
@@ -8,12 +8,19 @@ next to the combo and the previous model stays selected.  "Sampling…" opens
 the current model's :class:`SamplingDialog`.  The model list is read off the
 UI thread (reading GGUF headers takes a moment) and again whenever something
 broadcasts a models change.
+
+Endpoints (chat models on an OpenAI-compatible server) follow the local
+models after a separator, as "name · model · ctx · endpoint", and switch the
+same way (``endpoint:<name>``).  While the running model is on another
+machine a marker beside the combo says so — conversation text leaves this
+computer — and it goes away when a local model is chosen again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -29,8 +36,10 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import is_known
 from agenvoy_desktop.llm.catalogue import CatalogueEntry, ModelCatalogue
+from agenvoy_desktop.llm.endpoints import Endpoint, EndpointRegistry
 from agenvoy_desktop.operations.changes import MODELS_CHANGED, MemoryChanges
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.endpoint_dialog import context_text, host_of, registry_of
 from agenvoy_desktop.ui.sampling_dialog import SamplingDialog
 from agenvoy_desktop.ui.theme import apply_sheet, colors
 
@@ -77,8 +86,43 @@ def chat_entries(catalogue: ModelCatalogue) -> list[CatalogueEntry]:
     return [e for e in catalogue.entries() if e.serves("chat") and e.status in ("ok", "changed")]
 
 
+def endpoint_label(endpoint: Endpoint) -> str:
+    """``big · qwen2.5:32b · 32k ctx · endpoint`` (the combo row of an endpoint; ⇅ when remote)."""
+    kind = "⇅ endpoint" if endpoint.remote else "endpoint"
+    return "  ·  ".join((endpoint.name, endpoint.model, context_text(endpoint.context_size), kind))
+
+
+def endpoint_tip(endpoint: Endpoint) -> str:
+    lines = [endpoint.name, f"{endpoint.model} on {endpoint.base_url}"]
+    if endpoint.remote:
+        lines.append(f"Conversation text is sent to {host_of(endpoint.base_url)}.")
+    return "\n".join(lines)
+
+
+def remote_tip(name: str, base_url: str) -> str:
+    """What the remote marker's tooltip explains."""
+    return (
+        f"The chat model {name} runs on {base_url}. Your messages, the memories recalled "
+        "for them and document passages are sent there with every turn. "
+        "Choose a local model to keep everything on this computer."
+    )
+
+
+@dataclass(slots=True)
+class ChatChoices:
+    """What the combo offers: the local chat models, then the endpoints."""
+
+    entries: list[CatalogueEntry] = field(default_factory=list)
+    endpoints: list[Endpoint] = field(default_factory=list)
+
+
+def chat_choices(catalogue: ModelCatalogue, registry: EndpointRegistry) -> ChatChoices:
+    """Both lists (worker thread: headers and the endpoints file are read)."""
+    return ChatChoices(chat_entries(catalogue), registry.entries())
+
+
 class ModelSwitcher(QWidget):
-    """A compact combo of the installed chat models plus a Sampling… button."""
+    """A compact combo of the chat models and endpoints, a Sampling… button, the remote marker."""
 
     switched = Signal(str)
     """The choice (``models.chat_model`` value) once its model is in use."""
@@ -88,6 +132,9 @@ class ModelSwitcher(QWidget):
         self.services = services
         self.runner = runner
         self.entries: list[CatalogueEntry] = []
+        self.endpoints: list[Endpoint] = []
+        self.rows: list[CatalogueEntry | Endpoint | None] = []
+        """What each combo row stands for (None: the separator)."""
         self.pending: Operation | None = None
         """The switch in flight (None: none)."""
         self.combo = QComboBox()
@@ -100,6 +147,10 @@ class ModelSwitcher(QWidget):
         self.sampling_button.setText("Sampling…")
         self.sampling_button.setToolTip("Temperature, top-p, repetition guards of this model")
         self.sampling_button.clicked.connect(self.open_sampling)
+        self.remote_marker = QLabel()
+        self.remote_marker.setObjectName("RemoteMarker")
+        self.remote_marker.setAccessibleName("Remote model in use")
+        self.remote_marker.hide()
         self.status = QLabel()
         self.status.setObjectName("ModelStatus")
         self.status.setWordWrap(True)
@@ -112,19 +163,30 @@ class ModelSwitcher(QWidget):
         layout.setContentsMargins(4, 0, 4, 0)
         layout.setSpacing(2)
         layout.addLayout(row)
+        layout.addWidget(self.remote_marker, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.status)
-        apply_sheet(
-            self, lambda p: f"#ModelStatus[problem='true'] {{ color: {colors(p).error_fg}; }}"
-        )
+        self.restyle()
         runner.memory_changed.connect(self._memory_changed)
         self.refresh()
 
+    def restyle(self) -> None:
+        """Colours from the application palette (again after a light/dark switch)."""
+        apply_sheet(
+            self,
+            lambda p: (
+                f"#ModelStatus[problem='true'] {{ color: {colors(p).error_fg}; }}"
+                f" #RemoteMarker {{ background: {colors(p).warning_bg};"
+                f" color: {colors(p).warning_fg}; border: 1px solid {colors(p).border};"
+                " border-radius: 4px; padding: 1px 6px; }"
+            ),
+        )
+
     # -- the list ---------------------------------------------------------------------------
     def refresh(self) -> Operation:
-        """Re-read the catalogue (off the UI thread) and show the running model."""
-        catalogue = self.services.catalogue
+        """Re-read the catalogue and the endpoints (off the UI thread); show the running model."""
+        catalogue, registry = self.services.catalogue, registry_of(self.services)
         return self.runner.run(
-            asyncio.to_thread(chat_entries, catalogue),
+            asyncio.to_thread(chat_choices, catalogue, registry),
             what="list the chat models",
             on_success=self._fill,
         )
@@ -133,77 +195,110 @@ class ModelSwitcher(QWidget):
         if changes.models and self.pending is None:
             self.refresh()
 
-    def _fill(self, entries: list[CatalogueEntry]) -> None:
-        self.entries = entries
+    def _fill(self, choices: ChatChoices) -> None:
+        self.entries, self.endpoints = choices.entries, choices.endpoints
+        self.rows = []
         self.combo.blockSignals(True)
         try:
             self.combo.clear()
-            for entry in entries:
+            for entry in self.entries:
                 facts = entry_facts(entry)
-                self.combo.addItem(f"{entry.name}  ·  {facts}" if facts else entry.name)
-                self.combo.setItemData(
-                    self.combo.count() - 1, entry_tooltip(entry), Qt.ItemDataRole.ToolTipRole
+                self._add_row(
+                    entry,
+                    f"{entry.name}  ·  {facts}" if facts else entry.name,
+                    entry_tooltip(entry),
                 )
+            if self.entries and self.endpoints:
+                self.combo.insertSeparator(self.combo.count())
+                self.rows.append(None)
+            for endpoint in self.endpoints:
+                self._add_row(endpoint, endpoint_label(endpoint), endpoint_tip(endpoint))
             self._select_running()
         finally:
             self.combo.blockSignals(False)
-        self.combo.setEnabled(self.pending is None and bool(entries))
+        self.combo.setEnabled(self.pending is None and bool(self.entries or self.endpoints))
         self.sampling_button.setEnabled(self.services.chat_model is not None)
+        self._show_marker()
+
+    def _add_row(self, item: CatalogueEntry | Endpoint, text: str, tip: str) -> None:
+        self.combo.addItem(text)
+        self.combo.setItemData(self.combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.rows.append(item)
 
     def _select_running(self) -> None:
-        """Select the entry the running model was opened for (none: a file not catalogued)."""
+        """Select the row the running model was opened for (none: a file not catalogued)."""
         choice = self.services.chat_choice
-        index = next(
-            (i for i, e in enumerate(self.entries) if choice in (entry_choice(e), e.name)), -1
-        )
+        index = next((i for i, item in enumerate(self.rows) if _matches(item, choice)), -1)
         self.combo.setCurrentIndex(index)
 
     def current_name(self) -> str | None:
         index = self.combo.currentIndex()
-        return self.entries[index].name if 0 <= index < len(self.entries) else None
+        item = self.rows[index] if 0 <= index < len(self.rows) else None
+        return item.name if item is not None else None
+
+    def _show_marker(self) -> None:
+        """The remote marker while the running model sends text to another machine."""
+        model = self.services.chat_model
+        remote = bool(getattr(model, "remote", False))
+        self.remote_marker.setVisible(remote)
+        if remote and model is not None:
+            base_url = str(getattr(model, "base_url", ""))
+            self.remote_marker.setText(f"⇅ Remote: text is sent to {host_of(base_url)}")
+            self.remote_marker.setToolTip(remote_tip(model.name, base_url))
 
     # -- switching --------------------------------------------------------------------------
     def _activated(self, index: int) -> None:
-        if 0 <= index < len(self.entries):
-            self.choose(self.entries[index])
+        item = self.rows[index] if 0 <= index < len(self.rows) else None
+        if isinstance(item, Endpoint):
+            self.choose_endpoint(item)
+        elif item is not None:
+            self.choose(item)
 
     def choose(self, entry: CatalogueEntry) -> Operation | None:
         """Switch to *entry* in the background (None: it is already the running model)."""
-        choice = entry_choice(entry)
+        return self._switch(entry.name, entry_choice(entry))
+
+    def choose_endpoint(self, endpoint: Endpoint) -> Operation | None:
+        """Switch to *endpoint* (``endpoint:<name>``) as to a local model."""
+        return self._switch(endpoint.name, endpoint.choice)
+
+    def _switch(self, name: str, choice: str) -> Operation | None:
         if self.pending is not None or (
             choice == self.services.chat_choice and self.services.chat_model is not None
         ):
             self._select_running()
             return None
-        self._show_status(f"Loading {entry.name}…")
+        self._show_status(f"Loading {name}…")
         self.combo.setEnabled(False)
         self.sampling_button.setEnabled(False)
         self.pending = self.runner.run(
             self.services.switch_chat_model(choice),
-            what=f"switch to {entry.name}",
-            on_success=lambda _none: self._switched(entry, choice),
-            on_failure=lambda exc: self._failed(entry, exc),
+            what=f"switch to {name}",
+            on_success=lambda _none: self._switched(choice),
+            on_failure=lambda exc: self._failed(name, exc),
         )
         return self.pending
 
-    def _switched(self, entry: CatalogueEntry, choice: str) -> None:
+    def _switched(self, choice: str) -> None:
         self.pending = None
         self._show_status("")
         self.combo.setEnabled(True)
         self.sampling_button.setEnabled(True)
         self._select_running()
+        self._show_marker()
         self.switched.emit(choice)
         self.runner.broadcast(MODELS_CHANGED)
 
-    def _failed(self, entry: CatalogueEntry, exc: BaseException) -> None:
+    def _failed(self, name: str, exc: BaseException) -> None:
         self.pending = None
         self.combo.setEnabled(True)
         self.sampling_button.setEnabled(self.services.chat_model is not None)
         self._select_running()
+        self._show_marker()
         if not is_known(exc):
-            log.error("switching to %s failed", entry.name, exc_info=exc)
+            log.error("switching to %s failed", name, exc_info=exc)
         message = self.runner.readable(exc)
-        self._show_status(f"{entry.name} could not be loaded: {message}", problem=True)
+        self._show_status(f"{name} could not be loaded: {message}", problem=True)
 
     def _show_status(self, text: str, *, problem: bool = False) -> None:
         self.status.setText(text)
@@ -219,3 +314,10 @@ class ModelSwitcher(QWidget):
         dialog.finished.connect(dialog.deleteLater)
         dialog.open()
         return dialog
+
+
+def _matches(item: CatalogueEntry | Endpoint | None, choice: str) -> bool:
+    """Whether the combo row *item* is the ``models.chat_model`` value *choice*."""
+    if isinstance(item, Endpoint):
+        return item.choice == choice
+    return item is not None and choice in (entry_choice(item), item.name)

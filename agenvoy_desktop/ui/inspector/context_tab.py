@@ -8,6 +8,9 @@ settings…" changes them).  Tokens are counted with the chat model's own
 tokenizer and set against its context.
 Without a chat model the messages are still built (same functions, same
 settings) and shown; only the token count is missing, and the tab says why.
+The line under the summary names who answers next and who wrote the last
+answer: a local GGUF (llama.cpp, in this process) or an endpoint with its
+address, so it is plain which one answered.
 """
 
 from __future__ import annotations
@@ -83,6 +86,17 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
     return "".join(blocks)
 
 
+def answerer_html(view: ContextView) -> str:
+    """``Answers next: …`` over ``Last answer by: …``; a remote model is flagged as such."""
+    parts = []
+    if view.backend:
+        flag = " <b style='color:#c62828;'>· text leaves this machine</b>" if view.remote else ""
+        parts.append(f"Answers next: <b>{esc(view.backend)}</b>{flag}")
+    if view.answered_by:
+        parts.append(f"Last answer by: <b>{esc(view.answered_by)}</b>")
+    return "<br>".join(parts)
+
+
 def _tools_part(view: ContextView) -> str:
     """The summary line's word on tools: off for this session, per message, or how many."""
     if not view.settings.tools:
@@ -111,6 +125,9 @@ class ContextTab(InspectorTab):
         self.meter.setTextVisible(False)
         self.meter.setFixedHeight(8)
         self.meter_label = QLabel()
+        self.answered_label = QLabel()
+        self.answered_label.setWordWrap(True)
+        self.answered_label.setTextFormat(Qt.TextFormat.RichText)
         self.copy_button = QPushButton("Copy as JSON")
         self.copy_button.setToolTip("Copy the messages exactly as the model receives them")
         self.copy_button.clicked.connect(self.copy_json)
@@ -130,6 +147,7 @@ class ContextTab(InspectorTab):
         self.browser.setOpenLinks(False)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.answered_label)
         layout.addWidget(self.meter_label)
         layout.addWidget(self.meter)
         layout.addWidget(self.status)
@@ -170,6 +188,7 @@ class ContextTab(InspectorTab):
     # -- showing ---------------------------------------------------------------------------
     def _show_nothing(self, text: str) -> None:
         self.summary_label.setText(text)
+        self.answered_label.hide()
         self.meter.hide()
         self.meter_label.hide()
         self.browser.clear()
@@ -203,7 +222,14 @@ class ContextTab(InspectorTab):
             _tools_part(view),
         ]
         total = view.total_tokens
-        if total is None or view.context_size is None:
+        if view.count_problem:
+            self.meter.hide()
+            self.meter_label.hide()
+            parts.append(
+                "<span style='color:#c62828;'>Tokens cannot be counted now:</span> "
+                + esc(view.count_problem)
+            )
+        elif total is None or view.context_size is None:
             self.meter.hide()
             self.meter_label.hide()
             problem = self.services.chat_problem
@@ -216,6 +242,8 @@ class ContextTab(InspectorTab):
             self._show_meter(view, total)
             parts.append(f"model <b>{esc(view.model_name or '?')}</b>")
         self.summary_label.setText(" · ".join(parts))
+        self.answered_label.setText(answerer_html(view))
+        self.answered_label.setVisible(bool(view.backend or view.answered_by))
         self.browser.setHtml(render_html(view, dark=colors(self.palette()).dark))
 
     def _show_meter(self, view: ContextView, total: int) -> None:

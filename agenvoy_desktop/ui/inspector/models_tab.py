@@ -5,8 +5,9 @@ with Load (warm the chat model up now instead of at the first message) and
 Unload where the services can do it.  Middle: the catalogue
 (``llm/catalogue``) with each model's header facts (``llm/gguf_info``), "Use
 for chat" / "Use for embeddings" (saved to the settings) and "Add file…".
-Bottom: GGUF files other apps downloaded (``llm/discovery``), offered with
-"Add" — referenced in place, never copied.
+Then the endpoints: chat models on an OpenAI-compatible server
+(:class:`EndpointsBox`).  Bottom: GGUF files other apps downloaded
+(``llm/discovery``), offered with "Add" — referenced in place, never copied.
 
 Catalogue reads and discovery touch the disk (headers, folder walks), so
 they run in a worker thread; a new model choice takes effect the next time
@@ -50,10 +51,12 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.llm.catalogue import CatalogueEntry
 from agenvoy_desktop.llm.cpu_features import extra_buffers_choice
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
+from agenvoy_desktop.llm.endpoints import Endpoint, FoundServer, look_for_servers
 from agenvoy_desktop.llm.gguf_info import GgufInfo
 from agenvoy_desktop.llm.model_profile import profile_from_info
 from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.endpoint_dialog import host_of, registry_of
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -61,6 +64,7 @@ from agenvoy_desktop.ui.inspector.common import (
     esc,
     human_bytes,
 )
+from agenvoy_desktop.ui.inspector.endpoints_section import EndpointsBox
 from agenvoy_desktop.ui.theme import colors
 
 CATALOGUE_COLUMNS = (
@@ -90,6 +94,7 @@ RESTART_NOTE = (
     "The new choice is used the next time the model loads (restart the app to switch now)."
 )
 Discover = Callable[[], list[DiscoveredModel]]
+LookForServers = Callable[[], list[FoundServer]]
 
 
 @dataclass(slots=True)
@@ -108,6 +113,10 @@ class InUse:
     embedding_setting: str = ""
     kernels: str = ""
     """llama.cpp's kernel path here: extra buffers (AMX / repacked) on or off, and why."""
+    chat_endpoint: str | None = None
+    """The server address when the chat model is an endpoint."""
+    chat_remote: bool = False
+    """That server is on another machine: conversation text leaves this one."""
 
 
 @dataclass(slots=True)
@@ -115,6 +124,7 @@ class ModelsView:
     in_use: InUse
     entries: list[CatalogueEntry] = field(default_factory=list)
     problem: str | None = None
+    endpoints: list[Endpoint] = field(default_factory=list)
 
 
 def describe_in_use(services: AppServices) -> InUse:
@@ -136,6 +146,9 @@ def describe_in_use(services: AppServices) -> InUse:
         facts.chat_context = int(model.context_size)
         threads = getattr(model, "threads", None)
         facts.chat_threads = int(threads) if threads is not None else None
+        if getattr(model, "backend", None) == "endpoint":
+            facts.chat_endpoint = str(getattr(model, "base_url", "")) or None
+            facts.chat_remote = bool(getattr(model, "remote", False))
     if embedder is not None:
         path = getattr(embedder, "model_path", None)
         facts.embedding_name = Path(path).name if path is not None else type(embedder).__name__
@@ -263,9 +276,11 @@ class ModelsTab(InspectorTab):
         parent: QWidget | None = None,
         *,
         discover: Discover = discover_gguf_files,
+        look: LookForServers = look_for_servers,
     ) -> None:
         super().__init__(services, runner, parent)
         self.discover = discover
+        self.look = look
         self.view: ModelsView | None = None
         self.found: list[DiscoveredModel] = []
         self._pending_select: str | None = None
@@ -280,6 +295,10 @@ class ModelsTab(InspectorTab):
         column.addWidget(self._in_use_box())
         column.addWidget(self.status)
         column.addWidget(self._catalogue_box(), 3)
+        self.endpoints_box = EndpointsBox(
+            self.services, self.jobs, self.status, self._switch_chat, look=self.look
+        )
+        column.addWidget(self.endpoints_box)
         column.addWidget(self._found_box(), 2)
         self.scroll_area = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -307,6 +326,7 @@ class ModelsTab(InspectorTab):
         self._use_buttons.setDirection(horizontal if wide else vertical)
         self.entry_detail.setMinimumHeight(150 if wide else 260)
         self._in_use_row.setDirection(horizontal if wide else vertical)
+        self.endpoints_box.set_wide(wide)
         for table, columns, key in (
             (self.catalogue_table, CATALOGUE_COLUMNS, "catalogue"),
             (self.found_table, FOUND_COLUMNS, "found"),
@@ -395,8 +415,10 @@ class ModelsTab(InspectorTab):
 
         def read() -> ModelsView:
             catalogue = catalogue_of(services)
+            registry = registry_of(services)
             view = ModelsView(describe_in_use(services), catalogue.entries())
-            view.problem = catalogue.last_problem
+            view.endpoints = registry.entries()
+            view.problem = catalogue.last_problem or registry.last_problem
             return view
 
         async def work(_op: Operation) -> ModelsView:
@@ -415,6 +437,7 @@ class ModelsTab(InspectorTab):
             self.status.error(view.problem)
         self.in_use_label.setText(self._in_use_html(view.in_use))
         self._fill_catalogue(view.entries)
+        self.endpoints_box.show_entries(view.endpoints)
         self._update_buttons()
 
     def _in_use_html(self, facts: InUse) -> str:
@@ -437,6 +460,16 @@ class ModelsTab(InspectorTab):
                 chat += f" · {facts.chat_threads} threads"
             if facts.chat_path:
                 chat += f"<br><span style='color:{muted};'>{esc(facts.chat_path)}</span>"
+            if facts.chat_endpoint:
+                where = (
+                    f"remote — conversation text is sent to {esc(host_of(facts.chat_endpoint))}"
+                    if facts.chat_remote
+                    else "on this computer"
+                )
+                chat += (
+                    f"<br><span style='color:{muted};'>endpoint {esc(facts.chat_endpoint)}"
+                    f" · {where}</span>"
+                )
         if facts.embedding_name is None:
             embed = "<b>Embeddings:</b> none — semantic search is off"
         else:

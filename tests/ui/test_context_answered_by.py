@@ -1,0 +1,55 @@
+"""The Context tab names who answers next and who wrote the last answer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytestqt.qtbot import QtBot
+
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.inspector import InspectorPanel
+from tests.conftest import T0
+from tests.scripted_chat import ScriptedChatModel
+from tests.ui.conftest import ServicesFactory, Wait, seed
+
+
+class RemoteDouble(ScriptedChatModel):
+    """Looks like an endpoint on another machine; counts tokens locally (no network)."""
+
+    backend = "endpoint"
+    base_url = "https://api.example.com/v1"
+    model = "gpt-x"
+    name = "far"
+
+
+def test_context_tab_names_the_answering_backends(
+    qtbot: QtBot, make_services: ServicesFactory, runner: AsyncRunner, wait_for: Wait
+) -> None:
+    services = make_services(chat_model=RemoteDouble([]))
+    local = {"model": "qwen2.5-coder-0.5b", "backend": "llama.cpp", "address": None}
+    sid = seed(
+        services,
+        "trip",
+        [
+            Message("u1", "user", "Where should we stay in Kyoto?", T0),
+            Message("a1", "assistant", "Near Gion.", T0 + 1, extra={"answered_by": local}),
+        ],
+    )
+    panel = InspectorPanel(services, runner)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    panel.set_session(sid)
+    panel.show_tab("context")
+    tab = panel.context_tab
+    wait_for(lambda: tab.view is not None)
+    text = tab.answered_label.text()
+    assert "Answers next: <b>far (gpt-x) at https://api.example.com (remote endpoint)</b>" in text
+    assert "text leaves this machine" in text
+    assert "Last answer by: <b>qwen2.5-coder-0.5b (llama.cpp, in-process)</b>" in text
+    assert tab.answered_label.isVisible()
+    shots = os.environ.get("AGENVOY_SCREENSHOTS")
+    if shots:
+        panel.grab().save(str(Path(shots) / "context_answered_by.png"))

@@ -36,7 +36,7 @@ the full read.
 (``-before`` cases), e.g. the last commit's::
 
     git archive HEAD agenvoy_desktop | tar -x -C /tmp/head   # plus the "sessions listed" line
-    flock /tmp/team/bench.lock .venv/bin/python benchmarks/cold_start.py --baseline /tmp/head
+    .venv/bin/python benchmarks/cold_start.py --baseline /tmp/head
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Acceptance: decode tokens/s ours / bare >= 0.95 as the ratio of the totals
 over the interleaved rounds, for each path the machine can run; the
 median of the per-round ratios is reported too.
 
-    flock /tmp/team/bench.lock .venv/bin/python benchmarks/decode_ratio.py [--quick]
+    .venv/bin/python benchmarks/decode_ratio.py [--quick]
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ one-token prompt evaluation: what differs is the client.
   the two times to first token is reported as well.  Our client is given
   the timing transport with the backend's own settings (no keep-alive).
 
-    flock /tmp/team/bench.lock .venv/bin/python benchmarks/endpoint_stream.py [--quick]
+    .venv/bin/python benchmarks/endpoint_stream.py [--quick]
 """
 
 from __future__ import annotations

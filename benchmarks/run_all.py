@@ -27,6 +27,7 @@ BENCHMARKS = (
     "locomo_recall",
     "error_lookup",
     "chat_throughput",
+    "decode_ratio",
     "prompt_reuse",
     "summary_latency",
     "turn_overhead",
@@ -35,6 +36,8 @@ BENCHMARKS = (
     "documents_recall",
     "documents_reindex",
     "documents_floor",
+    "cold_start",
+    "endpoint_stream",
 )
 
 

@@ -98,6 +98,10 @@ def main(argv: list[str]) -> int:
         if not hits:
             raise SystemExit("dist-smoke: the imported message was not found")
         run(exe, home, "setup")
+        # Chat endpoints: httpx, ssl and certifi must be in the bundle (loopback only is asked).
+        found = json.loads(run(exe, home, "models", "find-servers", "--json"))
+        if not isinstance(found, list):
+            raise SystemExit("dist-smoke: models find-servers did not answer with a list")
         run(exe, home, "search", "--all", "--mode", "semantic", "--json", "bicycle lock")
         run(exe, home, env={"AGENVOY_SMOKE": "1", "QT_QPA_PLATFORM": "offscreen"})
         check_linked(folder)

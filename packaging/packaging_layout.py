@@ -39,6 +39,10 @@ EXCLUDED_MODULES = [
     "pytestqt",
     "hypothesis",
     "mypy",
+    # gguf imports PyYAML (model-card metadata, never read here); its 2.7 MB C parser is
+    # optional: PyYAML falls back to pure Python without it.
+    "yaml._yaml",
+    "yaml.cyaml",
     # python-docx uses only lxml.etree.
     "lxml.objectify",
     "lxml.html",

@@ -55,7 +55,7 @@ from agenvoy_desktop.llm.llama_model import (
     effective_context,
 )
 from agenvoy_desktop.llm.sampler import JSON_REPETITION_GUARD, chat_guard
-from agenvoy_desktop.llm.tool_calls import ToolCallStream
+from agenvoy_desktop.llm.tool_calls import ToolCallStream, tool_names
 from agenvoy_desktop.llm.worker import ModelClosedError, ModelWorker
 from agenvoy_desktop.paths import machine_cache_dir
 from agenvoy_desktop.settings import ModelSettings, SamplingSettings
@@ -84,17 +84,6 @@ class PromptTooLongError(ModelOutputError):
 
 class _Cancelled(Exception):
     """A queued request whose consumer went away before it started."""
-
-
-def _tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of OpenAI-style tool specs (``{"type": "function", "function": {"name": ...}}``)."""
-    names = []
-    for tool in tools:
-        function = tool.get("function")
-        spec = function if isinstance(function, dict) else tool
-        if isinstance(spec.get("name"), str):
-            names.append(spec["name"])
-    return names
 
 
 @dataclass(eq=False, kw_only=True)
@@ -478,7 +467,7 @@ class ChatEngine:
         tokens, dropped = self._chat_prompt(model, request)
         max_new = min(request.max_tokens, model.n_ctx - len(tokens))
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        parser = ToolCallStream(_tool_names(request.tools)) if request.tools else None
+        parser = ToolCallStream(tool_names(request.tools)) if request.tools else None
         first_token: list[float] = []
 
         def emit(text: str) -> None:

@@ -33,7 +33,7 @@ from agenvoy_desktop.llm.openai_wire import (
     parse_chunk,
     transport_error,
 )
-from agenvoy_desktop.llm.tool_calls import ToolCallStream
+from agenvoy_desktop.llm.tool_calls import ToolCallStream, tool_names
 
 _FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
@@ -48,17 +48,6 @@ class StreamEnd(enum.Enum):
     """The server said the answer is complete."""
     STOPPED = "stopped"
     """We stopped reading (the user's stop, or the model was closed)."""
-
-
-def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of OpenAI-style tool specs (``{"type": "function", "function": {"name": ...}}``)."""
-    names = []
-    for tool in tools:
-        function = tool.get("function")
-        spec = function if isinstance(function, dict) else tool
-        if isinstance(spec.get("name"), str):
-            names.append(spec["name"])
-    return names
 
 
 class Answer:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from agenvoy_desktop.core.model_api import TextDelta, ToolCallRequest
@@ -280,3 +280,14 @@ class ToolCallStream:
             self._bare_ok = False
         if not (before_call or final):
             self._pending_ws = text[len(body) :]
+
+
+def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of OpenAI-style tool specs (``{"type": "function", "function": {"name": ...}}``)."""
+    names = []
+    for tool in tools:
+        function = tool.get("function")
+        spec = function if isinstance(function, dict) else tool
+        if isinstance(spec.get("name"), str):
+            names.append(spec["name"])
+    return names

@@ -61,10 +61,13 @@ def models_listing(*ids: str, **per_item: Any) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": i, "object": "model", **per_item} for i in ids]}
 
 
-def ollama_routes(model: str = "llama3.1:8b", n_ctx: int = 131072) -> dict[Route, Reply]:
+def ollama_routes(
+    model: str = "llama3.1:8b", n_ctx: int = 131072, n_params: int = 8_030_261_248
+) -> dict[Route, Reply]:
+    info = {"llama.context_length": n_ctx, "general.parameter_count": n_params}
     return {
         ("GET", "/v1/models"): Reply(models_listing(model, owned_by="library")),
-        ("POST", "/api/show"): Reply({"model_info": {"llama.context_length": n_ctx}}),
+        ("POST", "/api/show"): Reply({"model_info": info}),
     }
 
 
@@ -77,9 +80,12 @@ def lmstudio_routes(model: str = "qwen2.5-7b-instruct", n_ctx: int = 32768) -> d
     }
 
 
-def llamacpp_routes(model: str = "tiny.gguf", n_ctx: int = 4096) -> dict[Route, Reply]:
+def llamacpp_routes(
+    model: str = "tiny.gguf", n_ctx: int = 4096, n_params: int = 494_032_768
+) -> dict[Route, Reply]:
+    listing = models_listing(model, owned_by="llamacpp", meta={"n_params": n_params})
     return {
-        ("GET", "/v1/models"): Reply(models_listing(model, owned_by="llamacpp")),
+        ("GET", "/v1/models"): Reply(listing),
         ("GET", "/props"): Reply({"default_generation_settings": {"n_ctx": n_ctx}}),
     }
 

@@ -528,7 +528,8 @@ def model_profile_of(model: ChatModel | None) -> ModelProfile:
     if getattr(model, "backend", "llama.cpp") == "endpoint":
         from agenvoy_desktop.llm.endpoints import endpoint_profile
 
-        return endpoint_profile(str(getattr(model, "model", "")))
+        served, weights = str(getattr(model, "model", "")), getattr(model, "parameters", None)
+        return endpoint_profile(served, weights)
     path = getattr(model, "model_path", None)
     if model is None or not isinstance(path, Path):
         return CAPABLE

@@ -430,6 +430,7 @@ def cmd_models_add_endpoint(args: argparse.Namespace) -> int:
         model.id,
         name=args.name,
         context_size=model.context_size,
+        parameters=model.parameters,
         api_key_env=args.api_key_env,
         keyring=args.keyring,
         remote_confirmed=args.yes_remote,

@@ -46,7 +46,8 @@ def probe_server(base_url: str, api_key: str | None, timeout: float) -> list[Rem
         data = _get_json(client, f"{url}/models")
         ids = _model_ids(data, url)
         sizes = _context_sizes(client, server_root(url), ids, data)
-    return [RemoteModel(model_id, sizes.get(model_id)) for model_id in ids]
+        weights = _llamacpp_params(data) or _ollama_params(client, server_root(url), ids)
+    return [RemoteModel(model_id, sizes.get(model_id), weights.get(model_id)) for model_id in ids]
 
 
 def _get_json(client: httpx.Client, url: str) -> Any:
@@ -109,6 +110,31 @@ def _try_json(client: httpx.Client, method: str, url: str, body: Any = None) -> 
         return response.json()
     except (httpx.HTTPError, ValueError):
         return None
+
+
+def _llamacpp_params(listing: Any) -> dict[str, int]:
+    """Weights per model id from llama.cpp server's listing (``meta.n_params``)."""
+    items = listing.get("data") if isinstance(listing, dict) else None
+    found: dict[str, int] = {}
+    for item in items if isinstance(items, list) else []:
+        meta = item.get("meta") if isinstance(item, dict) else None
+        value = meta.get("n_params") if isinstance(meta, dict) else None
+        if isinstance(value, int) and value > 0 and isinstance(item.get("id"), str):
+            found[item["id"]] = value
+    return found
+
+
+def _ollama_params(client: httpx.Client, root: str, ids: list[str]) -> dict[str, int]:
+    """Weights per model id from Ollama's ``/api/show`` (``general.parameter_count``)."""
+    found: dict[str, int] = {}
+    for model_id in ids[:16]:
+        data = _try_json(client, "POST", f"{root}/api/show", {"model": model_id})
+        info = data.get("model_info") if isinstance(data, dict) else None
+        value = info.get("general.parameter_count") if isinstance(info, dict) else None
+        if not isinstance(value, int) or value <= 0:
+            break  # not Ollama (or it does not say): do not ask once per model
+        found[model_id] = value
+    return found
 
 
 def _llamacpp_n_ctx(client: httpx.Client, root: str) -> int | None:

@@ -84,6 +84,8 @@ class Endpoint:
     """The user confirmed that conversation text leaves the machine (needed when remote)."""
     preset: str | None = None
     """``ollama``, ``lmstudio``, ``llamacpp`` (found by :func:`look_for_servers`) or None."""
+    parameters: int | None = None
+    """The model's weights as the server reported them when added (None: it did not say)."""
 
     @property
     def remote(self) -> bool:
@@ -102,6 +104,8 @@ class RemoteModel:
 
     id: str
     context_size: int | None
+    parameters: int | None = None
+    """Weights, where the server says (llama.cpp's ``meta.n_params``, Ollama's model info)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,7 @@ class EndpointRegistry:
         keyring: bool = False,
         remote_confirmed: bool = False,
         preset: str | None = None,
+        parameters: int | None = None,
     ) -> Endpoint:
         """Record an endpoint (nothing is probed here); EndpointConfigError says what is wrong."""
         url = normalise_url(base_url)
@@ -186,6 +191,8 @@ class EndpointRegistry:
             raise EndpointConfigError(f"preset must be one of {', '.join(PRESETS)}")
         if context_size is not None and context_size <= 0:
             context_size = None
+        if parameters is not None and parameters <= 0:
+            parameters = None
         with self._lock:
             entries = self._load()
             taken = {e.name.casefold() for e in entries} | _catalogue_names(self.models_dir)
@@ -199,6 +206,7 @@ class EndpointRegistry:
                 keyring=keyring,
                 remote_confirmed=remote_confirmed and not is_loopback(url),
                 preset=preset,
+                parameters=parameters,
             )
             self._save([*entries, endpoint])
             return endpoint
@@ -268,6 +276,7 @@ def _parse_entries(data: Any) -> list[Endpoint]:
         if not isinstance(raw, dict):
             raise ValueError("an entry is not an object")
         context = raw.get("context_size")
+        parameters = raw.get("parameters")
         endpoint = Endpoint(
             name=_text(raw, "name"),
             base_url=normalise_url(_text(raw, "base_url")),
@@ -277,6 +286,7 @@ def _parse_entries(data: Any) -> list[Endpoint]:
             keyring=raw.get("keyring") is True,
             remote_confirmed=raw.get("remote_confirmed") is True,
             preset=raw.get("preset") if raw.get("preset") in PRESETS else None,
+            parameters=parameters if isinstance(parameters, int) and parameters > 0 else None,
         )
         entries.append(endpoint)
     return entries
@@ -502,13 +512,15 @@ def open_endpoint_model(endpoint: Endpoint) -> EndpointChatModel:
     """The chat model for *endpoint* (not connected yet: ``load()`` checks the server)."""
     from agenvoy_desktop.llm.openai_chat import EndpointChatModel
 
-    return EndpointChatModel(
+    model = EndpointChatModel(
         base_url=endpoint.base_url,
         model=endpoint.model,
         name=endpoint.name,
         api_key=api_key_for(endpoint),
         context_size=endpoint.context_size,
     )
+    model.parameters = endpoint.parameters
+    return model
 
 
 # -- what the agent may expect ------------------------------------------------------------
@@ -525,12 +537,13 @@ def parameters_from_name(model_id: str) -> int | None:
     return int(sizes[-1] * 1e9) if sizes else None
 
 
-def endpoint_profile(model_id: str) -> ModelProfile:
-    """The agent profile of an endpoint model: capable (the full tool set) unless its id
-    names a small size, which gets the small-model turn like a small GGUF does."""
+def endpoint_profile(model_id: str, parameters: int | None = None) -> ModelProfile:
+    """The agent profile of an endpoint model: capable (the full tool set) unless the
+    server reported a small size or the id names one; small gets the small-model turn
+    like a small GGUF does."""
     from agenvoy_desktop.llm.model_profile import CAPABLE, ModelProfile
 
-    parameters = parameters_from_name(model_id)
+    parameters = parameters or parameters_from_name(model_id)
     if parameters is None:
         return CAPABLE
     return ModelProfile(parameters=parameters, template_tools=True)

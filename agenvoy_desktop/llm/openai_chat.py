@@ -125,6 +125,8 @@ class EndpointChatModel:
         """Server-specific fields added to every request (Ollama's ``keep_alive``, a logit bias)."""
         self.token_counts_estimated = False
         """True once the server turned out to have no tokenizer route (counts are estimates)."""
+        self.parameters: int | None = None
+        """The model's weights as its server reported them (None: unknown); shapes the turn."""
         self._name = name
         self._context_size = context_size
         self._timeout = httpx.Timeout(connect_timeout, read=read_timeout)

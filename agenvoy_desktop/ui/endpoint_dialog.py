@@ -397,6 +397,7 @@ class AddEndpointDialog(QDialog):
                 model.id,
                 name=name,
                 context_size=model.context_size,
+                parameters=model.parameters,
                 api_key_env=env,
                 keyring=key is not None,
                 remote_confirmed=remote_confirmed,

@@ -102,6 +102,17 @@ def test_profile_of_an_endpoint_model(model_id: str, small: bool) -> None:
         model.close()
 
 
+def test_profile_follows_the_size_the_server_reported() -> None:
+    """An alias that names no size ("qwen-starter") still gets the small-model turn."""
+    model = EndpointChatModel(base_url="http://127.0.0.1:9/v1", model="qwen-starter", name="x")
+    try:
+        assert not model_profile_of(model).small  # nothing known: the full tool set
+        model.parameters = 494_032_768
+        assert model_profile_of(model).small
+    finally:
+        model.close()
+
+
 def test_switch_to_a_running_endpoint_and_back(
     services: AppServices, paths: AppPaths, fake_server: Any
 ) -> None:

@@ -25,6 +25,7 @@ from agenvoy_desktop.llm.endpoints import (
     keyring_problem,
     look_for_servers,
     normalise_url,
+    open_endpoint_model,
     parameters_from_name,
     probe,
     server_root,
@@ -254,21 +255,21 @@ def test_keyring_round_trip(registry: EndpointRegistry, monkeypatch: pytest.Monk
 
 # -- probing real servers on this machine --------------------------------------------------
 @pytest.mark.parametrize(
-    ("routes", "model", "n_ctx"),
+    ("routes", "model", "n_ctx", "n_params"),
     [
-        (ollama_routes("llama3.1:8b", 131072), "llama3.1:8b", 131072),
-        (lmstudio_routes("qwen2.5-7b-instruct", 32768), "qwen2.5-7b-instruct", 32768),
-        (llamacpp_routes("tiny.gguf", 4096), "tiny.gguf", 4096),
-        (plain_routes("tiny"), "tiny", None),
+        (ollama_routes("llama3.1:8b", 131072, 8_030_261_248), "llama3.1:8b", 131072, 8_030_261_248),
+        (lmstudio_routes("qwen2.5-7b-instruct", 32768), "qwen2.5-7b-instruct", 32768, None),
+        (llamacpp_routes("tiny.gguf", 4096, 494_032_768), "tiny.gguf", 4096, 494_032_768),
+        (plain_routes("tiny"), "tiny", None, None),
     ],
     ids=["ollama", "lmstudio", "llamacpp", "llama-cpp-python"],
 )
-def test_probe_reads_models_and_context(
-    fake_server: Any, routes: Any, model: str, n_ctx: int | None
+def test_probe_reads_models_context_and_size(
+    fake_server: Any, routes: Any, model: str, n_ctx: int | None, n_params: int | None
 ) -> None:
     server = fake_server(routes)
     found = probe(server.base_url, timeout=5)
-    assert [(m.id, m.context_size) for m in found] == [(model, n_ctx)]
+    assert [(m.id, m.context_size, m.parameters) for m in found] == [(model, n_ctx, n_params)]
 
 
 def test_probe_sends_the_key(fake_server: Any) -> None:
@@ -351,6 +352,17 @@ def test_endpoint_profile() -> None:
     assert not endpoint_profile("gpt-4o").small  # unknown size: the full tool set
     assert not endpoint_profile("llama3.1:70b").small
     assert endpoint_profile("llama3.2:1b").small
+    # the size the server reported wins over a name that says nothing (an alias)
+    assert endpoint_profile("qwen-starter", 494_032_768).small
+    assert not endpoint_profile("my-model", 8_030_261_248).small
+
+
+def test_reported_size_is_stored_and_reaches_the_model(registry: EndpointRegistry) -> None:
+    added = registry.add("127.0.0.1:8080", "qwen-starter", parameters=494_032_768)
+    stored = registry.get(added.name)
+    assert stored.parameters == 494_032_768
+    assert open_endpoint_model(stored).parameters == 494_032_768
+    assert registry.add("127.0.0.1:8081", "other", parameters=0).parameters is None
 
 
 def test_answered_by_records_and_describes() -> None:

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agenvoy_desktop.core.atomic import atomic_output, atomic_write_text
+from agenvoy_desktop.core.atomic import atomic_output
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import Clock, now_ns
+from agenvoy_desktop.core.versioned_json import VersionedJsonFile
 from agenvoy_desktop.llm import starter
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.minilm_convert import CONVERTER_VERSION, sha256_file
@@ -144,6 +145,9 @@ class ModelCatalogue:
     def __init__(self, models_dir: Path, *, clock: Clock = now_ns) -> None:
         self.models_dir = Path(models_dir)
         self.file = self.models_dir / CATALOGUE_FILE
+        self._store = VersionedJsonFile(
+            self.file, CATALOGUE_VERSION, CatalogueError, "only the built-in models are available"
+        )
         self.clock = clock
         self.last_problem: str | None = None
         """A one-line note for the user about the catalogue file itself, if any."""
@@ -404,38 +408,10 @@ class ModelCatalogue:
 
     def _load(self) -> list[_Record]:
         """The stored user entries; a damaged file is moved aside and rebuilt."""
-        try:
-            text = self.file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        except UnicodeDecodeError as exc:
-            return self._rebuild(f"not UTF-8 text ({exc.reason})")
-        except OSError as exc:
-            raise CatalogueError(f"{self.file}: cannot read ({exc.strerror or exc})") from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            return self._rebuild(f"not valid JSON ({exc})")
-        version = data.get("version") if isinstance(data, dict) else None
-        if isinstance(version, int) and version > CATALOGUE_VERSION:
-            raise CatalogueError(
-                f"{self.file} was written by a newer version of the app "
-                f"(format {version}); it is left as it is and only the "
-                "built-in models are available"
-            )
-        try:
-            return _parse_records(data)
-        except (TypeError, ValueError, KeyError) as exc:
-            return self._rebuild(str(exc))
+        return self._store.load(_parse_records, self._rebuild) or []
 
-    def _rebuild(self, why: str) -> list[_Record]:
-        aside = self.file.with_name(f"{self.file.name}.corrupt-{now_ns()}")
-        try:
-            os.replace(self.file, aside)
-        except OSError as exc:
-            raise CatalogueError(
-                f"{self.file} is damaged ({why}) and cannot be moved aside ({exc})"
-            ) from exc
+    def _rebuild(self, why: str, aside: Path) -> list[_Record]:
+        """After a damaged file was moved aside: re-add the GGUF files in the models folder."""
         records: list[_Record] = []
         taken = _taken_names(self._builtin_entries())
         builtin_files = {starter.STARTER_FILENAME, EMBEDDING_MODEL_FILENAME}
@@ -462,16 +438,17 @@ class ModelCatalogue:
                 )
             )
         self._save(records)
-        self.last_problem = (
-            f"{self.file} was damaged ({why}); it was moved to {aside.name} and rebuilt from the "
-            f"models in {self.models_dir} (models added by path elsewhere must be added again)"
+        self.last_problem = self._store.damage_note(
+            why,
+            aside,
+            f"rebuilt from the models in {self.models_dir} "
+            "(models added by path elsewhere must be added again)",
         )
         log.warning("%s", self.last_problem)
         return records
 
     def _save(self, records: list[_Record]) -> None:
-        data = {"version": CATALOGUE_VERSION, "entries": [dataclasses.asdict(r) for r in records]}
-        atomic_write_text(self.file, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        self._store.save([dataclasses.asdict(r) for r in records])
 
 
 # -- helpers -------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import ipaddress
-import json
 import logging
 import os
 import re
@@ -38,9 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agenvoy_desktop.core.atomic import atomic_write_text
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.timeutil import now_ns
+from agenvoy_desktop.core.versioned_json import VersionedJsonFile
 
 if TYPE_CHECKING:
     from agenvoy_desktop.llm.model_profile import ModelProfile
@@ -133,6 +131,9 @@ class EndpointRegistry:
     def __init__(self, models_dir: Path) -> None:
         self.models_dir = Path(models_dir)
         self.file = self.models_dir / ENDPOINTS_FILE
+        self._store = VersionedJsonFile(
+            self.file, ENDPOINTS_VERSION, EndpointConfigError, "no endpoint is offered"
+        )
         self.last_problem: str | None = None
         """A one-line note for the user about the file itself, if any."""
         self._lock = threading.RLock()
@@ -222,50 +223,18 @@ class EndpointRegistry:
 
     # -- the file ----------------------------------------------------------------------
     def _load(self) -> list[Endpoint]:
-        try:
-            text = self.file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        except UnicodeDecodeError as exc:
-            return self._move_aside(f"not UTF-8 text ({exc.reason})")
-        except OSError as exc:
-            raise EndpointConfigError(f"{self.file}: cannot read ({exc.strerror or exc})") from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            return self._move_aside(f"not valid JSON ({exc})")
-        version = data.get("version") if isinstance(data, dict) else None
-        if isinstance(version, int) and version > ENDPOINTS_VERSION:
-            raise EndpointConfigError(
-                f"{self.file} was written by a newer version of the app (format {version}); "
-                "it is left as it is and no endpoint is offered"
-            )
-        try:
-            return _parse_entries(data)
-        except (TypeError, ValueError, KeyError) as exc:
-            return self._move_aside(str(exc))
+        return self._store.load(_parse_entries, self._start_empty) or []
 
-    def _move_aside(self, why: str) -> list[Endpoint]:
-        aside = self.file.with_name(f"{self.file.name}.corrupt-{now_ns()}")
-        try:
-            os.replace(self.file, aside)
-        except OSError as exc:
-            raise EndpointConfigError(
-                f"{self.file} is damaged ({why}) and cannot be moved aside ({exc})"
-            ) from exc
-        self.last_problem = (
-            f"{self.file} was damaged ({why}); it was moved to {aside.name} and the "
-            "endpoint list starts empty (add them again)"
+    def _start_empty(self, why: str, aside: Path) -> list[Endpoint]:
+        """After a damaged file was moved aside: no endpoints, and a note saying so."""
+        self.last_problem = self._store.damage_note(
+            why, aside, "the endpoint list starts empty (add them again)"
         )
         log.warning("%s", self.last_problem)
         return []
 
     def _save(self, entries: Iterable[Endpoint]) -> None:
-        data = {
-            "version": ENDPOINTS_VERSION,
-            "entries": [dataclasses.asdict(e) for e in entries],
-        }
-        atomic_write_text(self.file, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        self._store.save([dataclasses.asdict(e) for e in entries])
 
 
 def _parse_entries(data: Any) -> list[Endpoint]:

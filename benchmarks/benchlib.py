@@ -54,6 +54,16 @@ _DIA_ID = re.compile(r"^D\d+:\d+$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'A-Z0-9])")
 
 
+def engine_flash_attn(engine: Any) -> bool:
+    """Flash attention as a loaded ``ChatEngine`` runs it, for a bare ``Llama`` beside it.
+
+    The calibration chose on or off on the CPU; unmeasured means llama.cpp's
+    "auto", which is on for a CPU model.
+    """
+    chosen = engine.calibration.flash_attn if engine.calibration is not None else None
+    return True if chosen is None else bool(chosen)
+
+
 # -- command line and results ---------------------------------------------------
 def parser(description: str) -> argparse.ArgumentParser:
     """The common command line: ``--quick`` for a smoke-sized run."""

@@ -101,7 +101,7 @@ def bare_llama(model: Path, engine: ChatEngine) -> Any:
             n_ubatch=engine.prompt_batch,
             n_threads=engine.threads,
             n_threads_batch=engine.threads_batch,
-            flash_attn=True,  # what llama.cpp's "auto" picks for our engine on CPU
+            flash_attn=benchlib.engine_flash_attn(engine),
             verbose=False,
         )
     finally:

@@ -5,9 +5,9 @@ For each setting of llama.cpp's extra weight buffers (``AGENVOY_LLAMA_EXTRA_BUFF
 starter model twice: our :class:`ChatEngine` (threads, prompt batch and GPU
 layers as the app chooses them: physical cores for decoding, every logical
 core for prompts, the calibrated prompt batch) and llama-cpp-python's
-``Llama`` given exactly those settings, flash attention on, and the same
-weight buffers.  A path whose kernels fault kills only its child: the run
-reports the signal and goes on.
+``Llama`` given exactly those settings, flash attention as the engine's
+calibration chose it, and the same weight buffers.  A path whose kernels
+fault kills only its child: the run reports the signal and goes on.
 
 Each round renders the same chat (its system line numbered, so no round
 reuses the previous one's KV cache) and generates N greedy tokens on both
@@ -79,7 +79,7 @@ def bare_llama(model: Path, engine: Any) -> Any:
             n_threads=engine.threads,
             n_threads_batch=engine.threads_batch,
             n_gpu_layers=engine.offload.layers,
-            flash_attn=True,
+            flash_attn=benchlib.engine_flash_attn(engine),
             verbose=False,
         )
     finally:
@@ -193,7 +193,7 @@ def summarise(data: dict[str, Any]) -> dict[str, Any]:
     ours, bare = data["ours"], data["bare"]
 
     def total(runs: list[dict[str, Any]]) -> float:
-        return sum(r["tokens"] - 1 for r in runs) / sum(r["decode_s"] for r in runs)
+        return float(sum(r["tokens"] - 1 for r in runs) / sum(r["decode_s"] for r in runs))
 
     paired = [o["decode_tok_s"] / b["decode_tok_s"] for o, b in zip(ours, bare, strict=True)]
     ratio = total(ours) / total(bare)

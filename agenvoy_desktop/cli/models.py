@@ -114,6 +114,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     if verdict is not None:
         state = "on" if verdict.enabled else "off"
         print(f"llama.cpp extra buffers (AMX / repacked kernels): {state} ({verdict.reason})")
+    print("llama.cpp prompt batch and flash attention for the starter (measured once per machine)…")
     batch = _calibrate_starter(starter, common.settings_of(args).models)
     if batch is not None:
         print(f"llama.cpp prompt batch for the starter: {batch}")
@@ -121,7 +122,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _calibrate_starter(starter: Path, settings: ModelSettings) -> str | None:
-    """Measure the starter's prompt batch now (stored per machine), not at the first answer.
+    """Measure the starter's prompt batch and flash attention now (stored per machine), not at
+    the first answer.
 
     The engine calibrates at a model's first load on a machine; doing it here
     keeps those seconds out of the first answer in the window.  A failure is

@@ -1,4 +1,4 @@
-"""The prompt batch size that evaluates prompts fastest here, measured once per machine and model.
+"""The prompt batch and flash attention that run fastest here, measured once per machine and model.
 
 llama.cpp evaluates a prompt in micro-batches of ``n_ubatch`` tokens.  Larger
 ones use the matrix kernels better until they spill the caches, and where
@@ -19,6 +19,17 @@ process killed meanwhile measures again at the next start, and closing the
 engine stops it between two measurements.  Memory stays sane because the
 candidates stop at 512 (llama.cpp's default; its compute buffers grow with
 the micro-batch) and every measuring context is small and freed at once.
+
+The same first load also decides flash attention when the model runs on the
+CPU alone.  llama.cpp's "auto" turns it on, and on the CPU its kernel makes
+each decoded token slower the longer the conversation (measured on a 2-core
+Xeon with the starter model: 9 against 17 tokens/s at 1,300 tokens of
+context, 5 against 13 at 3,000), while on other CPUs it is a wash or a gain.
+So both settings evaluate the same :data:`ATTENTION_DEPTH`-token prompt and
+decode :data:`ATTENTION_STEPS` tokens after it; flash attention stays on only
+where it would answer a reference turn (:data:`REFERENCE_TURN`) clearly
+sooner.  A model on a GPU, or a machine too slow to measure within
+:data:`ATTENTION_BUDGET_S`, leaves the choice to llama.cpp.
 """
 
 from __future__ import annotations
@@ -46,6 +57,16 @@ WARM_UP_TOKENS = 64
 TIE = 0.03
 """Rates within 3 % of the best count as equal: the smaller batch wins (less memory)."""
 MAX_ENTRIES = 32
+ATTENTION_DEPTH = 384
+"""Prompt tokens in the KV cache when decoding is timed: deep enough for attention to count."""
+ATTENTION_STEPS = 16
+"""Tokens decoded per flash-attention setting."""
+ATTENTION_BUDGET_S = 20.0
+"""Seconds both flash-attention measurements may take together (the estimate decides)."""
+REFERENCE_TURN = (512, 128)
+"""(prompt tokens, answer tokens): the turn whose time decides flash attention."""
+FORMAT = "2"
+"""Part of the key: a calibration stored before flash attention was measured is redone."""
 _FILLER = (
     "The committee met on Tuesday to review the quarterly figures, the new office layout and a "
     "proposal to move the archive to cheaper storage. Questions about retention, access rights "
@@ -63,6 +84,16 @@ class Prefiller(Protocol):
         """Seconds to evaluate *tokens* in a fresh context with ``n_batch = n_ubatch = batch``."""
         ...
 
+    def time_turn(
+        self, tokens: Sequence[int], batch: int, *, flash_attn: bool | None, steps: int
+    ) -> tuple[float, float]:
+        """(prefill seconds, seconds to decode *steps* tokens after it) in a fresh context."""
+        ...
+
+
+AttentionRates = dict[bool, tuple[float, float]]
+"""Flash attention on/off -> (prompt tokens/s, decoded tokens/s) at :data:`ATTENTION_DEPTH`."""
+
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
@@ -75,13 +106,29 @@ class Calibration:
     threads_batch: int
     measured_at: float = field(default_factory=time.time)
     seconds: float = 0.0
+    flash_attn: bool | None = None
+    """Flash attention for the chat context; None: llama.cpp decides ("auto")."""
+    attention: AttentionRates = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line: ``256 (prefill 128: 90, 256: 104, 512: 101 tok/s)``."""
+        """One line: ``256 (prefill 128: 90, 256: 104 tok/s); flash attention off (…)``."""
         if not self.rates:
-            return f"{self.batch} (default: prompts evaluate too slowly here to measure quickly)"
-        rates = ", ".join(f"{size}: {rate:.0f}" for size, rate in sorted(self.rates.items()))
-        return f"{self.batch} (prefill {rates} tok/s)"
+            batch = f"{self.batch} (default: prompts evaluate too slowly here to measure quickly)"
+        else:
+            rates = ", ".join(f"{size}: {rate:.0f}" for size, rate in sorted(self.rates.items()))
+            batch = f"{self.batch} (prefill {rates} tok/s)"
+        return f"{batch}; {self.attention_summary()}"
+
+    def attention_summary(self) -> str:
+        """``flash attention off (decoding 18 tok/s off, 10 on, …)``, or llama.cpp's choice."""
+        if len(self.attention) < 2:
+            return "flash attention: llama.cpp's choice (not measured)"
+        state = {True: "on", False: "off", None: "llama.cpp's choice"}[self.flash_attn]
+        on, off = self.attention[True][1], self.attention[False][1]
+        return (
+            f"flash attention {state} (decoding {off:.0f} tok/s off, {on:.0f} on, "
+            f"at {ATTENTION_DEPTH} tokens)"
+        )
 
 
 def calibration_key(model_path: Path, *, threads_batch: int, gpu_layers: int) -> str:
@@ -95,7 +142,7 @@ def calibration_key(model_path: Path, *, threads_batch: int, gpu_layers: int) ->
     except OSError:
         identity = str(model_path)
     parts = [machine_key(), identity, str(threads_batch), str(gpu_layers)]
-    parts.append(str(extra_buffers_enabled()))
+    parts += [str(extra_buffers_enabled()), FORMAT]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
@@ -147,6 +194,52 @@ def measure(
     return rates
 
 
+def measure_attention(
+    model: Prefiller,
+    batch: int,
+    cancelled: Callable[[], bool],
+    prefill_rate: float,
+    budget_s: float = ATTENTION_BUDGET_S,
+) -> AttentionRates | None:
+    """Prompt and decode rates with flash attention on and off; {} if over budget, None if
+    cancelled.
+
+    *prefill_rate* (tokens/s, from the batch measurement) estimates the cost:
+    when the two prompts alone would overrun *budget_s* nothing is measured.
+    Which setting goes first alternates with nothing: both contexts are fresh
+    and the weights are already paged in by the batch measurement.
+    """
+    if 2 * ATTENTION_DEPTH / max(prefill_rate, 1e-9) > budget_s:
+        return {}
+    tokens = _prompt(model, ATTENTION_DEPTH)
+    rates: AttentionRates = {}
+    for flash in (True, False):
+        if cancelled():
+            return None
+        prefill_s, decode_s = model.time_turn(
+            tokens, batch, flash_attn=flash, steps=ATTENTION_STEPS
+        )
+        rates[flash] = (
+            len(tokens) / max(prefill_s, 1e-9),
+            ATTENTION_STEPS / max(decode_s, 1e-9),
+        )
+    return rates
+
+
+def pick_attention(rates: AttentionRates) -> bool | None:
+    """On only if it answers :data:`REFERENCE_TURN` clearly sooner (by more than
+    :data:`TIE`), else off; None (llama.cpp's choice) when not measured.
+
+    A near tie goes to off because the gap found at :data:`ATTENTION_DEPTH`
+    only widens in longer conversations where flash attention is the slower.
+    """
+    if len(rates) < 2:
+        return None
+    prompt, answer = REFERENCE_TURN
+    turn = {flash: prompt / pre + answer / dec for flash, (pre, dec) in rates.items()}
+    return turn[True] < turn[False] * (1 - TIE)
+
+
 def _prompt(model: Prefiller, length: int) -> list[int]:
     tokens: list[int] = []
     text = _FILLER
@@ -173,9 +266,25 @@ def stored_calibration(folder: Path, key: str) -> Calibration | None:
             threads_batch=int(record["threads_batch"]),
             measured_at=float(record.get("measured_at", 0.0)),
             seconds=float(record.get("seconds", 0.0)),
+            flash_attn=_optional_bool(record.get("flash_attn")),
+            attention=_attention(record.get("attention", {})),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _optional_bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _attention(raw: Any) -> AttentionRates:
+    """``{"on": [prefill, decode], "off": [...]}`` as stored, back to rates."""
+    rates: AttentionRates = {}
+    for name, flash in (("on", True), ("off", False)):
+        pair = raw.get(name) if isinstance(raw, dict) else None
+        if isinstance(pair, list) and len(pair) == 2:
+            rates[flash] = (float(pair[0]), float(pair[1]))
+    return rates
 
 
 def stored_for_this_machine(folder: Path) -> list[Calibration]:
@@ -200,6 +309,10 @@ def store(folder: Path, calibration: Calibration) -> None:
     record: dict[str, Any] = asdict(calibration)
     record.pop("key")
     record["rates"] = {str(size): round(rate, 2) for size, rate in calibration.rates.items()}
+    record["attention"] = {
+        ("on" if flash else "off"): [round(pre, 2), round(dec, 2)]
+        for flash, (pre, dec) in calibration.attention.items()
+    }
     record["machine"] = machine_key()
     records[calibration.key] = record
     newest = sorted(records.items(), key=_measured_at, reverse=True)[:MAX_ENTRIES]
@@ -230,19 +343,32 @@ def calibrate(
     threads_batch: int,
     cancelled: Callable[[], bool],
     folder: Path,
+    attention: bool = True,
 ) -> Calibration | None:
-    """Measure, pick and store; None (nothing stored) when cancelled."""
+    """Measure, pick and store; None (nothing stored) when cancelled.
+
+    *attention* False (a model on a GPU) skips the flash-attention measurement.
+    """
     began = time.perf_counter()
     rates = measure(model, cancelled)
     if rates is None:
         return None
+    batch = pick(rates)
+    flash: AttentionRates = {}
+    if attention and rates:
+        measured = measure_attention(model, batch, cancelled, rates.get(batch, 0.0))
+        if measured is None:
+            return None
+        flash = measured
     calibration = Calibration(
-        batch=pick(rates),
+        batch=batch,
         rates=rates,
         model=model_name,
         key=key,
         threads_batch=threads_batch,
         seconds=round(time.perf_counter() - began, 2),
+        flash_attn=pick_attention(flash),
+        attention=flash,
     )
     store(folder, calibration)
     log.info(

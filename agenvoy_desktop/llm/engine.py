@@ -388,26 +388,30 @@ class ChatEngine:
             gpu_layers=offload.layers,
             name=self.name,
             prompt_batch=self.calibration.batch if self.calibration else PROMPT_BATCH,
+            flash_attn=self.calibration.flash_attn if self.calibration else None,
         )
         if self.calibration is None and self.calibrate:
-            self._calibrate(model, key, folder)
+            self._calibrate(model, key, folder, on_cpu=offload.layers == 0)
         self.offload, self.prompt_batch = offload, model.prompt_batch
         remember_chat_plan(offload)
         log.info(
-            "loaded %s (%s, context %d, threads %d/%d, prompt batch %d, GPU %s) in %.2f s",
+            "loaded %s (%s, context %d, threads %d/%d, prompt batch %d, flash attention %s, "
+            "GPU %s) in %.2f s",
             self.name,
             self.model_path,
             model.n_ctx,
             self.threads,
             self.threads_batch,
             model.prompt_batch,
+            {True: "on", False: "off", None: "auto"}[model.flash_attn],
             offload.reason,
             time.perf_counter() - started,
         )
         return model
 
-    def _calibrate(self, model: LlamaModel, key: str, folder: Path) -> None:
-        """Measure the prompt batch on the loaded weights; a failure keeps the default."""
+    def _calibrate(self, model: LlamaModel, key: str, folder: Path, *, on_cpu: bool) -> None:
+        """Measure the prompt batch (and, on the CPU, flash attention) on the loaded weights;
+        a failure keeps the defaults."""
         try:
             self.calibration = calibrate(
                 model,
@@ -416,6 +420,7 @@ class ChatEngine:
                 threads_batch=self.threads_batch,
                 cancelled=lambda: self._worker.closed,
                 folder=folder,
+                attention=on_cpu,
             )
         except RuntimeError as exc:
             log.warning("%s: prompt batch calibration failed: %s", self.name, exc)
@@ -423,9 +428,9 @@ class ChatEngine:
         if self.calibration is None:
             return
         try:
-            model.use_prompt_batch(self.calibration.batch)
+            model.use_settings(self.calibration.batch, self.calibration.flash_attn)
         except ModelLoadError as exc:
-            if model.context is None:  # not even the old size could be restored
+            if model.context is None:  # not even the old settings could be restored
                 model.close()
                 raise
             log.warning("%s: keeping prompt batch %d: %s", self.name, model.prompt_batch, exc)

@@ -14,9 +14,10 @@ stdout/stderr file descriptors around every load and generation, which would
 swallow what other threads print (the CLI streams answers to stdout), and
 ``verbose=True`` prints to stderr itself.  llama.cpp's log goes to the
 ``agenvoy_desktop.llm.llama_cpp`` logger.  Our own token loop is short: a
-prefill that reuses the KV cache of the previous prompt's common prefix, then
-sample / decode one token at a time, with a cancellation check before each
-step, so ``stop`` takes effect within one token.
+prefill that reuses the KV cache of the previous prompt's common prefix (or
+of a saved earlier state, :mod:`.kv_snapshots`), then sample / decode one
+token at a time, with a cancellation check before each step, so ``stop``
+takes effect within one token.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import llama_cpp
 import numpy as np
@@ -38,6 +39,7 @@ from agenvoy_desktop.llm.chat_format import ChatTemplate
 from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
+from agenvoy_desktop.llm.kv_snapshots import MIN_GAIN, KvSnapshots, common_prefix
 from agenvoy_desktop.llm.sampler import JSON_SAMPLING, RepetitionGuard, Sampler
 from agenvoy_desktop.settings import SamplingSettings
 
@@ -75,6 +77,14 @@ def _decode_failure(path: Path, rc: int, what: str = "llama_decode") -> RuntimeE
     return RuntimeError(f"{path}: {what} failed with code {rc}")
 
 
+def _flash_attn_type(flash_attn: bool | None) -> int:
+    if flash_attn is None:
+        return int(llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO)
+    if flash_attn:
+        return int(llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED)
+    return int(llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+
+
 def effective_context(requested: int, trained: int | None) -> int:
     """min(setting, the model's trained context), never below a usable minimum.
 
@@ -83,14 +93,6 @@ def effective_context(requested: int, trained: int | None) -> int:
     """
     limit = trained if trained and trained > 0 else requested
     return max(min(MIN_CONTEXT, limit), min(requested, limit))
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 class LlamaModel:
@@ -111,18 +113,22 @@ class LlamaModel:
         name: str,
         threads_batch: int | None = None,
         prompt_batch: int = PROMPT_BATCH,
+        flash_attn: bool | None = None,
     ) -> None:
         """*threads* decode one token at a time; *threads_batch* (default: the same)
-        evaluate prompts, in llama_decode calls of *prompt_batch* tokens."""
+        evaluate prompts, in llama_decode calls of *prompt_batch* tokens.  *flash_attn*
+        None leaves flash attention to llama.cpp (its "auto")."""
         self.path = path
         self.name = name
         self.threads = threads
         self.threads_batch = threads_batch if threads_batch and threads_batch > 0 else threads
         self.prompt_batch = max(1, prompt_batch)
+        self.flash_attn = flash_attn
         self._model: Any = None
         self.context: Any = None
         self._embed_ctx: Any = None
         self._embed_batch: Any = None
+        self._snapshots = KvSnapshots()
         route_llama_logs()
         try:
             read_gguf_info(path)  # a clear message for missing / non-GGUF / truncated files
@@ -153,7 +159,14 @@ class LlamaModel:
         self.vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._memory = llama_cpp.llama_get_memory(self.context)
 
-    def _new_context(self, n_ctx: int, *, embeddings: bool, batch: int | None = None) -> Any:
+    def _new_context(
+        self,
+        n_ctx: int,
+        *,
+        embeddings: bool,
+        batch: int | None = None,
+        flash_attn: bool | Literal["current"] | None = "current",
+    ) -> Any:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
         params.n_batch = n_ctx if embeddings else batch or self.prompt_batch
@@ -165,6 +178,10 @@ class LlamaModel:
         if embeddings:
             params.embeddings = True
             params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_MEAN
+        else:
+            params.flash_attn_type = _flash_attn_type(
+                self.flash_attn if flash_attn == "current" else flash_attn
+            )
         ctx = llama_cpp.llama_init_from_model(self._model, params)
         if not ctx:
             raise ModelLoadError(self._failure("llama.cpp could not create a context"))
@@ -287,7 +304,9 @@ class LlamaModel:
 
     def _prefill(self, tokens: Tokens, cancelled: Callable[[], bool]) -> bool:
         """Evaluate ``tokens``, reusing the cached common prefix; False if cancelled."""
-        keep = min(_common_prefix(self._past, tokens), len(tokens) - 1)
+        keep = min(common_prefix(self._past, tokens), len(tokens) - 1)
+        if self._use_saved_state(tokens, keep):
+            keep = min(common_prefix(self._past, tokens), len(tokens) - 1)
         if keep < len(self._past):
             if not llama_cpp.llama_memory_seq_rm(self._memory, 0, keep, -1):
                 llama_cpp.llama_memory_clear(self._memory, True)
@@ -303,21 +322,40 @@ class LlamaModel:
             self._past.extend(chunk)
         return True
 
+    def _use_saved_state(self, tokens: Tokens, keep: int) -> bool:
+        """Keep the cache's state before a long stretch of it is dropped, and bring back a
+        saved state that covers clearly more of *tokens* (see :mod:`.kv_snapshots`)."""
+        shared, saved = self._snapshots.best(tokens)
+        restore = saved is not None and min(shared, len(tokens) - 1) >= keep + MIN_GAIN
+        if restore or len(self._past) - keep >= MIN_GAIN:
+            self._snapshots.save(self.context, self._past)
+        if saved is None or not restore or not self._snapshots.restore(self.context, saved):
+            return False
+        self._past = list(saved)
+        return True
+
     def use_prompt_batch(self, batch: int) -> None:
-        """Evaluate prompts *batch* tokens at a time from now on (a new chat context).
+        """Evaluate prompts *batch* tokens at a time from now on (a new chat context)."""
+        self.use_settings(batch, self.flash_attn)
+
+    def use_settings(self, batch: int, flash_attn: bool | None) -> None:
+        """Prompt batch and flash attention from now on (a new chat context).
 
         The old context is freed first (never two KV caches of the full size
-        at once); if the new one cannot be made the old size is restored.
+        at once); if the new one cannot be made the old settings are restored.
         """
         batch = max(1, batch)
-        if batch == self.prompt_batch:
+        if batch == self.prompt_batch and flash_attn == self.flash_attn:
             return
         llama_cpp.llama_free(self.context)
         self.context = None
         self._past.clear()
+        self._snapshots.clear()
         try:
-            self.context = self._new_context(self.n_ctx, embeddings=False, batch=batch)
-            self.prompt_batch = batch
+            self.context = self._new_context(
+                self.n_ctx, embeddings=False, batch=batch, flash_attn=flash_attn
+            )
+            self.prompt_batch, self.flash_attn = batch, flash_attn
         finally:
             if self.context is None:
                 self.context = self._new_context(self.n_ctx, embeddings=False)
@@ -328,29 +366,44 @@ class LlamaModel:
 
         The chat context and its KV cache are left as they are.
         """
-        context = self._new_context(max(len(tokens), MIN_CONTEXT), embeddings=False, batch=batch)
+        return self.time_turn(tokens, batch, flash_attn=self.flash_attn, steps=0)[0]
+
+    def time_turn(
+        self, tokens: Sequence[int], batch: int, *, flash_attn: bool | None, steps: int
+    ) -> tuple[float, float]:
+        """(seconds to evaluate *tokens*, seconds to decode *steps* more) in a fresh context.
+
+        For calibration: the decoded tokens repeat the prompt's last one (the
+        cost of a decode does not depend on which token it is).  The chat
+        context and its KV cache are left as they are.
+        """
+        size = max(len(tokens) + steps, MIN_CONTEXT)
+        context = self._new_context(size, embeddings=False, batch=batch, flash_attn=flash_attn)
         try:
             started = time.perf_counter()
             for start in range(0, len(tokens), batch):
-                chunk = tokens[start : start + batch]
-                array = (llama_cpp.llama_token * len(chunk))(*chunk)
-                rc = int(
-                    llama_cpp.llama_decode(
-                        context, llama_cpp.llama_batch_get_one(array, len(chunk))
-                    )
-                )
-                if rc != 0:
-                    raise _decode_failure(self.path, rc, "llama_decode (calibration)")
+                self._decode_into(context, tokens[start : start + batch])
             llama_cpp.llama_synchronize(context)
-            return time.perf_counter() - started
+            prefilled = time.perf_counter()
+            for _ in range(steps):
+                self._decode_into(context, tokens[-1:])
+            llama_cpp.llama_synchronize(context)
+            return prefilled - started, time.perf_counter() - prefilled
         finally:
             llama_cpp.llama_free(context)
+
+    def _decode_into(self, context: Any, chunk: Sequence[int]) -> None:
+        array = (llama_cpp.llama_token * len(chunk))(*chunk)
+        rc = int(llama_cpp.llama_decode(context, llama_cpp.llama_batch_get_one(array, len(chunk))))
+        if rc != 0:
+            raise _decode_failure(self.path, rc, "llama_decode (calibration)")
 
     def _decode(self, batch: Any) -> None:
         rc = int(llama_cpp.llama_decode(self.context, batch))
         if rc != 0:
             llama_cpp.llama_memory_clear(self._memory, True)
             self._past.clear()
+            self._snapshots.clear()
             raise _decode_failure(self.path, rc)
 
     # -- embeddings ---------------------------------------------------------------------------
@@ -396,6 +449,7 @@ class LlamaModel:
         return self._embed_ctx, n_max
 
     def close(self) -> None:
+        self._snapshots.clear()
         if self._embed_batch is not None:
             llama_cpp.llama_batch_free(self._embed_batch)
             self._embed_batch = None

@@ -17,13 +17,18 @@ from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage
 from agenvoy_desktop.llm import calibration
 from agenvoy_desktop.llm.build_info import llama_build
 from agenvoy_desktop.llm.calibration import (
+    ATTENTION_DEPTH,
+    ATTENTION_STEPS,
     CALIBRATION_FILE,
     CANDIDATES,
     DEFAULT_BATCH,
     Calibration,
+    calibrate,
     calibration_key,
     measure,
+    measure_attention,
     pick,
+    pick_attention,
     store,
     stored_calibration,
     stored_for_this_machine,
@@ -40,10 +45,16 @@ HELLO: list[ChatMessage] = [{"role": "user", "content": "Say something."}]
 class FakeModel:
     """Prefill at a made-up rate per batch size, on a made-up clock."""
 
-    def __init__(self, rates: dict[int, float]) -> None:
+    def __init__(
+        self,
+        rates: dict[int, float],
+        attention: dict[bool, tuple[float, float]] | None = None,
+    ) -> None:
         self.rates = rates
+        self.attention = attention or {True: (100.0, 10.0), False: (100.0, 20.0)}
         self.now = 0.0
         self.calls: list[tuple[int, int]] = []
+        self.turns: list[tuple[int, bool | None, int]] = []
 
     def tokenize(self, text: str, *, add_special: bool = False) -> list[int]:
         return list(range(len(text.split())))
@@ -53,6 +64,13 @@ class FakeModel:
         seconds = len(tokens) / self.rates.get(batch, min(self.rates.values()))
         self.now += seconds
         return seconds
+
+    def time_turn(
+        self, tokens: Sequence[int], batch: int, *, flash_attn: bool | None, steps: int
+    ) -> tuple[float, float]:
+        self.turns.append((len(tokens), flash_attn, steps))
+        prefill, decode = self.attention[bool(flash_attn)]
+        return len(tokens) / prefill, steps / decode
 
     def clock(self) -> float:
         return self.now
@@ -116,6 +134,77 @@ def test_cancelling_stops_between_measurements() -> None:
     model = FakeModel({128: 2000.0, 256: 2000.0, 512: 2000.0})
     assert measure(model, lambda: True, clock=model.clock) is None
     assert len(model.calls) == 2
+
+
+# -- flash attention -------------------------------------------------------------------------------
+def test_the_setting_that_answers_a_turn_sooner_is_picked() -> None:
+    # decoding twice as fast without it outweighs a slightly faster prompt with it
+    assert pick_attention({True: (110.0, 9.0), False: (100.0, 17.0)}) is False
+    assert pick_attention({True: (200.0, 20.0), False: (100.0, 19.0)}) is True
+
+
+def test_a_near_tie_goes_to_off_and_no_measurement_leaves_it_to_llama_cpp() -> None:
+    assert pick_attention({True: (100.0, 20.4), False: (100.0, 20.0)}) is False
+    assert pick_attention({True: (100.0, 20.0)}) is None
+    assert pick_attention({}) is None
+
+
+def test_both_settings_decode_after_the_same_prompt() -> None:
+    model = FakeModel({512: 1000.0})
+    rates = measure_attention(model, 512, never, prefill_rate=1000.0)
+    assert rates == {True: (100.0, 10.0), False: (100.0, 20.0)}
+    assert model.turns == [
+        (ATTENTION_DEPTH, True, ATTENTION_STEPS),
+        (ATTENTION_DEPTH, False, ATTENTION_STEPS),
+    ]
+
+
+def test_a_machine_too_slow_for_the_budget_measures_no_attention() -> None:
+    model = FakeModel({512: 10.0})
+    assert measure_attention(model, 512, never, prefill_rate=10.0) == {}
+    assert model.turns == []
+
+
+def test_cancelling_stops_the_attention_measurement() -> None:
+    model = FakeModel({512: 1000.0})
+    assert measure_attention(model, 512, lambda: True, prefill_rate=1000.0) is None
+
+
+def test_calibrate_stores_the_flash_attention_choice(tmp_path: Path) -> None:
+    model = FakeModel({16: 5000.0, 64: 5000.0, 128: 5000.0, 256: 5000.0, 512: 5000.0})
+    chosen = calibrate(
+        model, key="k", model_name="m.gguf", threads_batch=2, cancelled=never, folder=tmp_path
+    )
+    assert chosen is not None
+    assert chosen.flash_attn is False
+    assert stored_calibration(tmp_path, "k") == chosen
+    assert "flash attention off (decoding 20 tok/s off, 10 on" in chosen.summary()
+
+
+def test_a_model_on_a_gpu_leaves_flash_attention_to_llama_cpp(tmp_path: Path) -> None:
+    model = FakeModel({16: 5000.0, 64: 5000.0, 128: 5000.0, 256: 5000.0, 512: 5000.0})
+    chosen = calibrate(
+        model,
+        key="k",
+        model_name="m.gguf",
+        threads_batch=2,
+        cancelled=never,
+        folder=tmp_path,
+        attention=False,
+    )
+    assert chosen is not None
+    assert chosen.flash_attn is None
+    assert model.turns == []
+    assert "flash attention: llama.cpp's choice" in chosen.summary()
+
+
+def test_a_record_from_before_flash_attention_reads_as_llama_cpps_choice(tmp_path: Path) -> None:
+    record = {"batch": 256, "rates": {"256": 1.0}, "model": "m", "threads_batch": 2}
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps({"k": record}))
+    found = stored_calibration(tmp_path, "k")
+    assert found is not None
+    assert found.flash_attn is None
+    assert found.attention == {}
 
 
 # -- storing -------------------------------------------------------------------------------------
@@ -185,6 +274,7 @@ def test_the_first_load_calibrates_stores_and_applies(engine: ChatEngine, cache:
     assert chosen.batch in CANDIDATES
     assert set(chosen.rates) == set(CANDIDATES)  # the tiny model is quick enough for all
     assert engine.prompt_batch == chosen.batch
+    assert set(chosen.attention) == {True, False}  # measured on the CPU
     assert (cache / CALIBRATION_FILE).is_file()
 
 
@@ -237,6 +327,14 @@ def test_a_long_prompt_is_evaluated_in_calibrated_chunks(
         model.use_prompt_batch(64)
         assert model.prompt_batch == 64
         assert model.time_prefill(tokens, 16) > 0
+        for flash in (True, False):
+            model.time_turn(tokens, 16, flash_attn=flash, steps=3)  # runs with either
+        model.use_settings(64, False)
+        assert model.flash_attn is False
+        sampler = model.make_sampler(temperature=0.0, seed=1, grammar=None)
+        reason, generated = model.generate(tokens, sampler, 4, never, lambda _t: None)
+        sampler.close()
+        assert generated > 0 or reason == "stop"
     finally:
         model.close()
 

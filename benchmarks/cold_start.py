@@ -264,6 +264,8 @@ def program(tree: Path | None) -> list[str]:
     """The command that runs the app: this checkout's, or the code in *tree* (a baseline)."""
     if tree is None:
         return APP
+    if tree == FROZEN_EXE:
+        return [str(FROZEN_EXE)]
     launch = (
         "import sys\n"
         "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in str(f)]\n"
@@ -370,14 +372,19 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--frozen", action="store_true", help="time dist/ (make dist) instead of .venv")
     ap.add_argument(
+        "--with-frozen",
+        action="store_true",
+        help="also time dist/ on the same profiles, interleaved, as '-frozen'",
+    )
+    ap.add_argument(
         "--baseline",
         type=Path,
         help="a tree with another version's agenvoy_desktop/ (git archive): timed as '-before'",
     )
     args = ap.parse_args()
+    if (args.frozen or args.with_frozen) and not FROZEN_EXE.is_file():
+        raise SystemExit(f"no frozen build at {FROZEN_EXE}: run `make dist` first")
     if args.frozen:
-        if not FROZEN_EXE.is_file():
-            raise SystemExit(f"no frozen build at {FROZEN_EXE}: run `make dist` first")
         APP[:] = [str(FROZEN_EXE)]
     sizes = {"s10": 10, "s100": 100} if not args.quick else {"s3": 3, "s10": 10}
     rounds = 2 if args.quick else args.rounds
@@ -391,6 +398,8 @@ def main() -> int:
     cases |= {f"{name}-unstamped": (home, True, None) for name, home in sized.items()}
     if args.baseline is not None:
         cases |= {f"{name}-before": (home, True, args.baseline) for name, home in sized.items()}
+    if args.with_frozen:
+        cases |= {f"{name}-frozen": (home, False, FROZEN_EXE) for name, home in homes.items()}
     for home in homes.values():  # what the previous run of the app leaves
         window_start(home)
         sessions_cli(home)
@@ -410,7 +419,7 @@ def main() -> int:
         for name in sizes
     }
     benchlib.write_result(
-        "cold_start",
+        "cold_start.frozen" if args.frozen else "cold_start",
         {
             "rounds": rounds,
             "program": APP[0],

@@ -2,7 +2,9 @@
 
 Top: the chat and embedding models in use — name, file, state, context —
 with Load (warm the chat model up now instead of at the first message) and
-Unload where the services can do it.  Middle: the catalogue
+Unload where the services can do it, and how llama.cpp runs here (kernel
+path, threads, GPU offload, measured prompt batches: :class:`LlamaSection`,
+folded to one line in a narrow tab).  Middle: the catalogue
 (``llm/catalogue``) with each model's header facts (``llm/gguf_info``), "Use
 for chat" / "Use for embeddings" (saved to the settings) and "Add file…".
 Then the endpoints: chat models on an OpenAI-compatible server
@@ -48,6 +50,7 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.llm.build_info import LlamaBuild
 from agenvoy_desktop.llm.catalogue import CatalogueEntry
 from agenvoy_desktop.llm.cpu_features import extra_buffers_choice
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
@@ -65,6 +68,7 @@ from agenvoy_desktop.ui.inspector.common import (
     human_bytes,
 )
 from agenvoy_desktop.ui.inspector.endpoints_section import EndpointsBox
+from agenvoy_desktop.ui.inspector.llama_section import LlamaSection, read_llama_build
 from agenvoy_desktop.ui.theme import colors
 
 CATALOGUE_COLUMNS = (
@@ -113,6 +117,9 @@ class InUse:
     embedding_setting: str = ""
     kernels: str = ""
     """llama.cpp's kernel path here: extra buffers (AMX / repacked) on or off, and why."""
+    llama: LlamaBuild | None = None
+    """Build, threads, GPU offload and measured batches (``--version``); None if unreadable."""
+    llama_problem: str | None = None
     chat_endpoint: str | None = None
     """The server address when the chat model is an endpoint."""
     chat_remote: bool = False
@@ -128,7 +135,8 @@ class ModelsView:
 
 
 def describe_in_use(services: AppServices) -> InUse:
-    """Facts about the loaded models (worker thread: a context size may read a header)."""
+    """Facts about the loaded models (worker thread: a context size may read a header,
+    and the llama.cpp facts import the library and read the machine cache)."""
     model: Any = services.chat_model
     embedder: Any = services.store.embedder
     enabled, why = extra_buffers_choice()
@@ -137,6 +145,7 @@ def describe_in_use(services: AppServices) -> InUse:
         embedding_setting=services.settings.models.embedding_model,
         kernels=f"extra buffers (AMX / repacked) {'on' if enabled else 'off'} — {why}",
     )
+    facts.llama, facts.llama_problem = read_llama_build(services.settings.models.threads)
     if model is not None:
         facts.chat_name = str(model.name)
         path = getattr(model, "model_path", None)
@@ -326,6 +335,7 @@ class ModelsTab(InspectorTab):
         self._use_buttons.setDirection(horizontal if wide else vertical)
         self.entry_detail.setMinimumHeight(150 if wide else 260)
         self._in_use_row.setDirection(horizontal if wide else vertical)
+        self.llama_section.set_wide(wide)
         self.endpoints_box.set_wide(wide)
         for table, columns, key in (
             (self.catalogue_table, CATALOGUE_COLUMNS, "catalogue"),
@@ -349,9 +359,13 @@ class ModelsTab(InspectorTab):
         buttons.addWidget(self.load_button)
         buttons.addWidget(self.unload_button)
         buttons.addStretch(1)
-        self._in_use_row = QBoxLayout(QBoxLayout.Direction.TopToBottom, box)
+        self._in_use_row = QBoxLayout(QBoxLayout.Direction.TopToBottom)
         self._in_use_row.addWidget(self.in_use_label, 1)
         self._in_use_row.addLayout(buttons)
+        self.llama_section = LlamaSection()
+        column = QVBoxLayout(box)
+        column.addLayout(self._in_use_row)
+        column.addWidget(self.llama_section)
         return box
 
     def _catalogue_box(self) -> QWidget:
@@ -436,6 +450,7 @@ class ModelsTab(InspectorTab):
         if view.problem:
             self.status.error(view.problem)
         self.in_use_label.setText(self._in_use_html(view.in_use))
+        self._show_llama(view.in_use)
         self._fill_catalogue(view.entries)
         self.endpoints_box.show_entries(view.endpoints)
         self._update_buttons()
@@ -481,8 +496,15 @@ class ModelsTab(InspectorTab):
             f"<b>Chosen in settings:</b> chat {esc(facts.chat_setting or 'starter model')}, "
             f"embeddings {esc(facts.embedding_setting or 'prepared MiniLM')}"
         )
-        kernels = f"<b>llama.cpp kernels:</b> {esc(facts.kernels)}" if facts.kernels else ""
-        return f"{chat}<br>{embed}<br>{kernels}<br><span style='color:{muted};'>{chosen}</span>"
+        return f"{chat}<br>{embed}<br><span style='color:{muted};'>{chosen}</span>"
+
+    def _show_llama(self, facts: InUse) -> None:
+        names = {facts.chat_name or ""}
+        if facts.chat_path:
+            names.add(Path(facts.chat_path).name)
+        self.llama_section.show_facts(
+            facts.llama, kernels=facts.kernels, problem=facts.llama_problem, chat_names=names
+        )
 
     def _fill_catalogue(self, entries: list[CatalogueEntry]) -> None:
         settings = self.services.settings.models

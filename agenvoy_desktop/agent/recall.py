@@ -169,11 +169,15 @@ def recall_candidates(
         return []
     terms = content_terms(text)
     weights = _term_weights(store, terms)
+    stating = worth_recalling("user", text)  # a question may ask to confirm what it repeats
     titles: dict[str, str | None] = {}
     items: list[RecallItem] = []
     for hit in result.hits:
         message = hit.item.message
         if not worth_recalling(message.role, message.content) or message.is_tool_traffic:
+            continue
+        shown = new_part(message.content, terms) if stating else message.content
+        if not shown:
             continue
         sid = hit.item.session_id
         if sid not in titles:
@@ -187,7 +191,7 @@ def recall_candidates(
                 session_title=titles[sid],
                 time_ns=message.time_ns,
                 role=message.role,
-                text=message.content,
+                text=shown,
                 cosine=hit.cosine,
                 bm25=hit.bm25,
                 coverage=coverage,
@@ -224,6 +228,22 @@ def worth_recalling(role: str, content: str) -> bool:
         return False
     sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
     return not all(s.endswith(("?", "？")) or _REQUEST.match(s) for s in sentences)
+
+
+def new_part(content: str, said_now: Sequence[str]) -> str:
+    """The sentences of *content* that say something the statement being answered does not.
+
+    The user saying again what they said before ("Hi! My name is Lena and I
+    live in Graz." in a new session) found the earlier message, and the
+    starter model answered by copying the recalled line back: the user's own
+    words echoed.  A recalled message is worth its place only for what the
+    new message does not already say, so those sentences alone are shown
+    ("" when nothing is left).  Only statements are pruned: "Do I live in
+    Graz?" must still find "I live in Graz".
+    """
+    said = set(said_now)
+    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
+    return " ".join(s for s in sentences if not set(content_terms(s)) <= said)
 
 
 def query_kind(text: str) -> QueryKind:

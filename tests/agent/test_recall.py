@@ -14,6 +14,7 @@ from agenvoy_desktop.agent.recall import (
     clip,
     content_terms,
     format_block,
+    new_part,
     query_kind,
     recall_candidates,
     worth_recalling,
@@ -82,6 +83,23 @@ def test_unrelated_message_recalls_nothing(store: MemoryStore) -> None:
     for text in ["Hi! How are you today?", "Thanks a lot!", "Write a haiku about autumn."]:
         found = recall_candidates(store, now, text, window_messages=16)
         assert apply_floor(found, kind=query_kind(text)) == [], text
+
+
+def test_saying_the_same_again_recalls_nothing_to_echo(store: MemoryStore) -> None:
+    _plant(store)
+    now = store.create_session("today")
+    found = recall_candidates(store, now, LOCK_FACT, window_messages=16)
+    assert LOCK_FACT not in [item.text for item in found]
+    # a question that repeats the fact's words still finds it (it may ask to confirm)
+    found = recall_candidates(store, now, "Is my bike lock code 4721?", window_messages=16)
+    assert LOCK_FACT in [item.text for item in found]
+
+
+def test_only_the_sentences_that_say_something_new_are_recalled() -> None:
+    said = content_terms("Hi! My name is Lena and I live in Graz.")
+    assert new_part("My name is Lena and I live in Graz", said) == ""
+    recalled = "Hi! My name is Lena and I live in Graz. My bike lock code is 4721."
+    assert new_part(recalled, said) == "My bike lock code is 4721."
 
 
 def test_current_window_is_not_recalled(store: MemoryStore) -> None:

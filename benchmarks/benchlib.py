@@ -54,14 +54,44 @@ _DIA_ID = re.compile(r"^D\d+:\d+$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'A-Z0-9])")
 
 
-def engine_flash_attn(engine: Any) -> bool:
-    """Flash attention as a loaded ``ChatEngine`` runs it, for a bare ``Llama`` beside it.
+def bare_llama(model: Path, engine: Any, n_ctx: int) -> Any:
+    """llama-cpp-python's ``Llama`` set up like a loaded ``ChatEngine``: the baseline of the
+    throughput benchmarks.
 
-    The calibration chose on or off on the CPU; unmeasured means llama.cpp's
-    "auto", which is on for a CPU model.
+    Same threads (decode / prompt), prompt batch, GPU layers and flash
+    attention (the engine's calibrated choice; unmeasured means llama.cpp's
+    "auto", which is on for a CPU model).  ``Llama`` has no switch for
+    llama.cpp's extra (AMX / repacked) weight buffers, so its model-params
+    factory is wrapped for the load and both sides run the same kernels.
     """
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
+
     chosen = engine.calibration.flash_attn if engine.calibration is not None else None
-    return True if chosen is None else bool(chosen)
+    original = low.llama_model_default_params
+
+    def params() -> Any:
+        p = original()
+        p.use_extra_bufts = extra_buffers_enabled()
+        return p
+
+    low.llama_model_default_params = params
+    try:
+        return llama_cpp.Llama(
+            str(model),
+            n_ctx=n_ctx,
+            n_batch=engine.prompt_batch,
+            n_ubatch=engine.prompt_batch,
+            n_threads=engine.threads,
+            n_threads_batch=engine.threads_batch,
+            n_gpu_layers=engine.offload.layers,
+            flash_attn=True if chosen is None else bool(chosen),
+            verbose=False,
+        )
+    finally:
+        low.llama_model_default_params = original
 
 
 # -- command line and results ---------------------------------------------------

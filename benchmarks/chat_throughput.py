@@ -75,39 +75,6 @@ def messages_for(round_no: int) -> list[ChatMessage]:
     ]
 
 
-def bare_llama(model: Path, engine: ChatEngine) -> Any:
-    """llama-cpp-python's Llama with the threads, prompt batch and weight buffers of *engine*.
-
-    ``Llama`` has no switch for llama.cpp's extra (AMX / repacked) weight
-    buffers, which crash on this machine; its model-params factory is
-    wrapped for the duration of the load so both sides run the same kernels.
-    """
-    import llama_cpp
-    import llama_cpp.llama_cpp as low
-
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        p = original()
-        p.use_extra_bufts = extra_buffers_enabled()
-        return p
-
-    low.llama_model_default_params = params
-    try:
-        return llama_cpp.Llama(
-            str(model),
-            n_ctx=CONTEXT,
-            n_batch=engine.prompt_batch,
-            n_ubatch=engine.prompt_batch,
-            n_threads=engine.threads,
-            n_threads_batch=engine.threads_batch,
-            flash_attn=benchlib.engine_flash_attn(engine),
-            verbose=False,
-        )
-    finally:
-        low.llama_model_default_params = original
-
-
 def run_bare(llm: Any, prompt: str, n_tokens: int) -> dict[str, Any]:
     started = time.perf_counter()
     result = llm.create_completion(
@@ -175,7 +142,7 @@ async def measure(
     ours: list[dict[str, Any]] = []
     with ChatEngine(model, context_size=CONTEXT, threads=threads, seed=0) as engine:
         await engine.load()  # the prompt batch is calibrated here on a first run
-        llm = bare_llama(model, engine)
+        llm = benchlib.bare_llama(model, engine, CONTEXT)
         # warm-up: first decodes touch the weights and size the buffers
         warm = messages_for(-1)
         run_bare(llm, template.render(warm), 8)

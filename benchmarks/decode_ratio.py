@@ -55,37 +55,6 @@ _RESULT = "decode-ratio-result: "
 
 
 # -- the child: one extra-buffers path --------------------------------------------------------
-def bare_llama(model: Path, engine: Any) -> Any:
-    """``Llama`` with the engine's threads, batch and GPU layers and its weight buffers."""
-    import llama_cpp
-    import llama_cpp.llama_cpp as low
-
-    from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
-
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        p = original()
-        p.use_extra_bufts = extra_buffers_enabled()
-        return p
-
-    low.llama_model_default_params = params  # Llama has no switch for the extra buffers
-    try:
-        return llama_cpp.Llama(
-            str(model),
-            n_ctx=CONTEXT,
-            n_batch=engine.prompt_batch,
-            n_ubatch=engine.prompt_batch,
-            n_threads=engine.threads,
-            n_threads_batch=engine.threads_batch,
-            n_gpu_layers=engine.offload.layers,
-            flash_attn=benchlib.engine_flash_attn(engine),
-            verbose=False,
-        )
-    finally:
-        low.llama_model_default_params = original
-
-
 def run_bare(llm: Any, tokens: list[int], n_tokens: int) -> dict[str, Any]:
     stamps: list[float] = []
     for _token in llm.generate(tokens, temp=0.0, repeat_penalty=1.0, reset=True):
@@ -122,7 +91,7 @@ async def child(model: Path, rounds: int, n_tokens: int) -> dict[str, Any]:
     bare: list[dict[str, Any]] = []
     with ChatEngine(model, context_size=CONTEXT, seed=0) as engine:
         await engine.load()  # the prompt batch is calibrated here on a first run
-        llm = bare_llama(model, engine)
+        llm = benchlib.bare_llama(model, engine, CONTEXT)
         template_tokens = [
             llm.tokenize(_render(engine, r).encode(), add_bos=False, special=True)
             for r in range(-1, rounds)

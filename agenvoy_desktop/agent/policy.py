@@ -5,7 +5,9 @@ model (``llm/model_profile.py``) calls whatever it is shown — a greeting
 triggered seven tool calls with the 0.5B starter — so its turn is shaped:
 
 - no tool at all unless the message needs one: greetings and small talk go
-  straight to an answer (and the prompt is shorter without the tool list);
+  straight to an answer (and the prompt is shorter without the tool list),
+  and so does a message that only tells something (no question, no
+  request: :mod:`~agenvoy_desktop.agent.speech_act`), whatever words it uses;
 - file tools only when the message names a file or a folder;
 - time tools only when it asks about the time or a date;
 - ``search_chat_history`` only when it asks about the past *and* proactive
@@ -17,7 +19,7 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   asks about the collections themselves.  Both are offered only while the
   user's collections are enabled and readable (the tools' own availability
   check), so the cues cost nothing when there are none;
-- at most two tool rounds.
+- at most two tool rounds, and at most two calls in each.
 
 The cues are plain word lists in English, German and Chinese — cheap,
 predictable, and easy to extend; a missed cue costs a tool the model could
@@ -30,6 +32,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agenvoy_desktop.agent.speech_act import only_tells, word_alternatives
+
 SEARCH_TOOL = "search_chat_history"
 FILE_TOOLS = frozenset({"list_files", "read_text_file"})
 TIME_TOOLS = frozenset({"current_time", "date_calc"})
@@ -37,16 +41,16 @@ ERROR_TOOLS = frozenset({"remember_error", "search_error_history", "read_error"}
 DOCUMENT_SEARCH_TOOL = "search_rag"
 DOCUMENT_LIST_TOOL = "list_rag"
 SMALL_MODEL_TOOL_ROUNDS = 2
-
-
-def _words(text: str) -> str:
-    return "|".join(re.escape(w) for w in text.split())
+SMALL_MODEL_CALLS_PER_ROUND = 2
+"""The starter once asked for eight searches in one answer (each with other
+arguments, so the identical-call guard did not stop it); past two, more
+calls in one round only add tool results for it to misread."""
 
 
 _FILE_CUE = re.compile(
     r"(?:[~.]?/[\w.-]+|\\[\w.-]+|\b[\w-]+\.(?:txt|md|csv|json|log|py|ini|cfg|yaml|yml|toml|"
     r"html|xml|rst|conf)\b|\b(?:"
-    + _words(
+    + word_alternatives(
         "file files folder folders directory directories document documents "
         "datei dateien ordner verzeichnis dokument"
     )
@@ -55,7 +59,7 @@ _FILE_CUE = re.compile(
 )
 _TIME_CUE = re.compile(
     r"\b(?:"
-    + _words(
+    + word_alternatives(
         "time date today tomorrow yesterday weekday clock days weeks months "
         "uhr uhrzeit datum heute gestern wochentag tage wochen"
     )
@@ -64,13 +68,14 @@ _TIME_CUE = re.compile(
 )
 _PAST_CUE = re.compile(
     r"\b(?:"
-    + _words(
-        "remember recall earlier before previously last told mentioned said discussed "
-        "decided agreed forgot forget again history ago did "
-        "erinnerst erinnern vorhin früher letzte letztes letzten gesagt erwähnt besprochen "
-        "entschieden vergessen"
+    + word_alternatives(
+        "remember recall earlier previously told mentioned said discussed "
+        "decided agreed forgot forget history ago "
+        "erinnerst erinnern vorhin früher gesagt erwähnt besprochen entschieden vergessen"
     )
-    + r")\b|\b(?:what|which|where|when|who)\b[^?]*\b(?:my|i|we|our)\b"
+    + r")\b|\b(?:did|didn't)\s+(?:i|we|you)\b|\blast\s+time\b|\bthe other day\b"
+    r"|\bletzte(?:s|n)?\s+mal\b"
+    r"|\b(?:what|which|where|when|who)\b[^?]*\b(?:my|i|we|our)\b"
     r"|之前|以前|上次|记得|記得|说过|說過|提过|提過|我的.*(?:什么|什麼|哪|多少|吗|嗎)",
     re.IGNORECASE,
 )
@@ -85,7 +90,7 @@ _FIRST_PERSON = re.compile(
 
 _DOCUMENT_CUE = re.compile(
     r"\b(?:"
-    + _words(
+    + word_alternatives(
         "document documents doc docs note notes notebook file files paper papers pdf pdfs "
         "manual handbook article articles report reports wiki source sources "
         "dokument dokumente notiz notizen unterlagen handbuch bericht laut"
@@ -129,6 +134,8 @@ class TurnPlan:
     """Tool names allowed this turn (None: every available tool)."""
     max_tool_rounds: int | None
     """Rounds that may call tools before the model must answer (None: the agent's limit)."""
+    max_calls_per_round: int | None = None
+    """Calls run per round, in the order asked; the rest are dropped (None: all)."""
 
 
 FULL = TurnPlan(tools=None, max_tool_rounds=None)
@@ -138,8 +145,29 @@ def plan_turn(text: str, *, small_model: bool, recalled: bool) -> TurnPlan:
     """The turn's plan; see the module docstring."""
     if not small_model:
         return FULL
+    if only_tells(text):
+        return TurnPlan(tools=frozenset(), max_tool_rounds=0)
     tools = needed_tools(text, recalled=recalled) | document_tools_needed(text)
-    return TurnPlan(tools=tools, max_tool_rounds=SMALL_MODEL_TOOL_ROUNDS)
+    return TurnPlan(
+        tools=tools,
+        max_tool_rounds=SMALL_MODEL_TOOL_ROUNDS,
+        max_calls_per_round=SMALL_MODEL_CALLS_PER_ROUND,
+    )
+
+
+def wants_recall(text: str, *, small_model: bool) -> bool:
+    """Whether proactive recall runs for this message (the setting aside).
+
+    Not for a small model's statement: measured with the starter on 24
+    statements touching remembered facts (benchmarks/statement_echo.py),
+    with a recall block 9 answers spoke of "the user" in the third person
+    (1 without), 12 copied five or more words of the message (6 without),
+    3 repeated a remembered line as if the user had just said it (0), and
+    the remembered fact showed in 3 of 16 answers where it could help (1);
+    the first token came 0.6 s later.  A question, or a statement with a
+    question, still gets its block.
+    """
+    return not (small_model and only_tells(text))
 
 
 def needed_tools(text: str, *, recalled: bool) -> frozenset[str]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agenvoy_desktop.agent.policy import is_personal
+from agenvoy_desktop.agent.speech_act import sentences, tells_something
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
 from agenvoy_desktop.core.search import SearchError, SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
@@ -202,18 +203,6 @@ def recall_candidates(
     return items
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
-
-
-_REQUEST = re.compile(
-    r"^(?:(?:also|and|now|then|so|ok|okay|please|pls)[\s,]+)*"
-    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:list|read|show|give|find|search|explain|suggest|summari[sz]e|translate|compare|"
-    r"describe|calculate|convert|draft|fix|create|plan|check|open|look)\b",
-    re.IGNORECASE,
-)
-
-
 def worth_recalling(role: str, content: str) -> bool:
     """Only what the user stated: not questions or requests, not the assistant's words.
 
@@ -224,10 +213,7 @@ def worth_recalling(role: str, content: str) -> bool:
     may be its own inventions: recalling them would turn one wrong answer
     into a memory.  search_chat_history still finds all of them.
     """
-    if role != "user" or not content.strip():
-        return False
-    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
-    return not all(s.endswith(("?", "？")) or _REQUEST.match(s) for s in sentences)
+    return role == "user" and tells_something(content)
 
 
 def new_part(content: str, said_now: Sequence[str]) -> str:
@@ -242,8 +228,7 @@ def new_part(content: str, said_now: Sequence[str]) -> str:
     Graz?" must still find "I live in Graz".
     """
     said = set(said_now)
-    sentences = [s.strip() for s in _SENTENCE_END.split(content.strip()) if s.strip()]
-    return " ".join(s for s in sentences if not set(content_terms(s)) <= said)
+    return " ".join(s for s in sentences(content) if not set(content_terms(s)) <= said)
 
 
 def query_kind(text: str) -> QueryKind:

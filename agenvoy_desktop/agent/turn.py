@@ -48,6 +48,7 @@ from agenvoy_desktop.agent.policy import (
     TurnPlan,
     filter_specs,
     plan_turn,
+    wants_recall,
 )
 from agenvoy_desktop.agent.recall import (
     DEFAULT_FLOOR,
@@ -526,7 +527,7 @@ class _Turn:
             self.emit(TurnStatus("recall"))
             began = time.perf_counter()
             self.recall, self.passages = await asyncio.gather(
-                self.agent.storage.run(self._find_recall, user),
+                self._recall_messages(user),
                 self._find_passages(user.content),
             )
             self.result.recall_s = time.perf_counter() - began
@@ -559,6 +560,16 @@ class _Turn:
         except Exception:
             log.warning("document recall failed; answering without it", exc_info=True)
             return DocumentPassages()
+
+    async def _recall_messages(self, user: Message) -> RecallBlock:
+        """What the user said before that fits *user*; nothing for a small model's statement.
+
+        :func:`~agenvoy_desktop.agent.policy.wants_recall` says why.  Document
+        passages are not affected: they were not what the starter echoed.
+        """
+        if not wants_recall(user.content, small_model=self.agent.config.small_model):
+            return RecallBlock()
+        return await self.agent.storage.run(self._find_recall, user)
 
     def _log_recall(self, user: Message, text: str) -> None:
         """Storage thread: the timeline's record of what recall put in the prompt."""
@@ -681,6 +692,10 @@ class _Turn:
     async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
         store = self.agent.store
         calls = list({_call_key(c): c for c in calls}.values())  # a small model repeats itself
+        limit = self.plan.max_calls_per_round
+        if limit is not None and len(calls) > limit:
+            log.info("%d tool calls in one round; running the first %d", len(calls), limit)
+            calls = calls[:limit]
         stored_calls = [
             {
                 "id": c.id,

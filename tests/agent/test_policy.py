@@ -12,7 +12,9 @@ from agenvoy_desktop.agent.policy import (
     FILE_TOOLS,
     FULL,
     SEARCH_TOOL,
+    SMALL_MODEL_CALLS_PER_ROUND,
     TIME_TOOLS,
+    TurnPlan,
     asks_about_the_past,
     needed_tools,
     plan_turn,
@@ -76,6 +78,39 @@ def test_questions_about_the_past_offer_search_unless_recalled(text: str) -> Non
     assert SEARCH_TOOL not in needed_tools(text, recalled=True)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I have a dentist appointment tomorrow morning.",  # "tomorrow" offered the clock
+        "I locked myself out of the house again.",  # "again" offered the history search
+        "我们家的小猫今天把花瓶打碎了。",
+        "My notes for the trip are in ~/notes/kyoto.md.",
+    ],
+)
+def test_a_statement_gets_no_tools_on_a_small_model(text: str) -> None:
+    assert plan_turn(text, small_model=True, recalled=False) == TurnPlan(frozenset(), 0)
+    assert plan_turn(text, small_model=False, recalled=False) == FULL
+
+
+def test_a_question_keeps_its_cues_on_a_small_model() -> None:
+    plan = plan_turn("Is my dentist appointment tomorrow?", small_model=True, recalled=False)
+    assert plan.tools is not None
+    assert plan.tools >= TIME_TOOLS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In which year did the first moon landing happen?",  # searched 3 times, 46 s, wrong
+        "How do I undo the last git commit?",
+        "What happened before the French Revolution?",
+    ],
+)
+def test_past_tense_alone_is_not_about_our_past(text: str) -> None:
+    assert not asks_about_the_past(text)
+    assert SEARCH_TOOL not in needed_tools(text, recalled=False)
+
+
 def test_capable_models_get_everything() -> None:
     assert plan_turn("Hi!", small_model=False, recalled=False) == FULL
 
@@ -120,6 +155,13 @@ def test_small_model_greeting_gets_no_tools_and_no_tool_talk(store: MemoryStore)
     assert len(model.seen) == 1
     assert model.seen[0].tools is None
     assert "tool" not in model.seen[0].messages[0]["content"]
+
+
+def test_small_model_runs_at_most_two_calls_per_round(store: MemoryStore) -> None:
+    asked = [Call("current_time", {"x": i}) for i in range(5)]  # five different calls
+    model = _turn(store, [asked, ["Done."]], "What time is it?")
+    tool_results = [m for m in model.seen[1].messages if m["role"] == "tool"]
+    assert len(tool_results) == SMALL_MODEL_CALLS_PER_ROUND == 2
 
 
 def test_small_model_never_sees_error_tools_and_stops_after_two_tool_rounds(

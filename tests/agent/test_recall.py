@@ -207,6 +207,24 @@ def test_turn_puts_the_block_last_in_the_system_prompt(store: MemoryStore) -> No
     assert shown[0]["content"].endswith(result.recall_text)
 
 
+@pytest.mark.parametrize(("small", "recalled"), [(True, False), (False, True)])
+def test_a_small_models_statement_gets_no_recall(
+    store: MemoryStore, small: bool, recalled: bool
+) -> None:
+    """The starter echoed recalled lines back for statements (statement_echo.py)."""
+    _plant(store)
+    now = store.create_session("today")
+    model = ScriptedChatModel([["Have a good ride!"]])
+    storage = Storage()
+    try:
+        agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=small))
+        result = asyncio.run(agent.run_turn(now, "I am taking my bike lock to the shop today."))
+    finally:
+        storage.close()
+    assert (LOCK_FACT in result.recall_text) is recalled
+    assert (LOCK_FACT in model.seen[0].messages[0]["content"]) is recalled
+
+
 def test_recall_can_be_switched_off(store: MemoryStore) -> None:
     _plant(store)
     now = store.create_session("today")

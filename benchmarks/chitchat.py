@@ -23,7 +23,6 @@ import sys
 import time
 from typing import Any
 
-import benchlib
 import memory_qa
 from memory_facts import CHITCHAT, FACTS
 
@@ -94,13 +93,7 @@ def main() -> None:
     ap = memory_qa.arguments(__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=0, help="send only the first N messages")
     ap.add_argument("--facts", type=int, default=0, help="plant only the first N facts")
-    args = ap.parse_args()
-    from agenvoy_desktop.interpreter import responsive_threads
-
-    responsive_threads()
-    with benchlib.temp_profile("chitchat") as paths:
-        data = asyncio.run(run(args, paths))
-    benchlib.write_result(memory_qa.result_name("chitchat", args.tag), data, quick=args.quick)
+    memory_qa.run_in_profile("chitchat", ap.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
   the LoCoMo conversations; a recall block for them is a false injection.
 * :data:`CHITCHAT`: greetings, thanks and small talk in English, German and
   Chinese, which should be answered at once, without a tool call.
+* :data:`STATEMENTS`: things the user tells (not asks) in a new session that
+  touch a planted fact: said again, or a related topic.
 
 The lists are ordered so that every prefix mixes kinds and languages: the
 ``--quick`` and ``--facts N`` runs take the first N.
@@ -370,6 +372,57 @@ CHITCHAT: tuple[str, ...] = (
     "辛苦了，谢谢。",
     "Nice to meet you.",
     "Have a great evening!",
+)
+
+
+# -- statements ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """Something the user tells in a new session that touches a planted fact.
+
+    ``repeat``: the fact said again, in other words (the user introducing
+    themself twice).  ``related``: the same topic with something new, where
+    the remembered fact could make the answer better ("I locked myself out"
+    when the spare key's place is known).  Used by ``statement_echo.py``.
+    """
+
+    fact: str
+    """The key of the :data:`FACTS` entry it touches."""
+    text: str
+    kind: str
+    shows: Accepted = ()
+    """For ``related``: what in an answer shows the remembered fact was used."""
+
+
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("spare-key", "I locked myself out of the house again.", "related", ("flower pot",)),
+    Statement("blood", "Just so you know, my blood type is B negative.", "repeat"),
+    Statement("cat-zh", "我们家的小猫今天把花瓶打碎了。", "related", ("年糕",)),
+    Statement("dentist", "I have a dentist appointment tomorrow morning.", "related", ("Okafor",)),
+    Statement("shoe", "Remember, my shoe size is 44.", "repeat"),
+    Statement("kiwi", "I want to make a fruit salad tonight.", "related", ("allerg",)),
+    Statement("bike-lock-zh", "我的电动车锁密码还是6083，别忘了。", "repeat"),
+    Statement("wifi", "I'm visiting my parents this weekend.", "related", ("bluefinch",)),
+    Statement("landlord", "The heating in my flat is broken again.", "related", ("Haverford",)),
+    Statement("passport", "I'm planning a trip to Canada next summer.", "related", ("2027",)),
+    Statement("piano", "My daughter has her piano lesson today.", "related", ("Lindqvist",)),
+    Statement("library-pin", "My library card PIN is still 9052.", "repeat"),
+    Statement(
+        "sesame", "I'm baking bread for my son's class party.", "related", (("sesame", "allerg"),)
+    ),
+    Statement("mum-birthday-zh", "我在想给妈妈买什么生日礼物。", "related", ("十月三", "10月3")),
+    Statement("lyon", "I'm packing for my trip to Lyon.", "related", ("train",)),
+    Statement("neighbour-dog", "Our neighbour's dog Biscuit barked all night.", "repeat"),
+    Statement("flyer", "I'm booking a flight to Amsterdam for work.", "related", ("884 120 57",)),
+    Statement("spanish-zh", "我今天买了一本西班牙语课本。", "related", ("下个月",)),
+    Statement("plumber", "The boiler is making strange noises again.", "related", ("Thursday",)),
+    Statement("dentist", "My dentist is Dr. Okafor, near the station.", "repeat"),
+    Statement("car-service", "My car is making a rattling noise.", "related", ("September",)),
+    Statement("database", "We're setting up Postgres for the inventory project today.", "repeat"),
+    Statement(
+        "nursery", "We're buying paint for the nursery this weekend.", "related", ("sage green",)
+    ),
+    Statement("landlord", "My landlord Mrs. Haverford came by today.", "repeat"),
 )
 
 # -- held out ------------------------------------------------------------------------------

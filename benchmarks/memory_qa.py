@@ -40,7 +40,7 @@ import asyncio
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,17 +374,25 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
     }
 
 
+def run_in_profile(
+    name: str,
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace, AppPaths], Coroutine[Any, Any, dict[str, Any]]],
+) -> None:
+    """Run *run* in a throw-away profile as the app runs, and write ``results/<name>[.tag]``."""
+    from agenvoy_desktop.interpreter import responsive_threads
+
+    responsive_threads()  # as the window and `agenvoy-desktop chat` run
+    with benchlib.temp_profile(name.replace("_", "-")) as paths:
+        data = asyncio.run(run(args, paths))
+    benchlib.write_result(result_name(name, args.tag), data, quick=args.quick)
+
+
 def main() -> None:
     ap = arguments(__doc__.splitlines()[0])
     ap.add_argument("--facts", type=int, default=0, help="ask only the first N facts")
     ap.add_argument("--unrelated", type=int, default=0, help="ask only the first N unrelated")
-    args = ap.parse_args()
-    from agenvoy_desktop.interpreter import responsive_threads
-
-    responsive_threads()  # as the window and `agenvoy-desktop chat` run
-    with benchlib.temp_profile("memory-qa") as paths:
-        data = asyncio.run(run(args, paths))
-    benchlib.write_result(result_name("memory_qa", args.tag), data, quick=args.quick)
+    run_in_profile("memory_qa", ap.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -190,6 +190,9 @@ def main() -> None:
     rounds = args.rounds or (2 if args.quick else 6)
     n_tokens = args.tokens or (24 if args.quick else 96)
     if args.child:
+        from agenvoy_desktop.interpreter import responsive_threads
+
+        responsive_threads()  # the GIL switch interval the window and `chat` run with
         result = asyncio.run(child(model, rounds, n_tokens))
         print(_RESULT + json.dumps(result), flush=True)
         return

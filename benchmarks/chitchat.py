@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-import time
 from typing import Any
 
 import memory_qa
@@ -64,12 +62,7 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
     seed = None if args.seed < 0 else args.seed
     services = await asyncio.to_thread(memory_qa.open_services, paths, seed)
     try:
-        began = time.perf_counter()
-        planted = await asyncio.to_thread(memory_qa.plant_facts, services, facts)
-        import_s = time.perf_counter() - began
-        print(f"planted {len(planted)} facts in {import_s:.0f} s", file=sys.stderr)
-        setup = memory_qa.setup_summary(services, planted, seed)
-        await memory_qa.warm_up(services)
+        _planted, setup = await memory_qa.prepare(services, facts, seed)
         rows = await ask_all(services, messages)
     finally:
         await asyncio.to_thread(services.close)
@@ -79,7 +72,7 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
         print(f"  {key:26s} {value}")
     median_model = total["median_model_s"] or float("inf")
     return {
-        "setup": {**setup, "import_s": round(import_s, 1)},
+        "setup": setup,
         "totals": total,
         "turns": rows,
         "acceptance": {

@@ -210,6 +210,19 @@ async def warm_up(services: AppServices) -> None:
         pass
 
 
+async def prepare(
+    services: AppServices, facts: Sequence[Fact], seed: int | None
+) -> tuple[list[Planted], dict[str, Any]]:
+    """Plant *facts* (timed), then load and warm the model: the facts and the run's setup."""
+    began = time.perf_counter()
+    planted = await asyncio.to_thread(plant_facts, services, facts)
+    import_s = time.perf_counter() - began
+    print(f"planted {len(planted)} facts in {import_s:.0f} s; load {load_text()}", file=sys.stderr)
+    setup = {**setup_summary(services, planted, seed), "import_s": round(import_s, 1)}
+    await warm_up(services)
+    return planted, setup
+
+
 def progress(label: str, index: int, total: int, turn: Turn, verdict: str) -> None:
     tools = ",".join(turn.tools) or "-"
     print(
@@ -344,14 +357,7 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
     seed = None if args.seed < 0 else args.seed
     services = await asyncio.to_thread(open_services, paths, seed)
     try:
-        began = time.perf_counter()
-        planted = await asyncio.to_thread(plant_facts, services, facts)
-        import_s = time.perf_counter() - began
-        print(
-            f"planted {len(planted)} facts in {import_s:.0f} s; load {load_text()}", file=sys.stderr
-        )
-        setup = {**setup_summary(services, planted, seed), "import_s": round(import_s, 1)}
-        await warm_up(services)
+        planted, setup = await prepare(services, facts, seed)
         fact_rows = await ask_facts(services, planted)
         unrelated_rows = await ask_unrelated(services, unrelated)
     finally:

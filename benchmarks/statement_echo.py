@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
-import time
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -193,12 +191,7 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
     services = await asyncio.to_thread(memory_qa.open_services, paths, seed)
     passes: dict[str, list[dict[str, Any]]] = {}
     try:
-        began = time.perf_counter()
-        planted = await asyncio.to_thread(memory_qa.plant_facts, services, facts)
-        import_s = time.perf_counter() - began
-        print(f"planted {len(planted)} facts in {import_s:.0f} s", file=sys.stderr)
-        setup = memory_qa.setup_summary(services, planted, seed)
-        await memory_qa.warm_up(services)
+        planted, setup = await memory_qa.prepare(services, facts, seed)
         ids = {p.fact.key: p.message_id for p in planted}
         for label in ("statement-recall", "shipped"):
             with statement_recall() if label == "statement-recall" else nullcontext():
@@ -211,7 +204,7 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
         for key, value in total.items():
             print(f"  {key:28s} {value}")
     return {
-        "setup": {**setup, "import_s": round(import_s, 1)},
+        "setup": setup,
         "totals": summary,
         "turns": passes,
     }

@@ -7,7 +7,8 @@ statement, not a question, touching one planted fact: said again in other
 words, or a related topic where the fact could help ("I locked myself out"
 when the spare key's place is known).  Each opens a new session.
 
-Every message runs twice, in two passes over the same profile:
+Every message runs once per pass, the passes one after the other over the
+same profile (``--passes``, default ``statement-recall,shipped``):
 
 * ``statement-recall``: proactive recall for every message, as the app did
   before statements lost it (the recalled sentences the statement already
@@ -23,9 +24,12 @@ characters with 我), **parrots** (five words in a row of the message, or
 eight CJK characters), answers that speak of **"the user"** in the third
 person, answers that **use the memory** (on a ``related`` statement, they
 contain what only the fact says: "Okafor" for the dentist, "allerg" for the
-fruit salad), tool calls per turn and median model seconds.
+fruit salad), **refusals** ("I'm sorry, but I can't assist with that."),
+the median answer length in words (CJK characters count one each), tool
+calls per turn and median model seconds.
 
     .venv/bin/python benchmarks/statement_echo.py [--quick] [--statements N] [--tag NAME]
+        [--passes shipped]
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from __future__ import annotations
 import asyncio
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import memory_qa
@@ -53,6 +57,11 @@ FIRST_PERSON = frozenset(
 )
 PARROT_WORDS = 5
 PARROT_CJK_CHARS = 8
+_REFUSAL = re.compile(
+    r"\bI'?m sorry\b|\bI apologi[sz]e\b|\bcan(?:'|no)t (?:assist|help)\b|\bunable to\b"
+    r"|\bnot able to\b|\bas an ai\b|抱歉|对不起|對不起|无法|無法",
+    re.IGNORECASE,
+)
 _THIRD_PERSON = re.compile(r"\bthe user\b|用户|用戶|ユーザー", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9']+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
@@ -109,7 +118,12 @@ def recalled_lines(recall_text: str) -> list[str]:
     return [line for line in recall_text.splitlines()[1:] if line.strip()]
 
 
-# -- the two passes --------------------------------------------------------------------------
+def refused(answer: str) -> bool:
+    """The answer declines or apologises instead of replying ("I'm sorry, but I can't…")."""
+    return _REFUSAL.search(answer) is not None
+
+
+# -- the passes ------------------------------------------------------------------------------
 @contextmanager
 def statement_recall() -> Iterator[None]:
     """The ``statement-recall`` pass: recall runs for every message, as before the change."""
@@ -123,6 +137,12 @@ def statement_recall() -> Iterator[None]:
         yield
     finally:
         setattr(turn_module, "wants_recall", original)  # noqa: B010
+
+
+PASSES: dict[str, Callable[[], AbstractContextManager[None]]] = {
+    "statement-recall": statement_recall,
+    "shipped": nullcontext,
+}
 
 
 async def ask_all(
@@ -149,6 +169,8 @@ async def ask_all(
             "echo_of_recall": echo_recall,
             "parrot": parroted(turn.answer, statement.text),
             "third_person": third_person(turn.answer),
+            "refused": refused(turn.answer),
+            "answer_words": len(_words(turn.answer)) + len(_cjk_chars(turn.answer)),
             "used_memory": used,
             "fact_in_block": held,
             "other_lines_in_block": len(turn.recall_ids) - held,
@@ -171,6 +193,8 @@ def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "echoes_of_a_recalled_line": sum(1 for r in rows if r["echo_of_recall"]),
         "parrots_the_message": sum(1 for r in rows if r["parrot"]),
         "speaks_of_the_user": sum(1 for r in rows if r["third_person"]),
+        "refusals": sum(1 for r in rows if r.get("refused")),
+        "median_answer_words": memory_qa.median([r.get("answer_words") for r in rows]),
         "related_using_memory": f"{sum(r['used_memory'] for r in related)}/{len(related)}",
         "fact_in_block": sum(1 for r in rows if r["fact_in_block"]),
         "blocks_without_the_fact": sum(
@@ -193,8 +217,8 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
     try:
         planted, setup = await memory_qa.prepare(services, facts, seed)
         ids = {p.fact.key: p.message_id for p in planted}
-        for label in ("statement-recall", "shipped"):
-            with statement_recall() if label == "statement-recall" else nullcontext():
+        for label in args.passes.split(","):
+            with PASSES[label]():
                 passes[label] = await ask_all(services, statements, ids, label)
     finally:
         await asyncio.to_thread(services.close)
@@ -213,6 +237,11 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
 def main() -> None:
     ap = memory_qa.arguments(__doc__.splitlines()[0])
     ap.add_argument("--statements", type=int, default=0, help="send only the first N")
+    ap.add_argument(
+        "--passes",
+        default="statement-recall,shipped",
+        help=f"comma-separated, in order, from {', '.join(PASSES)}",
+    )
     memory_qa.run_in_profile("statement_echo", ap.parse_args(), run)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
@@ -54,12 +54,32 @@ INTERRUPTED_NOTE = "[answer interrupted by the user]"
 FAILED_NOTE = "[answer cut off: the model failed before it finished]"
 
 
+Clock = Literal["time", "date", "none"]
+"""How much of the clock a system prompt carries (``policy.clock_in_prompt`` decides;
+"date" is a measured alternative, see ``benchmarks/clock_talk.py``)."""
+
+
 def local_time_line(now_ns: int) -> str:
     """``Current local time: 2026-11-29 23:05 (Sunday, UTC+01:00)``."""
     moment = datetime.fromtimestamp(now_ns / 1e9).astimezone()
     offset = moment.strftime("%z")
     zone = f"UTC{offset[:3]}:{offset[3:]}" if offset else "local"
     return f"Current local time: {moment:%Y-%m-%d %H:%M} ({moment:%A}, {zone})"
+
+
+def date_line(now_ns: int) -> str:
+    """``Today is Sunday, 2026-11-29.`` — the date without the hour and the zone."""
+    moment = datetime.fromtimestamp(now_ns / 1e9).astimezone()
+    return f"Today is {moment:%A}, {moment:%Y-%m-%d}."
+
+
+def clock_line(now_ns: int, clock: Clock) -> str:
+    """The system prompt's clock line for *clock* ("" for none)."""
+    if clock == "time":
+        return local_time_line(now_ns)
+    if clock == "date":
+        return date_line(now_ns)
+    return ""
 
 
 def system_message(
@@ -70,13 +90,14 @@ def system_message(
     *,
     guidance: str = "",
     recall: str = "",
+    clock: Clock = "time",
 ) -> ChatMessage:
     """The system prompt for one model call.
 
     Order: what changes least comes first (base prompt, tool guidance, the
-    rolling summary), then the time, this round's tool results and the recall
-    block last — the recall block must sit at the end, where a small model
-    reads it as the freshest context.
+    rolling summary), then the time (as much of it as *clock* says), this
+    round's tool results and the recall block last — the recall block must
+    sit at the end, where a small model reads it as the freshest context.
     """
     head = base_prompt.strip()
     if guidance.strip():
@@ -84,7 +105,8 @@ def system_message(
     parts = [head]
     if summary_text.strip():
         parts.append("Summary of the earlier conversation:\n" + summary_text.strip())
-    parts.append(local_time_line(now_ns))
+    if line := clock_line(now_ns, clock):
+        parts.append(line)
     if extra.strip():
         parts.append(extra.strip())
     if recall.strip():
@@ -166,10 +188,17 @@ def build_messages(
     extra_system: str = "",
     guidance: str = "",
     recall: str = "",
+    clock: Clock = "time",
 ) -> list[ChatMessage]:
     """The full prompt of one model call (system + window)."""
     system = system_message(
-        base_prompt, summary_text, now_ns, extra_system, guidance=guidance, recall=recall
+        base_prompt,
+        summary_text,
+        now_ns,
+        extra_system,
+        guidance=guidance,
+        recall=recall,
+        clock=clock,
     )
     messages = [system]
     messages.extend(to_chat_message(m) for m in window if m.role != "system")

@@ -19,7 +19,9 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   asks about the collections themselves.  Both are offered only while the
   user's collections are enabled and readable (the tools' own availability
   check), so the cues cost nothing when there are none;
-- at most two tool rounds, and at most two calls in each.
+- at most two tool rounds, and at most two calls in each;
+- no clock in the system prompt unless the message asks about the time or
+  a date (:func:`clock_in_prompt`).
 
 The cues are plain word lists in English, German and Chinese — cheap,
 predictable, and easy to extend; a missed cue costs a tool the model could
@@ -32,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agenvoy_desktop.agent.context import Clock
 from agenvoy_desktop.agent.speech_act import only_tells, word_alternatives
 
 SEARCH_TOOL = "search_chat_history"
@@ -60,10 +63,10 @@ _FILE_CUE = re.compile(
 _TIME_CUE = re.compile(
     r"\b(?:"
     + word_alternatives(
-        "time date today tomorrow yesterday weekday clock days weeks months "
-        "uhr uhrzeit datum heute gestern wochentag tage wochen"
+        "time date today tomorrow yesterday weekday weekend clock o'clock days weeks months "
+        "uhr uhrzeit datum heute gestern wochentag wochenende tage wochen spät"
     )
-    + r")\b|几点|時間|时间|日期|今天|明天|昨天|星期|幾點",
+    + r")\b|几点|幾點|時間|时间|日期|今天|明天|昨天|星期|周末|週末",
     re.IGNORECASE,
 )
 _PAST_CUE = re.compile(
@@ -168,6 +171,27 @@ def wants_recall(text: str, *, small_model: bool) -> bool:
     question, still gets its block.
     """
     return not (small_model and only_tells(text))
+
+
+def clock_in_prompt(text: str, *, small_model: bool) -> Clock:
+    """How much of the clock the system prompt carries for this message.
+
+    A capable model gets the local time with its zone on every turn.  The
+    starter, given "Current local time: … UTC+00:00" with every message,
+    talked about it unasked ("The current local time is 2026-12-01 15:05.
+    The shoe size you mentioned…"), so a small model gets the clock only
+    when the message asks about the time or a date (it is then also offered
+    the time tools) — not for a statement that merely says "today" ("My
+    landlord came by today." → "…arrived today at 20:24 PM, which translates
+    to 17:24 UTC").  ``benchmarks/clock_talk.py`` measured 3 of 76 answers
+    talking about the clock unasked with the time on every turn, 5 with a
+    "Today is …" line instead (copied as an answer), 0 with none.
+    """
+    if not small_model:
+        return "time"
+    if _TIME_CUE.search(text) and not only_tells(text):
+        return "time"
+    return "none"
 
 
 def needed_tools(text: str, *, recalled: bool) -> frozenset[str]:

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
+    Clock,
     build_messages,
     tool_guidance,
     tool_results_note,
@@ -46,6 +47,7 @@ from agenvoy_desktop.agent.policy import (
     DOCUMENT_SEARCH_TOOL,
     FULL,
     TurnPlan,
+    clock_in_prompt,
     filter_specs,
     plan_turn,
     wants_recall,
@@ -366,6 +368,7 @@ class Agent:
         offered: Sequence[str] | None = None,
         recall: str | None = None,
         settings: SessionSettings | None = None,
+        clock: Clock | None = None,
     ) -> list[ChatMessage]:
         """Exactly what the model would receive next (the inspector's Context tab).
 
@@ -377,6 +380,8 @@ class Agent:
         recall block; None shows the block sent with the session's last turn
         while that turn is still in the window.  ``settings`` are the session's
         own (persona, tools on or off); None reads them in the same storage hop.
+        ``clock`` is this turn's (:func:`~agenvoy_desktop.agent.policy.clock_in_prompt`);
+        None shows what a message without a time cue would get.
         """
         window, summary, last_recall, stored = await self.storage.run(
             self._prompt_parts, session_id, recall is None
@@ -398,6 +403,9 @@ class Agent:
             extra_system=note,
             guidance=tool_guidance(offered),
             recall=last_recall if recall is None else recall,
+            clock=clock_in_prompt("", small_model=self.config.small_model)
+            if clock is None
+            else clock,
         )
 
     def _prompt_parts(
@@ -492,6 +500,7 @@ class _Turn:
         self.passages = DocumentPassages()
         self.question = ""
         self.plan: TurnPlan = FULL
+        self.clock: Clock = "time"
         self.settings: SessionSettings = DEFAULT_SETTINGS
         """The session's own settings, read once before the first round."""
         self.started = time.perf_counter()
@@ -524,7 +533,8 @@ class _Turn:
         config = self.agent.config
         self.settings = await self.agent.storage.run(session_settings, self.agent.store, self.sid)
         if config.proactive_recall and self.settings.tools:
-            self.emit(TurnStatus("recall"))
+            if self.agent.documents is not None or self._wants_recall(user):
+                self.emit(TurnStatus("recall"))  # not for a search that will not run
             began = time.perf_counter()
             self.recall, self.passages = await asyncio.gather(
                 self._recall_messages(user),
@@ -540,6 +550,7 @@ class _Turn:
         self.plan = plan_turn(
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
+        self.clock = clock_in_prompt(user.content, small_model=config.small_model)
         if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
             self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
         if not self.settings.tools:  # plain chat: the one round answers, with no tools
@@ -567,9 +578,12 @@ class _Turn:
         :func:`~agenvoy_desktop.agent.policy.wants_recall` says why.  Document
         passages are not affected: they were not what the starter echoed.
         """
-        if not wants_recall(user.content, small_model=self.agent.config.small_model):
+        if not self._wants_recall(user):
             return RecallBlock()
         return await self.agent.storage.run(self._find_recall, user)
+
+    def _wants_recall(self, user: Message) -> bool:
+        return wants_recall(user.content, small_model=self.agent.config.small_model)
 
     def _log_recall(self, user: Message, text: str) -> None:
         """Storage thread: the timeline's record of what recall put in the prompt."""
@@ -645,6 +659,7 @@ class _Turn:
             offered=self.offered,
             recall=self.recall_text,
             settings=self.settings,
+            clock=self.clock,
         )
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None

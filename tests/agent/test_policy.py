@@ -16,12 +16,13 @@ from agenvoy_desktop.agent.policy import (
     TIME_TOOLS,
     TurnPlan,
     asks_about_the_past,
+    clock_in_prompt,
     needed_tools,
     plan_turn,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry
-from agenvoy_desktop.agent.turn import Agent, AgentConfig
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnEvent, TurnStatus
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.llm.model_profile import ModelProfile
 from tests.scripted_chat import Call, ScriptedChatModel
@@ -138,13 +139,18 @@ def _registry() -> ToolRegistry:
     return ToolRegistry([Tool(name, name, empty, answer) for name in names])
 
 
-def _turn(store: MemoryStore, script: list[list[object]], text: str) -> ScriptedChatModel:
+def _turn(
+    store: MemoryStore,
+    script: list[list[object]],
+    text: str,
+    events: list[TurnEvent] | None = None,
+) -> ScriptedChatModel:
     sid = store.create_session("t")
     model = ScriptedChatModel(script)
     storage = Storage()
     try:
         agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=True))
-        asyncio.run(agent.run_turn(sid, text))
+        asyncio.run(agent.run_turn(sid, text, on_event=None if events is None else events.append))
     finally:
         storage.close()
     return model
@@ -177,3 +183,45 @@ def test_small_model_never_sees_error_tools_and_stops_after_two_tool_rounds(
     assert offered[0] == {"current_time", "search_chat_history"}
     assert len(model.seen) == 3
     assert offered[2] == set()  # the third round must answer
+
+
+@pytest.mark.parametrize(
+    ("text", "clock"),
+    [
+        ("Hi!", "none"),
+        ("Guten Tag!", "none"),
+        ("I have a dentist appointment on Friday.", "none"),
+        ("What is my bike lock code?", "none"),
+        ("What time is it?", "time"),
+        ("Wie spät ist es gerade?", "time"),
+        ("Is the shop open at 9 o'clock?", "time"),
+        ("今天星期几？", "time"),
+        ("我的車位是幾號？", "none"),  # 幾號: "which number", not only the date
+        ("Is my dentist appointment tomorrow?", "time"),
+        ("We're buying paint this weekend.", "none"),  # tells, does not ask
+        ("Are the shops open this weekend?", "time"),
+    ],
+)
+def test_small_model_gets_the_clock_only_when_it_asks_about_time(text: str, clock: str) -> None:
+    assert clock_in_prompt(text, small_model=True) == clock
+    assert clock_in_prompt(text, small_model=False) == "time"
+
+
+def test_small_model_statement_prompt_has_no_clock(store: MemoryStore) -> None:
+    model = _turn(store, [["It is noon."]], "What time is it?")
+    assert "Current local time:" in model.seen[-1].messages[0]["content"]
+    model = _turn(store, [["Nice."]], "I painted the kitchen today.")
+    system = model.seen[0].messages[0]["content"]
+    assert "Current local time:" not in system
+    assert "UTC" not in system
+    assert "Today is" not in system
+
+
+def test_small_model_statement_shows_no_memory_search_status(store: MemoryStore) -> None:
+    """The window's "Looking through your memory…" only for a search that runs."""
+    told: list[TurnEvent] = []
+    _turn(store, [["Nice."]], "I painted the kitchen.", told)
+    asked: list[TurnEvent] = []
+    _turn(store, [["Blue."]], "What colour is my kitchen?", asked)
+    assert TurnStatus("recall") not in told
+    assert TurnStatus("recall") in asked

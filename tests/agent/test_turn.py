@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agenvoy_desktop.agent.context import TOOL_FAILURE_GUIDANCE, build_messages
+from agenvoy_desktop.agent.context import TOOL_FAILURE_GUIDANCE, Clock, build_messages
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry, ToolResult
 from agenvoy_desktop.agent.turn import (
@@ -22,6 +22,7 @@ from agenvoy_desktop.agent.turn import (
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
+from tests.conftest import T0
 from tests.scripted_chat import WAIT, Call, ScriptedChatModel
 
 pytestmark = pytest.mark.usefixtures("utc")
@@ -470,3 +471,18 @@ def test_the_loop_remembers_tool_errors_after_the_answer(
     assert events == [
         ("error_memory", {"record_id": 42, "tool": "broken", "outcome": "failed", "auto": True})
     ]
+
+
+@pytest.mark.parametrize(
+    ("clock", "line"),
+    [
+        ("time", "Current local time: 2023-11-14 22:13 (Tuesday, UTC+00:00)"),
+        ("date", "Today is Tuesday, 2023-11-14."),
+        ("none", None),
+    ],
+)
+def test_system_prompt_carries_as_much_clock_as_asked(clock: Clock, line: str | None) -> None:
+    system = build_messages(
+        base_prompt="S", summary_text="", window=[], now_ns=T0, clock=clock, recall="R"
+    )[0]["content"]
+    assert system.split("\n\n") == (["S", line, "R"] if line else ["S", "R"])

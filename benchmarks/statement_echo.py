@@ -118,6 +118,11 @@ def recalled_lines(recall_text: str) -> list[str]:
     return [line for line in recall_text.splitlines()[1:] if line.strip()]
 
 
+def words_in(answer: str) -> int:
+    """The answer's length in words, each CJK character counting as one."""
+    return len(_words(answer)) + len(_cjk_chars(answer))
+
+
 def refused(answer: str) -> bool:
     """The answer declines or apologises instead of replying ("I'm sorry, but I can't…")."""
     return _REFUSAL.search(answer) is not None
@@ -170,7 +175,7 @@ async def ask_all(
             "parrot": parroted(turn.answer, statement.text),
             "third_person": third_person(turn.answer),
             "refused": refused(turn.answer),
-            "answer_words": len(_words(turn.answer)) + len(_cjk_chars(turn.answer)),
+            "answer_words": words_in(turn.answer),
             "used_memory": used,
             "fact_in_block": held,
             "other_lines_in_block": len(turn.recall_ids) - held,

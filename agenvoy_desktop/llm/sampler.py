@@ -16,6 +16,7 @@ plumbing.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +183,18 @@ class Sampler:
             llama_cpp.llama_sampler_accept(self._grammar, token)
         llama_cpp.llama_sampler_accept(self._chain, token)
         return token
+
+    def remember(self, tokens: Sequence[int]) -> None:
+        """Count *tokens* as already said, for the penalties and the repetition guard.
+
+        A chat answer remembers the user's last message this way, as llama.cpp's
+        server does with the whole prompt: the guard then also stops a run that
+        copies the message back ("I locked myself out of the house again." →
+        the same sentence), while names and facts from the rest of the prompt
+        (the recall block) stay free to copy.
+        """
+        for token in tokens:
+            llama_cpp.llama_sampler_accept(self._chain, token)
 
     def _allowed(self, token: int) -> bool:
         self._one[0] = llama_cpp.llama_token_data(token, 1.0, 0.0)

@@ -18,7 +18,7 @@ import pytest
 
 from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage, ModelOutputError
 from agenvoy_desktop.llm.catalogue import STARTER_NAME, STARTER_SAMPLING, sampling_defaults
-from agenvoy_desktop.llm.engine import ChatEngine
+from agenvoy_desktop.llm.engine import ChatEngine, last_user_text
 from agenvoy_desktop.llm.sampler import (
     JSON_REPETITION_GUARD,
     PROSE_BREAKERS,
@@ -36,6 +36,14 @@ from agenvoy_desktop.settings import (
 from tests.tiny_gguf import write_tiny_llama
 
 HELLO: list[ChatMessage] = [{"role": "user", "content": "Tell me a story."}]
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_chat_history",
+        "description": "Search earlier messages.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
+}
 RECORDED = ("top_k", "top_p", "min_p", "temp", "dist", "greedy", "penalties", "dry")
 
 
@@ -133,6 +141,55 @@ def test_json_answers_keep_their_own_guard(tiny_model: Path, chain: list[Any]) -
     guard = JSON_REPETITION_GUARD
     assert dry[1:5] == (pytest.approx(guard.multiplier), guard.base, 4, guard.last_n)
     assert dict(chain)["top_k"] == (40,)
+
+
+def test_chat_answers_count_the_users_message_as_said(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The penalties see the user's last message, so copying it back is penalised."""
+    accepted: list[int] = []
+    real = llama_cpp.llama_sampler_accept
+
+    def record(sampler: Any, token: int) -> None:
+        accepted.append(token)
+        real(sampler, token)
+
+    monkeypatch.setattr(llama_cpp, "llama_sampler_accept", record)
+    messages: list[ChatMessage] = [
+        {"role": "user", "content": "An old question."},
+        {"role": "assistant", "content": "An answer."},
+        {"role": "user", "content": "I locked myself out again."},
+    ]
+    sampling = SamplingSettings(dry_multiplier=0.8, repeat_penalty=1.1)
+    with ChatEngine(tiny_model, context_size=512, sampling=sampling) as engine:
+
+        async def go() -> None:
+            async for _event in engine.chat(messages, max_tokens=4):
+                pass
+
+        asyncio.run(go())
+        model = engine._model
+        assert model is not None
+        assert accepted == model.tokenize("I locked myself out again.")
+        accepted.clear()
+
+        async def with_tools() -> None:
+            async for _event in engine.chat(messages, tools=[TOOL], max_tokens=4):
+                pass
+
+        asyncio.run(with_tools())
+        assert accepted == []  # a tool call may quote the user's words
+
+
+def test_last_user_text() -> None:
+    assert last_user_text([]) == ""
+    assert last_user_text([{"role": "system", "content": "S"}]) == ""
+    said: list[ChatMessage] = [
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "second"},
+        {"role": "tool", "content": "result"},
+    ]
+    assert last_user_text(said) == "second"
 
 
 def test_chat_guard() -> None:

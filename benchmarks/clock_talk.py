@@ -26,7 +26,6 @@ model seconds.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,7 +39,6 @@ from agenvoy_desktop.agent import turn as turn_module
 from agenvoy_desktop.agent.context import Clock
 from agenvoy_desktop.agent.policy import clock_in_prompt, needed_tools
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.paths import AppPaths
 
 VARIANTS: tuple[str, ...] = ("time", "date", "none")
 QUICK_PER_SET = 4
@@ -141,8 +139,8 @@ def message_sets(quick: bool) -> list[tuple[str, str, Check | None, tuple[Any, .
     return rows
 
 
-async def ask_all(services: AppServices, quick: bool) -> list[dict[str, Any]]:
-    messages = message_sets(quick)
+async def ask_all(services: AppServices, args: argparse.Namespace) -> list[dict[str, Any]]:
+    messages = message_sets(args.quick)
     rows = []
     for index, (kind, text, check, accept) in enumerate(messages):
         order = VARIANTS[index % len(VARIANTS) :] + VARIANTS[: index % len(VARIANTS)]
@@ -177,31 +175,14 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             },
             "memory_answered": f"{sum(1 for r in memory if r.get('answered'))}/{len(memory)}",
             "time_right": f"{sum(1 for r in timed if r.get('time_right'))}/{len(timed)}",
-            "tool_calls_per_turn": round(sum(r["tool_calls"] for r in mine) / max(len(mine), 1), 2),
-            "median_model_s": memory_qa.median([r["model_s"] for r in mine]),
-            "median_first_token_s": memory_qa.median([r["first_token_s"] for r in mine]),
+            **memory_qa.turn_costs(mine),
         }
     return out
 
 
-async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
-    facts = FACTS[: memory_qa.QUICK_FACTS] if args.quick else FACTS
-    seed = None if args.seed < 0 else args.seed
-    services = await asyncio.to_thread(memory_qa.open_services, paths, seed)
-    try:
-        _planted, setup = await memory_qa.prepare(services, facts, seed)
-        rows = await ask_all(services, args.quick)
-    finally:
-        await asyncio.to_thread(services.close)
-    total = totals(rows)
-    print("\n=== clock talk")
-    for name, values in total.items():
-        print(f"  {name}: {values}")
-    return {"setup": setup, "totals": total, "turns": rows}
-
-
 def main() -> None:
     ap = memory_qa.arguments(__doc__.splitlines()[0])
+    run = memory_qa.run_variants("clock talk", ask_all, totals)
     memory_qa.run_in_profile("clock_talk", ap.parse_args(), run)
 
 

@@ -23,7 +23,6 @@ and median model seconds.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,7 +33,6 @@ from statement_echo import echoed, parroted, refused, third_person, words_in
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.llm import engine as engine_module
-from agenvoy_desktop.paths import AppPaths
 
 VARIANTS: tuple[str, ...] = ("off", "guard")
 QUICK_PER_SET = 4
@@ -61,11 +59,13 @@ def messages(quick: bool) -> list[tuple[str, str, tuple[Any, ...]]]:
     return rows
 
 
-async def ask_all(services: AppServices, quick: bool) -> list[dict[str, Any]]:
-    todo = messages(quick)
+async def ask_all(services: AppServices, args: argparse.Namespace) -> list[dict[str, Any]]:
+    todo = messages(args.quick)
+    variants = tuple(args.variants.split(","))
     rows = []
     for index, (kind, text, accept) in enumerate(todo):
-        order = VARIANTS if index % 2 == 0 else VARIANTS[::-1]
+        turn_by = index % len(variants)
+        order = variants[turn_by:] + variants[:turn_by]
         for name in order:
             with variant(name):
                 turn = await memory_qa.ask(services, text)
@@ -90,6 +90,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in VARIANTS:
         mine = [r for r in rows if r["variant"] == name]
+        if not mine:
+            continue
         per_set: dict[str, Any] = {}
         for kind in SETS:
             group = [r for r in mine if r["set"] == kind]
@@ -107,31 +109,17 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
         out[name] = {
             **per_set,
-            "tool_calls_per_turn": round(sum(r["tool_calls"] for r in mine) / max(len(mine), 1), 2),
-            "median_model_s": memory_qa.median([r["model_s"] for r in mine]),
-            "median_first_token_s": memory_qa.median([r["first_token_s"] for r in mine]),
+            **memory_qa.turn_costs(mine),
         }
     return out
 
 
-async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
-    facts = FACTS[: memory_qa.QUICK_FACTS] if args.quick else FACTS
-    seed = None if args.seed < 0 else args.seed
-    services = await asyncio.to_thread(memory_qa.open_services, paths, seed)
-    try:
-        _planted, setup = await memory_qa.prepare(services, facts, seed)
-        rows = await ask_all(services, args.quick)
-    finally:
-        await asyncio.to_thread(services.close)
-    total = totals(rows)
-    print("\n=== echo guard")
-    for name, values in total.items():
-        print(f"  {name}: {values}")
-    return {"setup": setup, "totals": total, "turns": rows}
-
-
 def main() -> None:
     ap = memory_qa.arguments(__doc__.splitlines()[0])
+    ap.add_argument(
+        "--variants", default=",".join(VARIANTS), help="comma-separated, in order per message"
+    )
+    run = memory_qa.run_variants("echo guard", ask_all, totals)
     memory_qa.run_in_profile("echo_guard", ap.parse_args(), run)
 
 

@@ -380,6 +380,47 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
     }
 
 
+Rows = list[dict[str, Any]]
+
+
+def turn_costs(rows: Rows) -> dict[str, Any]:
+    """Tool calls per turn and the median model and first-token seconds of *rows*."""
+    return {
+        "tool_calls_per_turn": round(sum(r["tool_calls"] for r in rows) / max(len(rows), 1), 2),
+        "median_model_s": median([r["model_s"] for r in rows]),
+        "median_first_token_s": median([r["first_token_s"] for r in rows]),
+    }
+
+
+def run_variants(
+    title: str,
+    ask_all: Callable[[AppServices, argparse.Namespace], Coroutine[Any, Any, Rows]],
+    totals: Callable[[Rows], dict[str, Any]],
+) -> Callable[[argparse.Namespace, AppPaths], Coroutine[Any, Any, dict[str, Any]]]:
+    """The ``run`` of a benchmark that sends its messages once per variant.
+
+    All facts planted (the quick set with ``--quick``), *ask_all* sends the
+    messages, *totals* sums its rows per variant; the totals are printed.
+    """
+
+    async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
+        facts = FACTS[:QUICK_FACTS] if args.quick else FACTS
+        seed = None if args.seed < 0 else args.seed
+        services = await asyncio.to_thread(open_services, paths, seed)
+        try:
+            _planted, setup = await prepare(services, facts, seed)
+            rows = await ask_all(services, args)
+        finally:
+            await asyncio.to_thread(services.close)
+        total = totals(rows)
+        print(f"\n=== {title}")
+        for name, values in total.items():
+            print(f"  {name}: {values}")
+        return {"setup": setup, "totals": total, "turns": rows}
+
+    return run
+
+
 def run_in_profile(
     name: str,
     args: argparse.Namespace,

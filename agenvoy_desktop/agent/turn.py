@@ -533,8 +533,8 @@ class _Turn:
         config = self.agent.config
         self.settings = await self.agent.storage.run(session_settings, self.agent.store, self.sid)
         if config.proactive_recall and self.settings.tools:
-            if self.agent.documents is not None or self._wants_recall(user):
-                self.emit(TurnStatus("recall"))  # not for a search that will not run
+            if self._wants_recall(user):  # "Looking through your memory…" only when it does
+                self.emit(TurnStatus("recall"))
             began = time.perf_counter()
             self.recall, self.passages = await asyncio.gather(
                 self._recall_messages(user),

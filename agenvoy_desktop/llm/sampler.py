@@ -46,7 +46,8 @@ class RepetitionGuard:
     the keys and separators that every list item repeats go unpunished, and
     with ``-`` a date that recurs ("2024-05-02") stays a run of at most four
     digits, below ``allowed_length``.  Only generated tokens count, never the
-    prompt, so copying a name from the transcript is free.
+    prompt, so copying a name from the transcript is free (a chat answer also
+    counts the user's last message: :meth:`Sampler.remember`).
 
     llama.cpp's flat repeat / frequency / presence penalties are left out
     (``repeat_penalty`` 1.0): they would also punish the quote that closes a

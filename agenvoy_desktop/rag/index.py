@@ -50,6 +50,9 @@ from agenvoy_desktop.rag.walk import Unreadable
 
 FloatArray = npt.NDArray[np.float32]
 FTS_COLUMNS = "{body where_}"
+RANK_SQL = "bm25(chunks_fts, 1.0, 0.3)"
+"""The table's ``rank`` (weights of body, where_), called by name so that SQLite
+keeps only the best LIMIT matches instead of FTS5 sorting all of them first."""
 POSTINGS_BUDGET = 8_000
 """Documents a keyword query scores at most (rarest terms first; see ``plan_match``)."""
 FLUSH_EVERY_FILES = 50
@@ -415,10 +418,11 @@ class DocumentIndex(SqliteStore):
         if planned is None:
             return []
         rows = self._query(
-            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+            f"SELECT rowid, {RANK_SQL} AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+            " ORDER BY score LIMIT ?",
             (f"{FTS_COLUMNS} : ({planned.expr})", limit),
         )
-        return [(int(rowid), -float(rank)) for rowid, rank in rows]
+        return [(int(rowid), -float(score)) for rowid, score in rows]
 
     def semantic_ranked(self, vector: FloatArray, limit: int) -> list[tuple[int, float]]:
         """Nearest chunks to *vector* as (rowid, cosine similarity), best first."""

@@ -229,3 +229,15 @@ def test_deleted_nodes_are_compacted_away(tmp_path: Path, monkeypatch: pytest.Mo
     with open_document_index(folder) as index:
         assert {int(x) for x in saved.get_ids_list()} == index.vector_labels()
         assert_consistent(index)
+
+
+def test_keyword_scores_are_the_tables_configured_rank(index: DocumentIndex) -> None:
+    """RANK_SQL repeats the weights the schema gave ``rank``; they must not drift apart."""
+    texts = ["alpha beta", "alpha alpha gamma", "beta alpha delta epsilon", "alpha"]
+    index.replace_file(_entry("a.md"), _prepared("a.md", *texts))
+    ranked = index.keyword_ranked("alpha beta", 10)
+    rows = index._query(
+        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank",
+        ('{body where_} : ("alpha" OR "beta")',),
+    )
+    assert ranked == [(int(rowid), -float(rank)) for rowid, rank in rows]

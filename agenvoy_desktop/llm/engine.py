@@ -74,6 +74,11 @@ _T = TypeVar("_T")
 
 JSON_TEMPERATURE = 0.2
 """Low but not zero: greedy decoding gets stuck in loops more easily inside a grammar."""
+DRAFT_JSON = True
+"""JSON answers (the rolling summary) decode with guesses looked up in the prompt and
+the answer so far (:mod:`.lookup`); chat answers do not (measured in
+``benchmarks/draft_ab.py``)."""
+DRAFT_CHAT = False
 GRAMMAR_CACHE = 8
 """Grammars kept per engine (see ``ChatEngine._grammar``)."""
 REMEMBER_USER_MESSAGE = True
@@ -513,7 +518,7 @@ class ChatEngine:
             sampler.remember(model.tokenize(last_user_text(request.messages)))
         try:
             reason, generated = model.generate(
-                tokens, sampler, max_new, request.cancelled, on_token
+                tokens, sampler, max_new, request.cancelled, on_token, drafts=DRAFT_CHAT
             )
         finally:
             sampler.close()
@@ -590,6 +595,7 @@ class ChatEngine:
                 max_tokens,
                 request.cancelled,
                 lambda t: answer.extend(model.piece(t)),
+                drafts=DRAFT_JSON,
             )
         finally:
             sampler.close()

@@ -16,7 +16,8 @@ swallow what other threads print (the CLI streams answers to stdout), and
 ``agenvoy_desktop.llm.llama_cpp`` logger.  Our own token loop is short: a
 prefill that reuses the KV cache of the previous prompt's common prefix (or
 of a saved earlier state, :mod:`.kv_snapshots`), then sample / decode one
-token at a time, with a cancellation check before each step, so ``stop``
+token at a time (or, for JSON answers, a token and a guess of the next few,
+:mod:`.lookup`), with a cancellation check before each step, so ``stop``
 takes effect within one token.
 """
 
@@ -40,6 +41,7 @@ from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
 from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_logs
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.kv_snapshots import MIN_GAIN, KvSnapshots, common_prefix
+from agenvoy_desktop.llm.lookup import MAX_DRAFT, NgramDrafts
 from agenvoy_desktop.llm.sampler import JSON_SAMPLING, RepetitionGuard, Sampler
 from agenvoy_desktop.settings import SamplingSettings
 
@@ -139,6 +141,7 @@ class LlamaModel:
         self._pieces: dict[int, bytes] = {}
         self._one = (llama_cpp.llama_token * 1)()
         self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
+        self._draft_batch = llama_cpp.llama_batch_init(MAX_DRAFT + 1, 0, 1)
         self.template = self._chat_template()
 
     def _load(self, n_ctx: int, gpu_layers: int) -> None:
@@ -278,29 +281,75 @@ class LlamaModel:
         max_new: int,
         cancelled: Callable[[], bool],
         on_token: Callable[[int], None],
+        *,
+        drafts: bool = False,
     ) -> tuple[FinishReason, int]:
         """Prefill ``tokens`` and sample up to ``max_new`` tokens: (finish reason, generated).
 
         ``cancelled`` is asked before every decode and before every sample.
+        With *drafts*, each decode also evaluates a guess of the next few
+        tokens looked up in the text so far (:mod:`.lookup`); the sampler
+        still chooses every token, from the logits of its own position, and
+        the guess is kept up to the first token it did not choose.
         """
         if not self._prefill(tokens, cancelled):
             return "cancelled", 0
+        lookup = NgramDrafts(self._past) if drafts else None
         generated = 0
         vocab = self.vocab
+        position = -1  # which of the last decode's logits the next token is sampled from
+        pending: list[int] = []  # guessed tokens in the KV cache that no sample has reached
         while generated < max_new and len(self._past) < self.n_ctx:
             if cancelled():
-                return "cancelled", generated
-            token = sampler.sample()
+                break
+            token = sampler.sample(position)
             if llama_cpp.llama_vocab_is_eog(vocab, token):
+                self._drop_pending(pending)
                 return "stop", generated
+            guessed = bool(pending) and token == pending[0]
+            if guessed:  # already decoded, and so is the logits row after it
+                self._past.append(pending.pop(0))
+                position += 1
+            else:
+                self._drop_pending(pending)
             generated += 1
             on_token(token)
+            if lookup is not None:
+                lookup.extend((token,))
             if generated >= max_new or cancelled():
                 break
+            if guessed:
+                continue
+            guess = lookup.draft(self.n_ctx - len(self._past) - 1) if lookup is not None else []
+            self._decode_with(token, guess)
+            self._past.append(token)
+            pending, position = guess, 0
+        self._drop_pending(pending)
+        return ("cancelled" if cancelled() else "length"), generated
+
+    def _decode_with(self, token: int, guess: Sequence[int]) -> None:
+        """Decode *token* at the end of the cache, and *guess* after it with a logits row
+        for every position (a guess is checked by sampling each of them)."""
+        if not guess:
             self._one[0] = token
             self._decode(self._one_batch)
-            self._past.append(token)
-        return ("cancelled" if cancelled() else "length"), generated
+            return
+        batch = self._draft_batch
+        start = len(self._past)
+        for i, t in enumerate((token, *guess)):
+            batch.token[i] = t
+            batch.pos[i] = start + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1
+        batch.n_tokens = len(guess) + 1
+        self._decode(batch)
+
+    def _drop_pending(self, pending: list[int]) -> None:
+        """Forget guessed tokens no sample reached: out of the KV cache and the list."""
+        if pending:
+            llama_cpp.llama_memory_seq_rm(self._memory, 0, len(self._past), -1)
+            pending.clear()
 
     def _prefill(self, tokens: Tokens, cancelled: Callable[[], bool]) -> bool:
         """Evaluate ``tokens``, reusing the cached common prefix; False if cancelled."""
@@ -450,6 +499,9 @@ class LlamaModel:
 
     def close(self) -> None:
         self._snapshots.clear()
+        if getattr(self, "_draft_batch", None) is not None:
+            llama_cpp.llama_batch_free(self._draft_batch)
+            self._draft_batch = None
         if self._embed_batch is not None:
             llama_cpp.llama_batch_free(self._embed_batch)
             self._embed_batch = None

@@ -166,8 +166,8 @@ class Sampler:
         add(chain, llama_cpp.llama_sampler_init_dist(_seed(seed)))
         return chain
 
-    def sample(self) -> int:
-        """The next token from the context's last logits.
+    def sample(self, index: int = -1) -> int:
+        """The next token from the logits row *index* of the last decode (-1: its last).
 
         Without a grammar, llama.cpp samples and records the token (for the
         penalties and the guard) in one call.  With one, the chain runs on our
@@ -176,11 +176,11 @@ class Sampler:
         for the repetition guard.
         """
         if self._grammar is None:
-            return int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, -1))
-        token = self._pick(grammar=False)
+            return int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, index))
+        token = self._pick(index, grammar=False)
         if self._grammar is not None:
             if not self._allowed(token):
-                token = self._pick(grammar=True)
+                token = self._pick(index, grammar=True)
             llama_cpp.llama_sampler_accept(self._grammar, token)
         llama_cpp.llama_sampler_accept(self._chain, token)
         return token
@@ -204,9 +204,10 @@ class Sampler:
         llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(self._one_array))
         return bool(np.isfinite(self._one[0].logit))
 
-    def _pick(self, *, grammar: bool) -> int:
-        """Run the chain (after the grammar over the whole vocabulary, if asked); no accept."""
-        logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+    def _pick(self, index: int, *, grammar: bool) -> int:
+        """Run the chain on logits row *index* (after the grammar over the whole
+        vocabulary, if asked); no accept."""
+        logits = llama_cpp.llama_get_logits_ith(self._ctx, index)
         candidates = self._candidates
         candidates["id"] = self._ids  # the chain sorted the last round's candidates in place
         candidates["logit"] = np.ctypeslib.as_array(logits, shape=(self._n_vocab,))

@@ -157,9 +157,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="pairs of each kind (default 6)")
     args = ap.parse_args()
     rounds = args.rounds or (2 if args.quick else 6)
-    models = benchlib.BENCH_CACHE / "models"
-    models.mkdir(parents=True, exist_ok=True)
-    model_path = prepare_starter_model(models)
+    model_path = prepare_starter_model(benchlib.BENCH_CACHE / "models")
     convs = benchlib.load_locomo()
     saved = engine_mod.DRAFT_JSON, engine_mod.DRAFT_CHAT
     _timed_prefill()

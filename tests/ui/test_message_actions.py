@@ -204,7 +204,8 @@ def test_an_empty_answer_says_so_and_retry_answers(
     services = make_services(model)
     window = make_window(services)
     window.chat.send("hello?")
-    qtbot.waitUntil(lambda: not window.chat.busy)
+    # The failure is shown by the turn's failure callback, just after the turn ends.
+    qtbot.waitUntil(lambda: not window.chat.busy and len(window.chat.bubbles()) == 2)
     answer = window.chat.bubbles()[-1]
     assert answer.problem.isVisible()
     assert answer.problem.text() == NO_TEXT

@@ -2,8 +2,9 @@
 
 ``LlamaModel.generate(drafts=True)`` evaluates, with each sampled token, up
 to four tokens that followed the same 3–4 tokens earlier in the prompt or the
-answer (``agenvoy_desktop/llm/lookup.py``), and keeps them up to the first
-one the sampler did not choose.  Two kinds of work, each run with drafts off
+answer (``agenvoy_desktop/llm/lookup.py``; one token after a refused guess,
+one more after each guess kept whole), and keeps them up to the first one
+the sampler did not choose.  Two kinds of work, each run with drafts off
 and on, alternating which goes first, the KV cache emptied before every run
 so both evaluate the whole prompt:
 

@@ -16,8 +16,8 @@ swallow what other threads print (the CLI streams answers to stdout), and
 ``agenvoy_desktop.llm.llama_cpp`` logger.  Our own token loop is short: a
 prefill that reuses the KV cache of the previous prompt's common prefix (or
 of a saved earlier state, :mod:`.kv_snapshots`), then sample / decode one
-token at a time (or, for JSON answers, a token and a guess of the next few,
-:mod:`.lookup`), with a cancellation check before each step, so ``stop``
+token at a time (or a token and a guess of the next few, :mod:`.lookup`),
+with a cancellation check before each step, so ``stop``
 takes effect within one token.
 """
 
@@ -298,7 +298,8 @@ class LlamaModel:
         generated = 0
         vocab = self.vocab
         position = -1  # which of the last decode's logits the next token is sampled from
-        pending: list[int] = []  # guessed tokens in the KV cache that no sample has reached
+        guess: list[int] = []  # the last guess, until the sampler has decided on it
+        pending: list[int] = []  # its tokens in the KV cache that no sample has reached
         while generated < max_new and len(self._past) < self.n_ctx:
             if cancelled():
                 break
@@ -310,7 +311,10 @@ class LlamaModel:
             if guessed:  # already decoded, and so is the logits row after it
                 self._past.append(pending.pop(0))
                 position += 1
-            else:
+            if lookup is not None and guess and (not guessed or not pending):
+                lookup.settle(len(guess) - len(pending))  # the guess is decided
+                guess = []
+            if not guessed:
                 self._drop_pending(pending)
             generated += 1
             on_token(token)
@@ -323,7 +327,7 @@ class LlamaModel:
             guess = lookup.draft(self.n_ctx - len(self._past) - 1) if lookup is not None else []
             self._decode_with(token, guess)
             self._past.append(token)
-            pending, position = guess, 0
+            pending, position = list(guess), 0
         self._drop_pending(pending)
         return ("cancelled" if cancelled() else "length"), generated
 

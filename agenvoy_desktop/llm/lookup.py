@@ -21,8 +21,8 @@ from collections.abc import Sequence
 NGRAM_SIZES = (4, 3)
 """The suffix lengths looked up, longest first (a 2-token match guessed wrong too often)."""
 MAX_DRAFT = 4
-"""Tokens guessed per decode.  On 2 CPU cores a decode of 5 tokens costs ~2× one of
-1 (the weights are read once for all of them); longer guesses fail more often."""
+"""Tokens guessed per decode at most.  On 2 CPU cores a decode of 5 tokens costs ~2×
+one of 1 (the weights are read once for all of them); longer guesses fail more often."""
 
 
 class NgramDrafts:
@@ -30,6 +30,7 @@ class NgramDrafts:
 
     def __init__(self, tokens: Sequence[int], *, max_draft: int = MAX_DRAFT) -> None:
         self.max_draft = max_draft
+        self._size = max_draft
         self._tokens: list[int] = []
         self._next: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in NGRAM_SIZES}
         self.extend(tokens)
@@ -44,10 +45,19 @@ class NgramDrafts:
                 if end >= n:
                     index[tuple(seq[end - n : end])] = end
 
+    def settle(self, kept: int) -> None:
+        """Size the next guess by how much of the last one the sampler kept.
+
+        A refused guess (kept 0) makes the next one a single token, so new
+        prose, where guesses mostly fail, pays for a 2-token decode rather
+        than a 5-token one; each guess kept whole lets the next grow by one.
+        """
+        self._size = max(1, min(self.max_draft, kept + 1))
+
     def draft(self, limit: int | None = None) -> list[int]:
-        """Up to *limit* (default ``max_draft``) tokens that followed the current suffix
-        the last time it occurred; [] when no suffix was seen before."""
-        size = self.max_draft if limit is None else min(limit, self.max_draft)
+        """Up to *limit* tokens (and the size :meth:`settle` allows) that followed the
+        current suffix the last time it occurred; [] when no suffix was seen before."""
+        size = self._size if limit is None else min(limit, self._size)
         seq = self._tokens
         if size <= 0:
             return []

@@ -41,6 +41,20 @@ def test_the_latest_occurrence_wins_and_the_longer_suffix_first() -> None:
     assert drafts.draft() == [30]  # "9 2 3 4" (four tokens) beats the later "2 3 4"
 
 
+def test_a_refused_guess_shortens_the_next_and_a_kept_one_lengthens_it() -> None:
+    drafts = NgramDrafts([1, 2, 3, 4, 5, 6, 7, 9, 1, 2, 3], max_draft=4)
+    assert drafts.draft() == [4, 5, 6, 7]
+    drafts.settle(0)
+    assert drafts.draft() == [4]
+    drafts.settle(1)
+    assert drafts.draft() == [4, 5]
+    drafts.settle(2)
+    assert drafts.draft() == [4, 5, 6]
+    drafts.settle(4)
+    assert drafts.draft(limit=2) == [4, 5]
+    assert drafts.draft() == [4, 5, 6, 7]
+
+
 def test_appended_tokens_are_looked_up_too() -> None:
     drafts = NgramDrafts([1, 2, 3, 4, 5], max_draft=2)
     drafts.extend([6, 2, 3, 4])

@@ -449,6 +449,49 @@ def without_repeats(summary: Summary) -> Summary:
     )
 
 
+ELLIPSIS = "\u2026"
+_CUT_TAIL = " \t,;:-\u2013\u2014("
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """*text* that stopped at its grammar limit (*limit* characters) ended at a word boundary.
+
+    The answer grammar stops a string at its ``maxLength`` wherever it is, so
+    a 0.5B model's topic read "Lisbon has plenty; I can suggest some in".
+    Such a string loses its last, possibly broken, word and ends in "…";
+    a shorter one, or one whose cut leaves fewer than half its characters,
+    is kept as it is.
+    """
+    if len(text) < limit or text[-1] in ".!?\u2026)\"'":
+        return text
+    head = text[: text.rfind(" ")].rstrip(_CUT_TAIL) if " " in text else ""
+    if len(head) < limit // 2:
+        return text
+    return head + ELLIPSIS
+
+
+def without_cut_words(summary: Summary) -> Summary:
+    """*summary* with each answer field the grammar cut short ended at a word.
+
+    See :func:`cut_at_word`; runs on model answers only (a user's edit is kept as typed).
+    """
+    return Summary(
+        key_decisions=tuple(
+            replace(d, decision=cut_at_word(d.decision, ANSWER_DECISION_CHARS))
+            for d in summary.key_decisions
+        ),
+        past_discussions=tuple(
+            replace(
+                p,
+                topic=cut_at_word(p.topic, ANSWER_TOPIC_CHARS),
+                description=cut_at_word(p.description, ANSWER_DESCRIPTION_CHARS),
+            )
+            for p in summary.past_discussions
+        ),
+        current_discussion=cut_at_word(summary.current_discussion, ANSWER_CURRENT_CHARS),
+    )
+
+
 # -- prompt text -----------------------------------------------------------------
 BINDING_HEADER = "Key decisions (binding — follow them unless the user changes them):"
 UNCONFIRMED_HEADER = "Noted earlier, not traced to a message (not binding):"

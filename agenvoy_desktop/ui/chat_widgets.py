@@ -205,10 +205,15 @@ class ChatBubble(QFrame):
             self._problem[1].setEnabled(enabled)
 
     def selected_text(self) -> str:
-        """The text selected in this bubble's prose, if any."""
-        return next(
+        """The text selected in this bubble's prose, if any, with plain newlines.
+
+        Qt reports a line break as U+2028 and a paragraph end as U+2029;
+        pasted elsewhere those show as odd characters or nothing.
+        """
+        selected = next(
             (p.selectedText() for p in self.findChildren(ProseLabel) if p.hasSelectedText()), ""
         )
+        return selected.replace("\u2028", "\n").replace("\u2029", "\n")
 
     # -- showing the actions ------------------------------------------------------------
     def enterEvent(self, event: QEnterEvent) -> None:

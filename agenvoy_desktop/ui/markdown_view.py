@@ -122,6 +122,50 @@ def _list_pieces(block: str) -> list[str]:
     return ["\n".join(piece) for piece in pieces]
 
 
+LINE_SEPARATOR = "\u2028"
+"""Qt keeps U+2028 as a line break inside its paragraph (``<br />`` in the HTML)."""
+_STARTS_BLOCK = re.compile(
+    r"^(?:[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|#{1,6}(?:[ \t]|$)|>"
+    r"|(?:[-*_][ \t]*){3,}$|[-=]+[ \t]*$)"
+)
+"""A line that starts a block of its own (list item, heading, quote, rule, heading underline)."""
+_ONE_LINE_BLOCK = re.compile(r"^(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
+"""A line that is a whole block: an ATX heading or a rule."""
+
+
+def hard_breaks(text: str) -> str:
+    """*text* with each newline that Markdown would fold into a space kept as a line break.
+
+    Markdown joins the lines of a paragraph into one, but a chat message
+    means its newlines: a model listing "Sintra: 15 May" and "Fado: 13 May"
+    on two lines, or a user pasting an address, expects two lines in the
+    bubble.  Such a newline becomes U+2028, which Qt shows as a line break
+    inside the paragraph (Markdown's own hard break would start a new
+    paragraph with its margins).  A newline where Markdown starts a block
+    anyway (a list item, heading, quote, rule, a heading's underline, a
+    blank line) stays, and so does every newline around a table row or after
+    a heading or an explicit break.
+    """
+    lines = text.split("\n")
+    out = [lines[0]]
+    for following in lines[1:]:
+        line = out[-1]
+        ahead = following.lstrip()
+        if _joins(line, ahead) and "|" not in line and "|" not in following:
+            out[-1] = line.rstrip() + LINE_SEPARATOR + ahead
+        else:
+            out.append(following)
+    return "\n".join(out)
+
+
+def _joins(line: str, ahead: str) -> bool:
+    """Whether Markdown would fold the newline between *line* and the next line (*ahead*)."""
+    last = line.rsplit(LINE_SEPARATOR, 1)[-1].lstrip()
+    if not last or not ahead or line.endswith(("  ", "\\")):
+        return False
+    return not _STARTS_BLOCK.match(ahead) and not _ONE_LINE_BLOCK.match(last)
+
+
 class CitationLinks(Protocol):
     """What makes a citation in an answer a link (see ``ui.document_viewer``)."""
 
@@ -268,6 +312,7 @@ class ProseLabel(WrappingLabel):
     def set_source(self, text: str) -> None:
         if text != self.source:
             self.source = text
+            text = hard_breaks(text)
             if self.links is not None:
                 text = link_citations(text, self.links.known)
             self.setText(soft_breaks_html(markdown_to_html(text)))

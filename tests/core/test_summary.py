@@ -33,6 +33,7 @@ from agenvoy_desktop.core.summary import (
     answer_char_bound,
     append_record,
     build_prompt,
+    cut_at_word,
     cut_middle,
     load_meta,
     load_summary,
@@ -49,6 +50,7 @@ from agenvoy_desktop.core.summary import (
     trace_decisions,
     transcript_line,
     validate_summary,
+    without_cut_words,
     without_repeats,
 )
 from agenvoy_desktop.core.timeutil import format_local
@@ -286,6 +288,48 @@ def test_without_repeats_keeps_each_sentence_once() -> None:
     assert clean.past_discussions == looped.past_discussions
     assert clean.current_discussion == "What to pack for the trip?"
     assert without_repeats(SAMPLE) == SAMPLE
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        (
+            "Lisbon has plenty; I can suggest some in",
+            40,
+            "Lisbon has plenty; I can suggest some\u2026",
+        ),
+        ("Trip dates, hotels", 40, "Trip dates, hotels"),  # under the limit: as written
+        (
+            "Ends with a whole sentence, so it stays.",
+            40,
+            "Ends with a whole sentence, so it stays.",
+        ),
+        ("Sintra trip: train from Rossio, tickets", 39, "Sintra trip: train from Rossio\u2026"),
+        ("x" * 30 + " y", 32, "x" * 30 + "\u2026"),
+        ("ab " + "c" * 37, 40, "ab " + "c" * 37),  # the cut would not leave half: kept
+        ("c" * 40, 40, "c" * 40),  # no word boundary at all
+    ],
+)
+def test_a_string_cut_by_the_grammar_ends_at_a_word(text: str, limit: int, expected: str) -> None:
+    assert len(text) <= limit
+    assert cut_at_word(text, limit) == expected
+
+
+def test_without_cut_words_ends_each_cut_field_at_a_word() -> None:
+    cut = "Lisbon has plenty; I can suggest some in"
+    assert len(cut) == ANSWER_TOPIC_CHARS
+    summary = Summary(
+        key_decisions=(KeyDecision("Sintra on 15 May", "2024-05-01", "m3"),),
+        past_discussions=(PastDiscussion(cut, "Restaurants near Chiado.", "2024-05-01"),),
+        current_discussion="w" * 20 + " word" * 56,  # 300 characters
+    )
+    tidy = without_cut_words(summary)
+    assert tidy.past_discussions[0].topic == "Lisbon has plenty; I can suggest some\u2026"
+    assert tidy.past_discussions[0].description == "Restaurants near Chiado."
+    assert tidy.key_decisions == summary.key_decisions
+    assert tidy.current_discussion == summary.current_discussion[:-5] + "\u2026"
+    assert without_cut_words(tidy) == tidy  # a tidied field is under its limit
+    assert without_cut_words(SAMPLE) == SAMPLE
 
 
 def test_terms_for_the_overlap_check() -> None:

@@ -17,7 +17,14 @@ from agenvoy_desktop.agent.turn import AnswerDelta, TurnEvent
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.ui import chat_panel, chat_widgets
 from agenvoy_desktop.ui.main_window import MainWindow
-from agenvoy_desktop.ui.markdown_view import markdown_to_html, prose_blocks, split_markdown
+from agenvoy_desktop.ui.markdown_view import (
+    MarkdownView,
+    ProseLabel,
+    hard_breaks,
+    markdown_to_html,
+    prose_blocks,
+    split_markdown,
+)
 from tests.conftest import SECOND, T0, conversation, msg
 from tests.scripted_chat import WAIT, Call, ScriptedChatModel
 from tests.tiny_gguf import write_tiny_llama
@@ -293,6 +300,51 @@ def test_prose_blocks_cut_long_lists_where_markdown_starts_a_block() -> None:
     assert "\n".join(lists) == items  # nothing lost or reordered
     assert all(p.split("\n")[0].split(".")[0].isdigit() for p in lists)  # each starts at an item
     assert prose_blocks("a\n\n    indented continuation") == ["a\n\n    indented continuation"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sintra: 15 May\nFado: 13 May", "Sintra: 15 May\u2028Fado: 13 May"),
+        ("a\nb\nc", "a\u2028b\u2028c"),
+        ("one\n\ntwo", "one\n\ntwo"),  # a blank line already ends the paragraph
+        ("Days:\n- one\n- two", "Days:\n- one\n- two"),  # list items start blocks
+        ("Days:\n1. one\n   more", "Days:\n1. one\u2028more"),  # an item's own lines
+        ("| a | b |\n|---|---|\n| 1 | 2 |", "| a | b |\n|---|---|\n| 1 | 2 |"),
+        ("Title\n=====", "Title\n====="),  # a heading's underline
+        ("Title\n--", "Title\n--"),
+        ("# Title\ntext", "# Title\ntext"),  # a heading is one line
+        ("text\n---\nmore", "text\n---\nmore"),
+        ("> quoted\n> on", "> quoted\n> on"),
+        ("ends in a break\\\nnext", "ends in a break\\\nnext"),
+    ],
+)
+def test_hard_breaks_keep_single_newlines_of_prose(text: str, expected: str) -> None:
+    assert hard_breaks(text) == expected
+
+
+def test_a_message_keeps_its_line_breaks_and_tables(qtbot: QtBot) -> None:
+    """A model's one-item-per-line answer shows one item per line, not run together."""
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    answer = (
+        "Our plan:\nSintra: 15 May\nFado: **13** May\n\n| day | what |\n|---|---|\n| 1 | Belem |"
+    )
+    view.set_markdown(answer)
+    html = "".join(label.text() for label in view.findChildren(ProseLabel))
+    assert "Our plan:<br />Sintra: 15 May<br />Fado: " in html
+    assert "<table" in html
+    assert "Belem" in html
+    assert view.markdown() == answer  # the source (what Copy takes) is untouched
+
+
+def test_selected_text_copies_with_plain_newlines(qtbot: QtBot) -> None:
+    bubble = chat_widgets.ChatBubble("assistant", T0)
+    qtbot.addWidget(bubble)
+    bubble.set_text("ab\ncd")
+    (label,) = bubble.findChildren(ProseLabel)
+    label.setSelection(0, 5)
+    assert bubble.selected_text() == "ab\ncd"
 
 
 def test_recalled_memories_show_above_the_answer_and_after_a_reload(

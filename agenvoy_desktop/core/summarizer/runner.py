@@ -64,6 +64,7 @@ from agenvoy_desktop.core.summary import (
     summary_schema,
     trace_decisions,
     transcript_line,
+    without_cut_words,
     without_repeats,
 )
 from agenvoy_desktop.core.timeutil import Clock, now_ns
@@ -370,6 +371,7 @@ class _Run:
             answer = without_repeats(answer)
             notes["repeats_removed"] = twice
         answer, dropped = trace_decisions(answer, sources)
+        answer = without_cut_words(answer)
         if answer.is_empty:
             raise SummaryFormatError(
                 f"model answer: empty summary for {len(chunk.rows)} messages with content"

@@ -17,6 +17,7 @@ from agenvoy_desktop.core.model_api import (
     ChatFinished,
     ChatMessage,
     JsonCompletion,
+    StopWhen,
     TextDelta,
     ToolCallRequest,
 )
@@ -54,7 +55,12 @@ class ScriptedChatModel:
         return len(text) // 4 + 1
 
     async def complete_json(
-        self, messages: list[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         raise NotImplementedError
 

@@ -16,7 +16,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion, ModelOutputError
+from agenvoy_desktop.core.model_api import (
+    ChatMessage,
+    JsonCompletion,
+    ModelOutputError,
+    StopWhen,
+)
 
 Answer = Any
 """A JSON value to return, or an exception instance to raise."""
@@ -59,6 +64,8 @@ class ScriptedJsonModel:
         self.fail_on = set(fail_on)
         self.error = error or ModelOutputError("scripted failure")
         self.calls: list[SeenCall] = []
+        self.stopped_early = 0
+        """Answers that ``stop_when`` ended before their end."""
         self.token_counts = 0
         self.hold: asyncio.Event | None = None
         """When set to an Event, calls from number ``hold_from`` on wait for it."""
@@ -83,7 +90,12 @@ class ScriptedJsonModel:
         return count(text)
 
     async def complete_json(
-        self, messages: list[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         index = len(self.calls)
         self.calls.append(SeenCall(list(messages), schema, max_tokens))
@@ -96,7 +108,12 @@ class ScriptedJsonModel:
         answer = self._answers(index, messages) if callable(self._answers) else self._answers[index]
         if isinstance(answer, BaseException):
             raise answer
-        text = json.dumps(answer, ensure_ascii=False)
+        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)  # the engine's order
+        if stop_when is not None:  # shown the answer at each "}", as the engine does
+            ends = (i + 1 for i, char in enumerate(text) if char == "}")
+            if finished := next((f for end in ends if (f := stop_when(text[:end]))), None):
+                text, answer = finished, json.loads(finished)
+                self.stopped_early += 1
         prompt_tokens = sum(count(m.get("content", "")) for m in messages)
         return JsonCompletion(answer, text, prompt_tokens, count(text))
 

@@ -10,7 +10,7 @@ model.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -49,6 +49,10 @@ class JsonCompletion:
     completion_tokens: int
 
 
+StopWhen = Callable[[str], str | None]
+"""Given a JSON answer so far: the finished answer to end it with, or None to go on."""
+
+
 class JsonModel(Protocol):
     """A model that can count tokens and answer under a JSON schema."""
 
@@ -72,11 +76,15 @@ class JsonModel(Protocol):
         schema: dict[str, Any],
         *,
         max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         """Answer ``messages`` with JSON that matches ``schema``.
 
-        Raises :class:`ModelOutputError` when the output is not valid JSON
-        (e.g. cut off at ``max_tokens``).
+        *stop_when*, where the model generates locally, sees the answer so far
+        after each token that closes a JSON object; text it returns (a
+        complete answer) ends the generation and is parsed instead.  A remote
+        model may ignore it.  Raises :class:`ModelOutputError` when the
+        output is not valid JSON (e.g. cut off at ``max_tokens``).
         """
         ...
 

@@ -34,6 +34,7 @@ from agenvoy_desktop.core.model_api import (
     ChatMessage,
     JsonCompletion,
     ModelOutputError,
+    StopWhen,
     TextDelta,
 )
 from agenvoy_desktop.llm.calibration import (
@@ -334,11 +335,19 @@ class ChatEngine:
             future.cancel()
 
     async def complete_json(
-        self, messages: Sequence[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         """An answer constrained by ``schema`` (a llama.cpp grammar), parsed.
 
-        Raises :class:`ModelOutputError` when the answer is empty, cut off at
+        *stop_when* is asked after every token that closes a JSON object
+        (``}`` in its text) and may end the answer early with a finished
+        one (see :class:`~agenvoy_desktop.core.model_api.JsonModel`).  Raises
+        :class:`ModelOutputError` when the answer is empty, cut off at
         ``max_tokens`` or not JSON, and :class:`PromptTooLongError` when the
         prompt and ``max_tokens`` do not fit the context (nothing is trimmed:
         a summary must not silently lose its input).
@@ -349,7 +358,10 @@ class ChatEngine:
         request = _Request()
         copied = [m.copy() for m in messages]
         return await self._call(
-            lambda model: self._json_job(model, copied, schema_text, max_tokens, request), request
+            lambda model: self._json_job(
+                model, copied, schema_text, max_tokens, request, stop_when=stop_when
+            ),
+            request,
         )
 
     def close(self) -> None:
@@ -575,6 +587,8 @@ class ChatEngine:
         schema_text: str,
         max_tokens: int,
         request: _Request,
+        *,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         grammar = self._grammar(schema_text)
         tokens = model.prompt_tokens(model.template.render(messages))
@@ -584,6 +598,16 @@ class ChatEngine:
                 f"answer that exceeds the {model.n_ctx}-token context"
             )
         answer = bytearray()
+        finished: list[str] = []  # what stop_when ended the answer with
+
+        def on_token(token: int) -> None:
+            piece = model.piece(token)
+            answer.extend(piece)
+            if stop_when is None or b"}" not in piece or finished:
+                return
+            if (done := stop_when(answer.decode("utf-8", errors="replace"))) is not None:
+                finished.append(done)
+
         sampler = model.make_sampler(
             temperature=JSON_TEMPERATURE,
             seed=self.seed,
@@ -595,15 +619,17 @@ class ChatEngine:
                 tokens,
                 sampler,
                 max_tokens,
-                request.cancelled,
-                lambda t: answer.extend(model.piece(t)),
+                lambda: bool(finished) or request.cancelled(),
+                on_token,
                 drafts=DRAFT_JSON,
             )
         finally:
             sampler.close()
+        if finished:
+            reason = "stop"
         if reason == "cancelled":
             raise _Cancelled
-        text = answer.decode("utf-8", errors="replace").strip()
+        text = (finished[0] if finished else answer.decode("utf-8", errors="replace")).strip()
         if not text:
             raise ModelOutputError(f"{self.name}: the model gave an empty answer")
         try:

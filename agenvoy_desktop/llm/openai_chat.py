@@ -39,6 +39,7 @@ from agenvoy_desktop.core.model_api import (
     ChatMessage,
     JsonCompletion,
     ModelOutputError,
+    StopWhen,
 )
 from agenvoy_desktop.llm.chat_format import fit_messages
 from agenvoy_desktop.llm.openai_stream import Answer, StreamEnd, payloads, until_set
@@ -217,9 +218,17 @@ class EndpointChatModel:
         )
 
     async def complete_json(
-        self, messages: Sequence[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         """An answer constrained by ``schema`` on the server, parsed and checked.
+
+        *stop_when* is not used: the server generates the whole answer (a
+        request does not stream), and the summarizer tidies what comes back.
 
         A server that was away, timed out or failed (5xx) is tried again after
         each of :attr:`retry_delays`; a refusal (4xx) or a bad answer is not.

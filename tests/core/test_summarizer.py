@@ -328,8 +328,13 @@ def test_a_looping_list_of_discussions_keeps_one(store: MemoryStore) -> None:
     model = ScriptedJsonModel(lambda i, m: looped if i == 0 else numbered_summary(i, m))
     assert run(make(store, model).run(SID)).stopped == "done"
     first = read_records(folder(store))[0]
-    assert first.extra["repeats_removed"] == ["compared three hotels near the station"]
+    assert first.extra["ended_at_repeat"] == "Hotels"  # ended at the second copy
+    assert "repeats_removed" not in first.extra
+    assert model.stopped_early == 1
     assert len(model.calls) == 1
+    summary = load_summary(folder(store))
+    assert summary is not None
+    assert [p.topic for p in summary.past_discussions] == ["Hotels"]
 
 
 # -- traceable decisions -------------------------------------------------------------------------

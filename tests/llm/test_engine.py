@@ -396,6 +396,47 @@ def test_complete_json_follows_the_schema(engine: ChatEngine) -> None:
     assert 0 < result.completion_tokens <= 400
 
 
+LIST_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "minItems": 4,
+            "maxItems": 4,
+            "items": {
+                "type": "object",
+                "properties": {"n": {"type": "string", "enum": ["a", "b"]}},
+                "required": ["n"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["items"],
+    "additionalProperties": False,
+}
+
+
+def test_stop_when_ends_a_json_answer_with_its_own_text(engine: ChatEngine) -> None:
+    """The summarizer's loop stop: shown the answer at each closed object, it may end it."""
+    shown: list[str] = []
+
+    def stop(text: str) -> str | None:
+        shown.append(text)
+        return '{"items": []}'
+
+    whole = asyncio.run(engine.complete_json(HELLO, LIST_SCHEMA, max_tokens=200))
+    assert len(whole.value["items"]) == 4
+    ended = asyncio.run(engine.complete_json(HELLO, LIST_SCHEMA, max_tokens=200, stop_when=stop))
+    assert ended.value == {"items": []}
+    assert ended.text == '{"items": []}'
+    assert len(shown) == 1  # asked once, at the first "}", and not again
+    assert "}" in shown[0]
+    assert shown[0].count("}") < whole.text.count("}")
+    assert ended.completion_tokens < whole.completion_tokens
+    again = asyncio.run(engine.complete_json(HELLO, LIST_SCHEMA, max_tokens=200))
+    assert again.value == whole.value  # nothing of the ended answer is left behind
+
+
 def test_complete_json_cut_off_is_a_model_output_error(engine: ChatEngine) -> None:
     with pytest.raises(ModelOutputError, match="cut off at 3 tokens"):
         asyncio.run(engine.complete_json(HELLO, SCHEMA, max_tokens=3))

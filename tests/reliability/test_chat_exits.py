@@ -15,7 +15,7 @@ import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion
+from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion, StopWhen
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import conversation
@@ -30,7 +30,12 @@ class EndlessSummaries(ScriptedChatModel):
     """Answers chat from its script; a summary request never finishes."""
 
     async def complete_json(
-        self, messages: list[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")

@@ -28,7 +28,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from pytestqt.qtbot import QtBot
 
-from agenvoy_desktop.core.model_api import ChatEvent, ChatMessage, JsonCompletion
+from agenvoy_desktop.core.model_api import ChatEvent, ChatMessage, JsonCompletion, StopWhen
 from agenvoy_desktop.core.summarizer import Summarizer
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.ui import chat_panel
@@ -125,10 +125,17 @@ class WorkerJsonModel(ScriptedJsonModel):
         return await super().count_tokens(text)
 
     async def complete_json(
-        self, messages: list[ChatMessage], schema: dict[str, Any], *, max_tokens: int
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        stop_when: StopWhen | None = None,
     ) -> JsonCompletion:
         await asyncio.sleep(0)
-        return await super().complete_json(messages, schema, max_tokens=max_tokens)
+        return await super().complete_json(
+            messages, schema, max_tokens=max_tokens, stop_when=stop_when
+        )
 
 
 class PacedChatModel(ScriptedChatModel):

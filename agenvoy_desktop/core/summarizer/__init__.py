@@ -27,7 +27,12 @@ middle for the prompt.  A pass whose answer still fails (cut off, not JSON,
 off-shape) is retried once with the first half of the chunk; the other half
 goes into the next chunk.  A sentence said twice does not fail an answer:
 its repeats are removed (and noted in the pass record), since asking again
-costs a whole generation and the sentence is still there once.
+costs a whole generation and the sentence is still there once.  A list of
+past discussions that starts going round (a small model writing one
+discussion again and again) is ended while it is written, before the first
+repeat (:mod:`.loop_stop`; noted as ``ended_at_repeat``), so those tokens
+are never decoded; a string the answer grammar cut at its length limit ends
+at a word ("…").
 
 Traceable decisions: every transcript line carries a handle (``m1``…) and
 every decision of the previous summary one (``p1``…); the schema makes a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.model_api import JsonModel, ModelOutputError
 from agenvoy_desktop.core.store import Cancelled, MemoryStore, Progress
 from agenvoy_desktop.core.summarizer.edits import save_user_edit
+from agenvoy_desktop.core.summarizer.loop_stop import LoopStop
 from agenvoy_desktop.core.summarizer.pending import (
     Chunk,
     ContextTooSmallError,
@@ -362,11 +364,17 @@ class _Run:
             return Folded(self.summary)
         prompt = build_prompt(self.summary, chunk.lines)
         sources = chunk.sources
+        stop = LoopStop()
         completion = await self.owner.model.complete_json(
-            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve
+            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve, stop_when=stop
         )
-        answer = parse_summary(completion.value, "model answer", repeats=True)
+        value = completion.value
+        if not stop.repeated and (ended := stop(completion.text)) is not None:
+            value = json.loads(ended, strict=False)  # a model that generated it all anyway
+        answer = parse_summary(value, "model answer", repeats=True)
         notes: dict[str, Any] = {}
+        if stop.repeated:
+            notes["ended_at_repeat"] = stop.repeated[0]
         if twice := repeated_sentences(answer):
             answer = without_repeats(answer)
             notes["repeats_removed"] = twice

@@ -102,6 +102,28 @@ def parser(description: str) -> argparse.ArgumentParser:
     return ap
 
 
+def summary_switches(ap: argparse.ArgumentParser) -> None:
+    """Options that turn a summary pass's speed-ups off, for a before/after pair."""
+    ap.add_argument(
+        "--no-loop-stop", action="store_true", help="let answers run past a repeated discussion"
+    )
+    ap.add_argument("--no-drafts", action="store_true", help="decode JSON without guessed tokens")
+
+
+def apply_summary_switches(args: argparse.Namespace) -> str:
+    """Apply :func:`summary_switches`; the result file's suffix naming what was off ("" none)."""
+    from agenvoy_desktop.core.summarizer import runner
+    from agenvoy_desktop.llm import engine
+
+    runner.END_AT_REPEAT = not args.no_loop_stop
+    engine.DRAFT_JSON = not args.no_drafts
+    return "".join(
+        f".{name}"
+        for name, off in (("no-loop-stop", args.no_loop_stop), ("no-drafts", args.no_drafts))
+        if off
+    )
+
+
 def write_result(name: str, data: dict[str, Any], *, quick: bool) -> Path:
     """Write ``benchmarks/results/<name>[.quick].json`` with machine facts added."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)

@@ -12,11 +12,13 @@ no pass/fail threshold here, so the figure is recorded as measured
 (benchmarks/RESULTS.md §7).
 
     .venv/bin/python benchmarks/summary_latency.py [--quick] [--rounds N] [--load-only]
-        [--tag NAME]
+        [--tag NAME] [--no-loop-stop] [--no-drafts]
 
 ``--load-only`` replaces the first round by loading the model alone (round 1
 then evaluates the instructions cold, as a pass after a chat turn does).
-``--tag`` writes ``results/summary_latency.NAME.json`` (e.g. a before/after pair).
+``--tag`` writes ``results/summary_latency.NAME.json`` (e.g. a before/after pair);
+``--no-loop-stop`` / ``--no-drafts`` turn that speed-up off and add its name
+to the file's (``summary_latency.NAME.no-loop-stop.json``).
 Each round also records the process's CPU seconds (all threads: llama.cpp's
 workers) and the load average, since on a shared machine wall time alone
 mixes the pass's cost with its neighbours'.  Every pass record of a round is
@@ -73,7 +75,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="timed rounds (default 6)")
     ap.add_argument("--tag", default="", help="suffix of the result file")
     ap.add_argument("--load-only", action="store_true", help="no first pass: load the model")
+    benchlib.summary_switches(ap)
     args = ap.parse_args()
+    suffix = benchlib.apply_summary_switches(args)
     rounds = args.rounds or (2 if args.quick else 6)
     models = benchlib.BENCH_CACHE / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -128,7 +132,7 @@ def main() -> None:
     print(f"pass over {CHUNK} messages: {fmt_stats(stats)}; valid {ok_passes}/{len(timed)}")
     print(f"CPU seconds per pass: {fmt_stats(cpu)}")
     benchlib.write_result(
-        f"summary_latency.{args.tag}" if args.tag else "summary_latency",
+        (f"summary_latency.{args.tag}" if args.tag else "summary_latency") + suffix,
         {
             "model": model_path.name,
             "chunk_messages": CHUNK,

@@ -23,6 +23,11 @@ seed 0) and compares the result with that session's reference
 The first round also loads the model; its seconds are reported apart.
 
     .venv/bin/python benchmarks/summary_quality.py [--quick] [--sessions N]
+        [--no-loop-stop] [--no-drafts]
+
+The two switches turn a speed-up off (answers run past a repeated
+discussion; JSON decoded without guessed tokens) and name the result file
+after it (``summary_quality.no-loop-stop.json``), for a before/after pair.
 """
 
 from __future__ import annotations
@@ -205,7 +210,9 @@ def totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = benchlib.parser(__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=None, help="LoCoMo sessions (default 4)")
+    benchlib.summary_switches(ap)
     args = ap.parse_args()
+    suffix = benchlib.apply_summary_switches(args)
     count = args.sessions or (1 if args.quick else 4)
     models = benchlib.BENCH_CACHE / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -230,7 +237,7 @@ def main() -> None:
     summary = totals(rounds)
     print(f"totals: {summary}")
     benchlib.write_result(
-        "summary_quality",
+        f"summary_quality{suffix}",
         {
             "model": model_path.name,
             "context": CONTEXT,

@@ -73,6 +73,9 @@ from agenvoy_desktop.core.timeutil import Clock, now_ns
 
 T = TypeVar("T")
 
+END_AT_REPEAT = True
+"""End an answer at its first repeated discussion (:mod:`.loop_stop`); benchmarks switch it."""
+
 log = logging.getLogger(__name__)
 
 
@@ -366,10 +369,13 @@ class _Run:
         sources = chunk.sources
         stop = LoopStop()
         completion = await self.owner.model.complete_json(
-            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve, stop_when=stop
+            prompt,
+            summary_schema(list(sources)),
+            max_tokens=chunk.reserve,
+            stop_when=stop if END_AT_REPEAT else None,
         )
         value = completion.value
-        if not stop.repeated and (ended := stop(completion.text)) is not None:
+        if END_AT_REPEAT and not stop.repeated and (ended := stop(completion.text)) is not None:
             value = json.loads(ended, strict=False)  # a model that generated it all anyway
         answer = parse_summary(value, "model answer", repeats=True)
         notes: dict[str, Any] = {}

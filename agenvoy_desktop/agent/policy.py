@@ -60,12 +60,22 @@ _FILE_CUE = re.compile(
     + r")\b|文件|文件夹|目录|檔案|資料夾)",
     re.IGNORECASE,
 )
+_SPANS = "days|weeks|months|years|tage|tagen|wochen|monate|monaten|jahre|jahren"
+"""Spans of time: a time cue only in a question about time ("how many days until…"),
+not in "list the three days"."""
 _TIME_CUE = re.compile(
     r"\b(?:"
     + word_alternatives(
-        "time date today tomorrow yesterday weekday weekend clock o'clock days weeks months "
-        "uhr uhrzeit datum heute gestern wochentag wochenende tage wochen spät"
+        "time date today tomorrow yesterday weekday weekend clock o'clock "
+        "uhr uhrzeit datum heute gestern wochentag wochenende spät"
     )
+    + r")\b|\b(?:how\s+(?:many|long)|wie\s+(?:viele|lange))\b[^?.!]*?\b(?:"
+    + _SPANS
+    + r")\b|\b(?:"
+    + _SPANS
+    + r")\s+(?:until|till|since|ago|left|from now|before|after|bis|seit)\b"
+    r"|\b(?:in|within|after|vor|nach)\s+\d+\s+(?:"
+    + _SPANS
     + r")\b|几点|幾點|時間|时间|日期|今天|明天|昨天|星期|周末|週末",
     re.IGNORECASE,
 )

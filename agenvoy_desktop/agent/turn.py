@@ -477,6 +477,19 @@ def last_recall_text(store: MemoryStore, session_id: str, window: Sequence[Messa
     return str(detail.get("text", "")) if detail.get("message_id") in ids else ""
 
 
+def _writing_seconds(finish: ChatFinished, first_text_at: float | None) -> float:
+    """How long the model spent writing its answer (the tokens/s under it).
+
+    The model's own clock where it has one: from its first token to the
+    end.  The window's first text can come much later — an answer that
+    starts like a tool call is held back until it is clearly text — and
+    timing from there once showed "508 tokens/s" on a 2-core machine.
+    """
+    if finish.first_token_s is not None and finish.duration_s > finish.first_token_s:
+        return finish.duration_s - finish.first_token_s
+    return time.perf_counter() - first_text_at if first_text_at is not None else 0.0
+
+
 def _call_key(call: ToolCallRequest) -> str:
     return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
 
@@ -698,7 +711,7 @@ class _Turn:
         if finish is not None:
             self.result.answer_tokens = finish.completion_tokens
             self.result.prompt_tokens = finish.prompt_tokens
-            self.result.answer_s = time.perf_counter() - wrote if wrote is not None else 0.0
+            self.result.answer_s = _writing_seconds(finish, wrote)
             self.result.trimmed_messages = max(
                 self.result.trimmed_messages, finish.trimmed_messages
             )

@@ -28,7 +28,7 @@ ToolStreamEvent = TextDelta | ToolCallRequest
 BARE_JSON_LIMIT = 8000
 """Characters a reply starting with ``{`` is held back before it is treated as text."""
 _TEXT, _TAG, _BARE = "text", "tag", "bare"
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_CALL_NAME = re.compile(r"[^\n]{1,64}")
 _CALL_KEYS = frozenset({"name", "arguments", "id", "type"})
 _JSON = json.JSONDecoder()
 
@@ -223,8 +223,10 @@ class ToolCallStream:
         The starter model sometimes invents a tool (``read_password_file``)
         in a perfectly formed call; taken as text, that JSON became the
         answer.  As a call it gets "unknown tool …; available tools: …" back
-        and the model can try again.  Only the bare call shape counts
-        (``name`` an identifier, ``arguments``, nothing else but ``id`` /
+        and the model can try again.  It also names a "tool" after what the
+        user said (``{"name": "fado on 13 May", "arguments": {"days": 1}}``),
+        which as text was the whole answer.  Only the bare call shape counts
+        (a one-line ``name``, ``arguments``, nothing else but ``id`` /
         ``type``), so ordinary JSON in an answer stays text.
         """
         name = obj.get("name")
@@ -232,7 +234,7 @@ class ToolCallStream:
             return True
         return (
             isinstance(name, str)
-            and _TOOL_NAME.fullmatch(name) is not None
+            and _CALL_NAME.fullmatch(name.strip()) is not None
             and "arguments" in obj
             and isinstance(obj["arguments"], dict | str)
             and set(obj) <= _CALL_KEYS

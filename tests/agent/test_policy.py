@@ -54,6 +54,10 @@ def test_small_talk_needs_no_tool(text: str) -> None:
         ("Lies die Datei bericht.md", FILE_TOOLS),
         ("What time is it?", TIME_TOOLS),
         ("How many days until Christmas?", TIME_TOOLS),
+        ("What is the date 3 weeks from now?", TIME_TOOLS),
+        ("Remind me: in 10 days the lease ends. What day is that?", TIME_TOOLS),
+        ("Wie viele Tage noch bis Ostern?", TIME_TOOLS),
+        ("Our Lisbon plan: fado on 13 May, Sintra on 15 May. List the days.", frozenset()),
         ("今天是星期几？", TIME_TOOLS),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,8 +19,10 @@ from agenvoy_desktop.agent.turn import (
     ToolCallFinished,
     TurnEvent,
     TurnResult,
+    _writing_seconds,
 )
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.model_api import ChatFinished
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import T0
@@ -120,6 +123,17 @@ def test_plain_turn_streams_and_persists(store: MemoryStore, make_agent: AgentFa
     assert sent[-1] == {"role": "user", "content": "hi"}
     assert model.seen[0].tools is not None
     assert "hidden" not in {t["function"]["name"] for t in model.seen[0].tools}
+
+
+def test_writing_time_is_the_models_own_when_it_has_one() -> None:
+    """Text held back (an answer that began like a tool call) reaches the window late;
+    the tokens/s under the answer must not count from there."""
+    timed = ChatFinished("stop", 900, 36, first_token_s=1.0, duration_s=3.5)
+    assert _writing_seconds(timed, first_text_at=time.perf_counter()) == pytest.approx(2.5)
+    untimed = ChatFinished("stop", 900, 36)  # a scripted model: the window's clock
+    started = time.perf_counter() - 2.0
+    assert _writing_seconds(untimed, first_text_at=started) >= 2.0
+    assert _writing_seconds(untimed, first_text_at=None) == 0.0
 
 
 def test_context_is_summary_plus_window_golden(

@@ -151,22 +151,37 @@ def test_bare_json_that_is_no_call_stays_text() -> None:
     assert text_of(run(body)) == body
 
 
-def test_a_bare_call_to_an_invented_tool_is_a_call() -> None:
+@pytest.mark.parametrize(
+    ("body", "name", "arguments"),
+    [
+        (
+            '{"name": "read_password_file", "arguments": {"path": "/etc/passwd"}}',
+            "read_password_file",
+            {"path": "/etc/passwd"},
+        ),
+        # seen in the window: a "tool" named after the user's plan
+        (
+            '{"name": "fado on 13 May", "arguments": {"date": "2026-12-04", "days": 1}}',
+            "fado on 13 May",
+            {"date": "2026-12-04", "days": 1},
+        ),
+        ('{"name": "Alice Smith", "arguments": {}}', "Alice Smith", {}),
+    ],
+)
+def test_a_bare_call_to_an_invented_tool_is_a_call(
+    body: str, name: str, arguments: dict[str, object]
+) -> None:
     """The starter invents tools; as a call it hears "unknown tool" and can retry."""
-    body = '{"name": "read_password_file", "arguments": {"path": "/etc/passwd"}}'
     (call,) = calls_of(run(body, tool_names=["read_text_file"]))
-    assert (call.name, call.arguments, call.error) == (
-        "read_password_file",
-        {"path": "/etc/passwd"},
-        None,
-    )
+    assert (call.name, call.arguments, call.error) == (name, arguments, None)
 
 
 @pytest.mark.parametrize(
     "answer",
     [
         '{"name": "Alice", "age": 3}',  # no arguments
-        '{"name": "Alice Smith", "arguments": {}}',  # not an identifier
+        '{"name": "a\\nb", "arguments": {}}',  # a name over two lines
+        '{"name": "", "arguments": {}}',  # no name
         '{"name": "plan", "arguments": {}, "notes": "x"}',  # more than a call
         '{"name": "plan", "arguments": 3}',  # arguments neither object nor JSON text
     ],

@@ -9,7 +9,10 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   and so does a message that only tells something (no question, no
   request: :mod:`~agenvoy_desktop.agent.speech_act`), whatever words it uses;
 - file tools only when the message names a file or a folder;
-- time tools only when it asks about the time or a date;
+- time tools only when it asks about the time or a date ("what time…",
+  "which day…", "how many days until…"), not when it merely says "date"
+  or "days" ("write each as place: date", "list the three days"): offered
+  tools, the starter answers as made-up calls;
 - ``search_chat_history`` only when it asks about the past *and* proactive
   recall found nothing (otherwise the answer is already in the prompt);
 - the error-memory tools never: the loop records and looks up failures
@@ -66,10 +69,13 @@ not in "list the three days"."""
 _TIME_CUE = re.compile(
     r"\b(?:"
     + word_alternatives(
-        "time date today tomorrow yesterday weekday weekend clock o'clock "
-        "uhr uhrzeit datum heute gestern wochentag wochenende spät"
+        "today tomorrow yesterday weekday weekend clock o'clock "
+        "uhr uhrzeit heute gestern wochentag wochenende spät"
     )
-    + r")\b|\b(?:how\s+(?:many|long)|wie\s+(?:viele|lange))\b[^?.!]*?\b(?:"
+    + r")\b|\b(?:what|which)(?:'s|\s+is|\s+was|\s+will\s+be)?\s+(?:the\s+)?(?:date|time|day)\b"
+    r"|\b(?:date|time)\s+(?:is\s+it|now|today)\b|\b(?:current|today'?s)\s+(?:date|time)\b"
+    r"|\b(?:welches|welcher|welchen)\s+(?:datum|tag)\b|\bdatum\s+(?:heute|ist)\b"
+    r"|\b(?:how\s+(?:many|long)|wie\s+(?:viele|lange))\b[^?.!]*?\b(?:"
     + _SPANS
     + r")\b|\b(?:"
     + _SPANS

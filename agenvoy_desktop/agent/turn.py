@@ -8,7 +8,9 @@ Order of a turn:
    over all sessions; what clears the relevance floor goes into a labelled
    block at the end of the system prompt, and the timeline records it;
 3. the turn's plan (``agent/policy.py``): a small model is offered only the
-   tools the message needs, for at most two tool rounds;
+   tools the message needs, for at most two tool rounds; a round of its
+   that only calls tools it was not offered is dropped and the model asked
+   for the answer without tools;
 4. each model round sees system prompt + rolling summary + recall block +
    the last-N window (which now ends with that user message and any tool
    traffic of this turn);
@@ -646,6 +648,13 @@ class _Turn:
             if self.stop.is_set() or (finish is not None and finish.finish_reason == "cancelled"):
                 await self._finish_interrupted()
                 return
+            if calls and not last_round and self._answer_in_disguise(text, calls):
+                log.info(
+                    "small model called tools it was not offered %s; asking for the answer",
+                    [c.name for c in calls],
+                )
+                self.force_answer = True  # nothing of the round is kept: it said nothing
+                continue
             if not calls or last_round:
                 if calls and not text.strip():
                     text = ROUNDS_EXHAUSTED.format(rounds=self.result.rounds)
@@ -716,6 +725,22 @@ class _Turn:
                 self.result.trimmed_messages, finish.trimmed_messages
             )
         return "".join(self.partial), calls, finish
+
+    def _answer_in_disguise(self, text: str, calls: Sequence[ToolCallRequest]) -> bool:
+        """A small model's round that is only calls to tools it was never offered.
+
+        The starter writes its answer as a call to a made-up tool
+        (``{"name": "Our Lisbon plan", "arguments": {"date": …}}``); told
+        "unknown tool", it wrote the error back as JSON, and that became the
+        answer.  Such a round is dropped and the next one offers no tools,
+        so the model answers in words from the same context (nothing of the
+        dropped round is stored or shown).
+        """
+        return (
+            self.agent.config.small_model
+            and not text.strip()
+            and all(call.name not in self.offered for call in calls)
+        )
 
     async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
         store = self.agent.store

@@ -87,12 +87,23 @@ def _failed(call_id: str, raw: str, name: str, error: str) -> ToolCallRequest:
     return ToolCallRequest(id=call_id, name=name, arguments={}, raw=raw, error=error)
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects *text* holds one after another (whitespace or commas between);
+    [] when anything else is in it."""
+    found: list[dict[str, Any]] = []
+    position = 0
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position == len(text):
+            return found
+        try:
+            obj, position = _JSON.raw_decode(text, position)
+        except ValueError:
+            return []
+        if not isinstance(obj, dict):
+            return []
+        found.append(obj)
 
 
 def _could_open_fence(text: str) -> bool:
@@ -208,11 +219,12 @@ class ToolCallStream:
             if not too_long:
                 return False  # incomplete so far
         self._mode = _TEXT
-        obj = _json_object(raw) if raw is not None else None
-        if obj is not None and self._is_call(obj):
-            assert raw is not None
+        objs = _json_objects(raw) if raw is not None else []
+        if raw is not None and objs and all(self._is_call(obj) for obj in objs):
             self._buf = self._buf[end:]
-            self._emit_call(parse_tool_call(raw, self._new_id()), out)
+            bodies = [raw] if len(objs) == 1 else [json.dumps(obj) for obj in objs]
+            for body in bodies:  # several: the starter's answer as one "call" per line
+                self._emit_call(parse_tool_call(body, self._new_id()), out)
         else:
             self._bare_ok = False  # an ordinary answer: stream it as text from here on
         return True

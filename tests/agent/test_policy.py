@@ -22,7 +22,7 @@ from agenvoy_desktop.agent.policy import (
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry
-from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnEvent, TurnStatus
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, ToolCallStarted, TurnEvent, TurnStatus
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.llm.model_profile import ModelProfile
 from tests.scripted_chat import Call, ScriptedChatModel
@@ -58,6 +58,11 @@ def test_small_talk_needs_no_tool(text: str) -> None:
         ("Remind me: in 10 days the lease ends. What day is that?", TIME_TOOLS),
         ("Wie viele Tage noch bis Ostern?", TIME_TOOLS),
         ("Our Lisbon plan: fado on 13 May, Sintra on 15 May. List the days.", frozenset()),
+        ("Write each as Place: date, one per line.", frozenset()),
+        ("Do you have time to plan the trip?", frozenset()),
+        ("What day is it today?", TIME_TOOLS),
+        ("Which date was the concert?", TIME_TOOLS),
+        ("Welches Datum haben wir?", TIME_TOOLS),
         ("今天是星期几？", TIME_TOOLS),
     ],
 )
@@ -187,6 +192,34 @@ def test_small_model_never_sees_error_tools_and_stops_after_two_tool_rounds(
     assert offered[0] == {"current_time", "search_chat_history"}
     assert len(model.seen) == 3
     assert offered[2] == set()  # the third round must answer
+
+
+def test_a_small_models_answer_as_a_made_up_call_is_asked_again_in_words(
+    store: MemoryStore,
+) -> None:
+    """Seen in the window: the starter "called" a tool named after the user's plan."""
+    script: list[list[object]] = [
+        [Call("Our Lisbon plan", {"date": "2026-12-01"})],
+        ["Fado: 13 May\nBelem: 14 May"],
+    ]
+    events: list[TurnEvent] = []
+    model = _turn(store, script, "What time is it? Then list our plan.", events)
+    assert len(model.seen) == 2
+    assert model.seen[1].tools is None  # the answer round
+    assert all(m["role"] in {"system", "user"} for m in model.seen[1].messages)
+    assert not [e for e in events if isinstance(e, ToolCallStarted)]
+    (sid,) = store.session_ids()
+    history = store.history(sid).messages
+    assert [(m.role, m.content) for m in history][-1] == (
+        "assistant",
+        "Fado: 13 May\nBelem: 14 May",
+    )
+    assert [m.role for m in history] == ["user", "assistant"]  # the made-up call left no trace
+
+
+def test_a_small_models_offered_call_still_runs(store: MemoryStore) -> None:
+    model = _turn(store, [[Call("current_time")], ["It is noon."]], "What time is it?")
+    assert [m["role"] for m in model.seen[1].messages][-2:] == ["assistant", "tool"]
 
 
 @pytest.mark.parametrize(

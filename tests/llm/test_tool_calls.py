@@ -212,6 +212,22 @@ def test_bare_call_in_a_json_fence() -> None:
     assert text_of(events) == ""
 
 
+def test_a_fence_of_several_calls_is_several_calls() -> None:
+    """Seen in the window: the starter's answer as one made-up call per line, fenced."""
+    answer = (
+        '```json\n{"name": "Sintra", "arguments": {"date": "2026-05-15"}}\n'
+        '{"name": "Belem", "arguments": {"date": "2026-05-14"}}\n```'
+    )
+    events = run(answer, tool_names=["current_time"])
+    assert [(c.name, c.arguments) for c in calls_of(events)] == [
+        ("Sintra", {"date": "2026-05-15"}),
+        ("Belem", {"date": "2026-05-14"}),
+    ]
+    assert text_of(events) == ""
+    mixed = '```json\n{"name": "Sintra", "arguments": {}}\n{"city": "Lisbon"}\n```'
+    assert text_of(run(mixed, tool_names=["current_time"])) == mixed  # not all calls: text
+
+
 def test_code_fences_that_are_no_call_stay_text() -> None:
     code = "```python\nprint('hi')\n```\nThat prints hi."
     assert text_of(run(code, tool_names=["get_weather"])) == code

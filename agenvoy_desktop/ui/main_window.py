@@ -54,7 +54,13 @@ from agenvoy_desktop.ui.settings_dialog import SettingsDialog
 from agenvoy_desktop.ui.theme import apply_appearance
 from agenvoy_desktop.ui.timeline_panel import TimelinePanel
 from agenvoy_desktop.ui.toast import ToastArea
-from agenvoy_desktop.ui.window_layout import SESSIONS, SIDE, FocusReturn, PanelSplitter
+from agenvoy_desktop.ui.window_layout import (
+    SESSIONS,
+    SIDE,
+    FocusReturn,
+    PanelSplitter,
+    place_first_window,
+)
 
 log = logging.getLogger(__name__)
 
@@ -472,7 +478,7 @@ class MainWindow(QMainWindow):
     def _restore_layout(self) -> None:
         geometry = self.state.value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
-            self.resize(1360, 860)
+            place_first_window(self)
         for key, widget in (("window_state", self), ("splitter", self.splitter)):
             value = self.state.value(key)
             if value is not None:

@@ -23,6 +23,10 @@ from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QSplitter, QWidget
 
+FIRST_SIZE = (1360, 860)
+"""The window's size on a first start, where the screen has room for it."""
+SCREEN_SHARE = 0.92
+"""The most of the screen's free area a first window takes (a 1280 × 800 laptop)."""
 CHAT_SHARE = 0.5
 """The part of the window's width the chat keeps when the window is resized."""
 MIN_SESSIONS = 160
@@ -141,6 +145,24 @@ class PanelSplitter(QSplitter):
             self._learn_on_show = False
             self._learn(self.sizes())
         self.balance()
+
+
+def place_first_window(window: QWidget) -> None:
+    """Size and centre a window that has no saved geometry on its screen.
+
+    A fixed 1360 × 860 put the side panel's right edge (the Summarize button,
+    the last table columns) off a 1280-pixel screen; the window now takes at
+    most :data:`SCREEN_SHARE` of the screen's free area.
+    """
+    screen = window.screen() or QApplication.primaryScreen()
+    if screen is None:
+        window.resize(*FIRST_SIZE)
+        return
+    free = screen.availableGeometry()
+    width = min(FIRST_SIZE[0], int(free.width() * SCREEN_SHARE))
+    height = min(FIRST_SIZE[1], int(free.height() * SCREEN_SHARE))
+    window.resize(width, height)
+    window.move(free.x() + (free.width() - width) // 2, free.y() + (free.height() - height) // 2)
 
 
 class FocusReturn(QObject):

@@ -41,6 +41,17 @@ def settle(qtbot: QtBot, window: MainWindow, width: int, height: int) -> None:
     qtbot.wait(20)  # the splitter lays out on the resize that follows
 
 
+def test_a_first_window_fits_its_screen(
+    make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """No saved geometry: the window fits the screen (offscreen: 800 x 800), centred."""
+    window = make_window(make_services(ScriptedChatModel([])))
+    free = window.screen().availableGeometry()
+    assert window.width() <= free.width()
+    assert window.height() <= free.height()
+    assert free.contains(window.geometry())
+
+
 @pytest.mark.parametrize(("width", "height"), [(1400, 900), (900, 600)])
 def test_the_chat_keeps_half_the_window(
     qtbot: QtBot,

@@ -140,11 +140,16 @@ class SummaryTab(InspectorTab):
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress.hide()
-        top = QHBoxLayout()
-        top.addWidget(self.info_label, 1)
-        top.addWidget(self.raw_button)
-        top.addWidget(self.summarize_button)
-        top.addWidget(self.cancel_button)
+        # The buttons get a row of their own, first in it: beside the cursor line they were
+        # pushed past the right edge of a narrow side panel (a 1280-pixel screen).
+        actions = QHBoxLayout()
+        actions.addWidget(self.summarize_button)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.raw_button)
+        actions.addStretch(1)
+        top = QVBoxLayout()
+        top.addWidget(self.info_label)
+        top.addLayout(actions)
 
         self.status = StatusLine()
         self.undo_button = QPushButton("Undo")

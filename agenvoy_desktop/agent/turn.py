@@ -32,6 +32,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -479,6 +480,10 @@ def last_recall_text(store: MemoryStore, session_id: str, window: Sequence[Messa
     return str(detail.get("text", "")) if detail.get("message_id") in ids else ""
 
 
+_TOOL_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
+"""A name shaped like a tool's (``read_file``), not like words of an answer ("Sintra")."""
+
+
 def _writing_seconds(finish: ChatFinished, first_text_at: float | None) -> float:
     """How long the model spent writing its answer (the tokens/s under it).
 
@@ -734,12 +739,17 @@ class _Turn:
         "unknown tool", it wrote the error back as JSON, and that became the
         answer.  Such a round is dropped and the next one offers no tools,
         so the model answers in words from the same context (nothing of the
-        dropped round is stored or shown).
+        dropped round is stored or shown).  A misspelt tool (``read_file``:
+        a snake_case name) is not a disguise: it hears "unknown tool …;
+        available tools: …" and may call the right one.
         """
         return (
             self.agent.config.small_model
             and not text.strip()
-            and all(call.name not in self.offered for call in calls)
+            and all(
+                call.name not in self.offered and not _TOOL_LIKE.fullmatch(call.name)
+                for call in calls
+            )
         )
 
     async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:

@@ -217,6 +217,16 @@ def test_a_small_models_answer_as_a_made_up_call_is_asked_again_in_words(
     assert [m.role for m in history] == ["user", "assistant"]  # the made-up call left no trace
 
 
+def test_a_small_models_misspelt_tool_hears_which_tools_there_are(store: MemoryStore) -> None:
+    """Not a disguised answer: a tool-shaped name gets "unknown tool" and a second try."""
+    script: list[list[object]] = [[Call("read_clock")], [Call("current_time")], ["It is noon."]]
+    model = _turn(store, script, "What time is it?")
+    assert len(model.seen) == 3
+    first_result = [m for m in model.seen[1].messages if m["role"] == "tool"]
+    assert "unknown tool" in first_result[0]["content"]
+    assert model.seen[1].tools is not None  # may still call the right one
+
+
 def test_a_small_models_offered_call_still_runs(store: MemoryStore) -> None:
     model = _turn(store, [[Call("current_time")], ["It is noon."]], "What time is it?")
     assert [m["role"] for m in model.seen[1].messages][-2:] == ["assistant", "tool"]

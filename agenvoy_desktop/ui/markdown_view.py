@@ -131,6 +131,7 @@ _STARTS_BLOCK = re.compile(
 """A line that starts a block of its own (list item, heading, quote, rule, heading underline)."""
 _ONE_LINE_BLOCK = re.compile(r"^(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
 """A line that is a whole block: an ATX heading or a rule."""
+_CODE_INDENT = re.compile(r"^(?: {4}|\t)")
 
 
 def hard_breaks(text: str) -> str:
@@ -143,15 +144,16 @@ def hard_breaks(text: str) -> str:
     inside the paragraph (Markdown's own hard break would start a new
     paragraph with its margins).  A newline where Markdown starts a block
     anyway (a list item, heading, quote, rule, a heading's underline, a
-    blank line) stays, and so does every newline around a table row or after
-    a heading or an explicit break.
+    blank line) stays, and so does every newline around a table row, after
+    a heading or an explicit break, and inside an indented code block.
     """
     lines = text.split("\n")
     out = [lines[0]]
     for following in lines[1:]:
         line = out[-1]
         ahead = following.lstrip()
-        if _joins(line, ahead) and "|" not in line and "|" not in following:
+        code = _CODE_INDENT.match(line) and _CODE_INDENT.match(following)  # an indented block
+        if not code and _joins(line, ahead) and "|" not in line and "|" not in following:
             out[-1] = line.rstrip() + LINE_SEPARATOR + ahead
         else:
             out.append(following)

@@ -317,6 +317,7 @@ def test_prose_blocks_cut_long_lists_where_markdown_starts_a_block() -> None:
         ("text\n---\nmore", "text\n---\nmore"),
         ("> quoted\n> on", "> quoted\n> on"),
         ("ends in a break\\\nnext", "ends in a break\\\nnext"),
+        ("Run:\n\n    make test\n    make dist", "Run:\n\n    make test\n    make dist"),
     ],
 )
 def test_hard_breaks_keep_single_newlines_of_prose(text: str, expected: str) -> None:

@@ -9,8 +9,8 @@ Order of a turn:
    block at the end of the system prompt, and the timeline records it;
 3. the turn's plan (``agent/policy.py``): a small model is offered only the
    tools the message needs, for at most two tool rounds; a round of its
-   that only calls tools it was not offered is dropped and the model asked
-   for the answer without tools;
+   that only "calls" made-up tools named like words of an answer is dropped
+   and the model asked for the answer without tools;
 4. each model round sees system prompt + rolling summary + recall block +
    the last-N window (which now ends with that user message and any tool
    traffic of this turn);

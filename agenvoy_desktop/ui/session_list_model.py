@@ -148,12 +148,13 @@ class SessionListModel(QAbstractListModel):
         count = 0 if cleared else max(0, info.archived_messages - self._deleting[info.session_id])
         parts = [
             relative_time(info.updated_ns, time.time_ns()),
-            f"{count} messages",
+            _plural(count, "message"),
             human_size(0 if cleared else info.history_bytes),
         ]
         hits = self.found.hits.get(info.session_id) if self._query and self.found else None
         if hits:  # first: the list is narrow and the rest may be cut
-            parts.insert(0, f"{hits}{'+' if hits >= CONTENT_HITS else ''} matches")
+            found = f"{hits:,}+ matches" if hits >= CONTENT_HITS else _plural(hits, "match")
+            parts.insert(0, found)
         return " · ".join(parts)
 
     def flags(self, index: Index) -> Qt.ItemFlag:

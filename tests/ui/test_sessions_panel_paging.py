@@ -135,7 +135,9 @@ def test_search_finds_sessions_not_loaded_yet_by_title_and_content(
     assert model.row_of(oldest) is None
     panel.search.setText("zebra")
     qtbot.waitUntil(lambda: model.session_ids() == [oldest])
-    assert "matches" in model.data(model.index(0), model.SubtitleRole)
+    found = model.data(model.index(0), model.SubtitleRole)
+    assert found.startswith("1 match · ")  # one message holds the word (not "1 matches")
+    assert " · 2 messages · " in found
     assert panel.count_label.text() == "1 match"
     panel.search.setText("session 0")  # Session 000..099: two pages of results
     qtbot.waitUntil(lambda: model.rowCount() == PAGE_SIZE and model.found is not None)

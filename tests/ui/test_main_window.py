@@ -104,7 +104,7 @@ def test_search_filters_by_title_and_by_content_including_cjk(
     assert sorted(model.session_ids()) == sorted([alpha, beta])
     window.sessions.search.setText("記憶系統")
     qtbot.waitUntil(lambda: model.session_ids() == [alpha])
-    assert "matches" in model.data(model.index(0), model.SubtitleRole)
+    assert model.data(model.index(0), model.SubtitleRole).startswith("1 match · ")
     window.sessions.search.setText("beta")
     qtbot.waitUntil(lambda: model.session_ids() == [beta])
     window.sessions.search.clear()

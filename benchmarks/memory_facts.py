@@ -13,6 +13,11 @@
   Chinese, which should be answered at once, without a tool call.
 * :data:`STATEMENTS`: things the user tells (not asks) in a new session that
   touch a planted fact: said again, or a related topic.
+* :data:`HELDOUT_FACTS` / :data:`HELDOUT_UNRELATED`: written after the floor
+  was fixed, never used to tune it.
+* :data:`NAMED_FACTS` / :data:`NAMED_UNRELATED`: people in the user's life
+  asked about by name ("What is Ana allergic to?"), and general questions
+  that name people and places.
 
 The lists are ordered so that every prefix mixes kinds and languages: the
 ``--quick`` and ``--facts N`` runs take the first N.
@@ -594,3 +599,131 @@ HELDOUT_UNRELATED: tuple[str, ...] = (
     "What are the benefits of volunteering?",
     "How do I prepare for a job interview?",
 )
+
+NAMED_FACTS: tuple[Fact, ...] = (
+    Fact(
+        "ana-allergy",
+        "One more thing: my sister Ana is allergic to celery, so no soup with it for her.",
+        "What is Ana allergic to?",
+        ("celery",),
+        "allergy",
+        "en",
+    ),
+    Fact(
+        "tom-birthday",
+        "Tom's birthday is on 3 October, he turns forty this year.",
+        "When is Tom's birthday?",
+        (("october", "3"), ("10", "3")),
+        "date",
+        "en",
+    ),
+    Fact(
+        "priya-job",
+        "Priya just started as a nurse at the Royal Infirmary.",
+        "Where does Priya work?",
+        ("infirmary",),
+        "place",
+        "en",
+    ),
+    Fact(
+        "jonas-coffee",
+        "Jonas always takes his coffee with a pinch of cardamom.",
+        "How does Jonas take his coffee?",
+        ("cardamom",),
+        "preference",
+        "en",
+    ),
+    Fact(
+        "lukas-diet",
+        "Lukas is pescatarian, keep that in mind for the barbecue.",
+        "What diet does Lukas follow?",
+        ("pescatarian",),
+        "preference",
+        "en",
+    ),
+    Fact(
+        "otto-batteries",
+        "Grandpa Otto's hearing aid takes size 312 batteries.",
+        "Which batteries does Otto's hearing aid need?",
+        ("312",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "maria-flight",
+        "Maria's flight from Madrid lands at 14:35 on Friday.",
+        "When does Maria's flight land?",
+        ("1435", "235"),
+        "date",
+        "en",
+    ),
+    Fact(
+        "chloe-rate",
+        "Our babysitter Chloe charges 17 euros an hour.",
+        "How much does Chloe charge per hour?",
+        ("17",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "ben-shoes",
+        "Ben's shoe size is 34 now, he grows so fast.",
+        "What shoe size does Ben wear?",
+        ("34",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "sabine-room",
+        "Meine Kollegin Sabine sitzt jetzt in Raum 4.12.",
+        "In welchem Raum sitzt Sabine?",
+        ("412",),
+        "place",
+        "de",
+    ),
+    Fact(
+        "mia-antibiotics",
+        "Dr. Meyer said Mia should take the antibiotics for twelve days.",
+        "How long should Mia take the antibiotics?",
+        ("twelve", "12"),
+        "date",
+        "en",
+    ),
+    Fact(
+        "xiaolin-birthday-zh",
+        "小林的生日是五月三号。",
+        "小林的生日是哪天？",
+        ("五月三", "5月3"),
+        "date",
+        "zh",
+    ),
+)
+"""Facts about people in the user's life, asked by name without "my": "What is
+Ana allergic to?".  Written after the floor was fixed (2026-12-02), when the
+window answered that question with an invented allergy: nothing in the other
+sets asks about someone by name."""
+
+NAMED_UNRELATED: tuple[str, ...] = (
+    "Who wrote Pride and Prejudice?",
+    "When did Napoleon die?",
+    "What language do they speak in Brazil?",
+    "How tall is the Eiffel Tower?",
+    "Who was Ada Lovelace?",
+    "What is Tokyo famous for?",
+    "Where is Mount Kilimanjaro?",
+    "Was hat Goethe geschrieben?",
+    "How old was Mozart when he died?",
+    "Who is Sherlock Holmes?",
+    "What did Marie Curie discover?",
+    "Wann beginnt der Sommer in Deutschland?",
+    "Is Python or Java better for beginners?",
+    "What is the population of Canada?",
+    "Who painted The Starry Night?",
+    "How do I get from London to Paris by train?",
+    "What does NASA do?",
+    "Why is the Dead Sea so salty?",
+    "Was ist die Hauptstadt von Österreich?",
+    "Who founded Microsoft?",
+)
+"""General questions that name people, places and works: a floor that trusts
+capitalised names must not recall the user's own lines for these."""

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import benchlib
-from memory_facts import FACTS, UNRELATED, Fact, answer_matches
+from memory_facts import FACTS, NAMED_FACTS, NAMED_UNRELATED, UNRELATED, Fact, answer_matches
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import AnswerDelta, ToolCallStarted, TurnEvent
@@ -352,8 +352,11 @@ def setup_summary(
 
 
 async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
-    facts = FACTS[: args.facts or (QUICK_FACTS if args.quick else len(FACTS))]
-    unrelated = UNRELATED[: args.unrelated or (QUICK_UNRELATED if args.quick else len(UNRELATED))]
+    all_facts, all_unrelated = (NAMED_FACTS, NAMED_UNRELATED) if args.named else (FACTS, UNRELATED)
+    facts = all_facts[: args.facts or (QUICK_FACTS if args.quick else len(all_facts))]
+    unrelated = all_unrelated[
+        : args.unrelated or (QUICK_UNRELATED if args.quick else len(all_unrelated))
+    ]
     seed = None if args.seed < 0 else args.seed
     services = await asyncio.to_thread(open_services, paths, seed)
     try:
@@ -439,7 +442,13 @@ def main() -> None:
     ap = arguments(__doc__.splitlines()[0])
     ap.add_argument("--facts", type=int, default=0, help="ask only the first N facts")
     ap.add_argument("--unrelated", type=int, default=0, help="ask only the first N unrelated")
-    run_in_profile("memory_qa", ap.parse_args(), run)
+    ap.add_argument(
+        "--named",
+        action="store_true",
+        help="ask NAMED_FACTS and NAMED_UNRELATED (people and places by name) instead",
+    )
+    args = ap.parse_args()
+    run_in_profile("memory_qa_named" if args.named else "memory_qa", args, run)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ the floor is applied offline, so a whole grid costs one search per question.
 The shipped floor (``RecallFloor()``) is reported first, then one-parameter
 sweeps around it.  Results: ``benchmarks/results/recall_floor.json``.
 
-    .venv/bin/python benchmarks/recall_floor.py [--facts N]
+    .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named]
 """
 
 from __future__ import annotations
@@ -31,7 +31,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib
-from memory_facts import CHITCHAT, FACTS, HELDOUT_FACTS, HELDOUT_UNRELATED, UNRELATED, Fact
+from memory_facts import (
+    CHITCHAT,
+    FACTS,
+    HELDOUT_FACTS,
+    HELDOUT_UNRELATED,
+    NAMED_FACTS,
+    NAMED_UNRELATED,
+    UNRELATED,
+    Fact,
+)
 from memory_qa import plant_facts
 
 from agenvoy_desktop.agent.recall import (
@@ -56,6 +65,7 @@ SWEEPS: dict[str, list[float]] = {
     "general_score": [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
     "general_min_query_terms": [1, 2, 3],
     "cjk_keyword": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5],
+    "named_keyword": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
 }
 
 
@@ -140,8 +150,15 @@ def main() -> None:
         action="store_true",
         help="score the shipped floor on the held-out facts and questions (no sweeps)",
     )
+    parser.add_argument(
+        "--named",
+        action="store_true",
+        help="score the shipped floor on questions that name people and places (no sweeps)",
+    )
     args = parser.parse_args()
-    if args.heldout:
+    if args.named:
+        sets = (NAMED_FACTS, NAMED_UNRELATED, ())
+    elif args.heldout:
         sets = (HELDOUT_FACTS, HELDOUT_UNRELATED, ())
     else:
         sets = (FACTS[: args.facts], UNRELATED, CHITCHAT)
@@ -179,7 +196,8 @@ def main() -> None:
         result["sweeps"][name] = rows
         line = "  ".join(f"{r['value']}: {r['hit_rate']}/{r['false_injection']}" for r in rows)
         print(f"{name:>17} (hit/false) {line}")
-    benchlib.write_result("recall_floor", result, quick=False)
+    name = "recall_floor_named" if args.named else "recall_floor"
+    benchlib.write_result(name, result, quick=False)
 
 
 if __name__ == "__main__":

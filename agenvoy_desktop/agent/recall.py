@@ -16,7 +16,11 @@ The floor is evidence from either route of the hybrid search:
   above 0.5, unrelated chat below 0.35);
 - the **keyword** route: the share of the message's content words (stopwords
   out, CJK as bigrams) that the hit contains, weighted by how rare each word
-  is in the archive, so "bike lock code" counts and "what do you" does not.
+  is in the archive, so "bike lock code" counts and "what do you" does not;
+- **names**: a capitalised word inside a sentence of the message ("What is
+  Ana allergic to?") that the hit writes the same way.  People in the user's
+  life are asked about by name, without "my", and such questions read as
+  general ones.
 
 The floor values are measured, not guessed: ``benchmarks/recall_floor.py``
 sweeps them over planted facts (hit rate) and unrelated questions (false
@@ -102,6 +106,12 @@ class RecallFloor:
     talk resembles earlier small talk, and recalling it helps nobody)."""
     cjk_keyword: float = 0.2
     cjk_min_terms: int = 2
+    named_keyword: float = 0.5
+    """A general message's hit that shares a name with it clears at this word share.
+    "What is Ana allergic to?" found "my sister Ana is allergic to celery" at
+    cosine 0.32 (its vector also holds the line before it) and full word share,
+    below the general score; "What is Tokyo famous for?" found "The festival in
+    Tokyo was awesome!" at share 0.44, which this keeps out."""
 
 
 KEYWORD_WEIGHT = 0.3
@@ -126,6 +136,8 @@ class RecallItem:
     matched_terms: int = 0
     query_terms: int = 0
     """Content words in the user's message (the coverage is a share of these)."""
+    shared_names: int = 0
+    """Names of the user's message (:func:`names_in`) that this one writes the same way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +182,7 @@ def recall_candidates(
         return []
     terms = content_terms(text)
     weights = _term_weights(store, terms)
+    names = names_in(text)
     stating = worth_recalling("user", text)  # a question may ask to confirm what it repeats
     titles: dict[str, str | None] = {}
     items: list[RecallItem] = []
@@ -198,6 +211,7 @@ def recall_candidates(
                 coverage=coverage,
                 matched_terms=matched,
                 query_terms=len(terms),
+                shared_names=shared_names(names, message.content),
             )
         )
     return items
@@ -262,6 +276,8 @@ def clears(item: RecallItem, floor: RecallFloor, kind: QueryKind) -> bool:
         if item.matched_terms < floor.personal_min_terms:
             return cosine >= floor.personal_cosine_alone
         return cosine >= floor.personal_cosine or coverage >= floor.personal_keyword
+    if item.shared_names and coverage >= floor.named_keyword:
+        return True
     if item.query_terms < floor.general_min_query_terms:
         return False
     return cosine + KEYWORD_WEIGHT * coverage >= floor.general_score
@@ -287,6 +303,41 @@ def content_terms(text: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
+def names_in(text: str) -> frozenset[str]:
+    """Capitalised words inside the message's sentences: names of people and places.
+
+    A sentence's first word is capitalised anyway; acronyms ("CPU"), "I"
+    and weekdays or months are no one's name.  German capitalises every
+    noun, so there a noun counts too: it still has to be written the same
+    way in the hit and carry half of the message's words (``named_keyword``).
+    """
+    names: set[str] = set()
+    for sentence in _SENTENCE_END.split(text):
+        words = _NAME_WORD.findall(sentence)
+        for written in words[1:]:
+            word = _POSSESSIVE.sub("", written)
+            if (
+                len(word) >= 2
+                and word[0].isupper()
+                and not word.isupper()
+                and word.casefold() not in _NOT_NAMES
+            ):
+                names.add(word)
+    return frozenset(names)
+
+
+def shared_names(names: frozenset[str], content: str) -> int:
+    """How many of *names* *content* holds as whole words, capitalised the same way."""
+    return sum(
+        1 for name in names if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", content) is not None
+    )
+
+
+_SENTENCE_END = re.compile(r"[.!?;:]\s+|[\n。！？]")
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
 def _word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
@@ -294,6 +345,14 @@ def _word_set(words: str) -> frozenset[str]:
 # Bigrams of CJK function words that every sentence has ("what is my ...").
 _CJK_FUNCTION_BIGRAMS = _word_set(
     "我的 你的 是什 什么 是多 多少 是不 不是 了吗 的是 我是 你是 什麼 是誰 哪里 哪裡 在哪 我们 我們"
+)
+# Capitalised words that name no one: titles, weekdays, months (English, German).
+_NOT_NAMES = _word_set(
+    "i i'm i've i'll i'd dr mr mrs ms prof "
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "january february march april may june july august september october november december "
+    "montag dienstag mittwoch donnerstag freitag samstag sonntag "
+    "januar februar märz juni juli oktober dezember"
 )
 # Question and chat words that the stopword list (built for documents) lacks.
 _QUESTION_WORDS = _word_set(

@@ -37,6 +37,7 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import is_known
 from agenvoy_desktop.llm.catalogue import CatalogueEntry, ModelCatalogue
 from agenvoy_desktop.llm.endpoints import Endpoint, EndpointRegistry
+from agenvoy_desktop.llm.llama_model import effective_context
 from agenvoy_desktop.operations.changes import MODELS_CHANGED, MemoryChanges
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.endpoint_dialog import context_text, host_of, registry_of
@@ -60,8 +61,12 @@ def file_size(size: int) -> str:
     return f"{size / _MIB:,.0f} MiB" if size >= _MIB else "<1 MiB"
 
 
-def entry_facts(entry: CatalogueEntry) -> str:
-    """``469 MiB · Q4_K_M · 32k context`` (what the header says; '' when unreadable)."""
+def entry_facts(entry: CatalogueEntry, context_setting: int | None = None) -> str:
+    """``469 MiB · Q4_K_M · 8k of 32k context`` ('' when the header is unreadable).
+
+    The header's trained context alone ("32k context") read as what the app
+    uses; with *context_setting* the label says what a chat gets of it.
+    """
     info = entry.info
     if info is None:
         return ""
@@ -69,7 +74,12 @@ def entry_facts(entry: CatalogueEntry) -> str:
     if info.quantisation:
         parts.append(info.quantisation)
     if info.context_length:
-        parts.append(f"{info.context_length // 1024}k context")
+        trained = info.context_length
+        used = effective_context(context_setting, trained) if context_setting else trained
+        if used < trained:
+            parts.append(f"{used // 1024}k of {trained // 1024}k context")
+        else:
+            parts.append(f"{trained // 1024}k context")
     return " · ".join(parts)
 
 
@@ -201,8 +211,9 @@ class ModelSwitcher(QWidget):
         self.combo.blockSignals(True)
         try:
             self.combo.clear()
+            context = self.services.settings.models.context_size
             for entry in self.entries:
-                facts = entry_facts(entry)
+                facts = entry_facts(entry, context)
                 self._add_row(
                     entry,
                     f"{entry.name}  ·  {facts}" if facts else entry.name,

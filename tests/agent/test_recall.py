@@ -14,9 +14,11 @@ from agenvoy_desktop.agent.recall import (
     clip,
     content_terms,
     format_block,
+    names_in,
     new_part,
     query_kind,
     recall_candidates,
+    shared_names,
     worth_recalling,
 )
 from agenvoy_desktop.agent.storage import Storage
@@ -149,6 +151,58 @@ def test_floor_depends_on_the_kind_of_message() -> None:
     cjk_close = _item(cosine=0.8, coverage=0.1, matched_terms=1)
     cjk_words = _item(cosine=0.2, coverage=0.3, matched_terms=2)
     assert apply_floor([cjk_close, cjk_words], floor, kind="cjk") == [cjk_words]
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("What is Ana allergic to?", {"Ana"}),
+        ("Which batteries does Otto's hearing aid need?", {"Otto"}),
+        ("How do I get from London to Paris by train?", {"London", "Paris"}),
+        ("Ana called. What did I tell her?", set()),  # a sentence's first word
+        ("What does CPU stand for? Is it open on Monday, Dr Who?", {"Who"}),
+        ("I'm sure I said it in May.", set()),
+        ("In welchem Raum sitzt Sabine?", {"Raum", "Sabine"}),  # German nouns too
+        ("小林的生日是哪天？", set()),
+    ],
+)
+def test_names_in(text: str, names: set[str]) -> None:
+    assert names_in(text) == names
+
+
+def test_shared_names_are_whole_words_written_the_same_way() -> None:
+    names = names_in("When is Tom's birthday, and what does Ana like?")
+    assert shared_names(names, "Tom's birthday is on 3 October.") == 1
+    assert shared_names(names, "Tomorrow I see Anastasia.") == 0
+    assert shared_names(names, "tom and ana came") == 0
+    assert shared_names(names, "Ana and Tom came.") == 2
+
+
+def test_a_name_shared_with_a_general_question_lowers_its_floor() -> None:
+    floor = RecallFloor()
+    # "What is Ana allergic to?" against "my sister Ana is allergic to celery":
+    # weak in meaning (the vector holds the line before), all the words
+    fact = _item(cosine=0.32, coverage=1.0, matched_terms=2, query_terms=2, shared_names=1)
+    # "What is Tokyo famous for?" against "The festival in Tokyo was awesome!"
+    place = _item(cosine=0.49, coverage=0.44, matched_terms=1, query_terms=2, shared_names=1)
+    unnamed = _item(cosine=0.32, coverage=1.0, matched_terms=2, query_terms=2)
+    assert apply_floor([fact, place, unnamed], floor, kind="general") == [fact]
+
+
+def test_a_person_asked_about_by_name_is_recalled(store: MemoryStore) -> None:
+    sid = store.create_session("Dinner")
+    chatter = [
+        "We are five for dinner on Friday.",
+        "Great, what will you cook?",
+        "One more thing: my sister Ana is allergic to celery.",
+        "Noted, no celery.",
+    ]
+    store.append(sid, conversation(chatter, start=T0))
+    now = store.create_session("today")
+    text = "What is Ana allergic to?"
+    assert query_kind(text) == "general"
+    kept = apply_floor(recall_candidates(store, now, text, window_messages=16), kind="general")
+    assert [item.text for item in kept] == [chatter[2]]
 
 
 def test_query_kind() -> None:

@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import SamplingSettings, Settings, load_settings, save_settings
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.main_window import MainWindow
-from agenvoy_desktop.ui.model_switcher import ModelSwitcher
+from agenvoy_desktop.ui.model_switcher import ModelSwitcher, entry_facts
 from agenvoy_desktop.ui.sampling_dialog import SamplingDialog
 from tests.scripted_chat import WAIT, ScriptedChatModel
 from tests.tiny_gguf import write_tiny_llama
@@ -87,6 +88,22 @@ def test_lists_the_catalogues_chat_models_with_their_facts(
     tip = switcher.combo.itemData(1, 3)
     assert "parameters" in tip
     assert "b.gguf" in tip
+
+
+@pytest.mark.parametrize(
+    ("setting", "shown"),
+    [
+        (8192, "8k of 32k context"),
+        (32768, "32k context"),
+        (65536, "32k context"),
+        (None, "32k context"),
+    ],
+)
+def test_the_context_shown_is_what_a_chat_gets(setting: int | None, shown: str) -> None:
+    info = SimpleNamespace(size_bytes=469 << 20, quantisation="Q4_K_M", context_length=32768)
+    facts = entry_facts(SimpleNamespace(info=info), setting)  # type: ignore[arg-type]
+    assert facts.endswith(shown)
+    assert facts.startswith("469 MiB · Q4_K_M · ")
 
 
 def test_switching_loads_the_new_model_off_the_ui_thread(

@@ -634,24 +634,53 @@ def terms(text: str) -> set[str]:
 def trace_decisions(answer: Summary, sources: Mapping[str, Source]) -> tuple[Summary, list[str]]:
     """Resolve each decision's handle to its message id; drop what cannot be traced.
 
-    A decision is dropped — not the whole answer — when its handle is
-    unknown or when its text shares no content term with the message (or
-    earlier decision) it cites: the rest of the answer is still good, and a
-    decision that cannot be shown to come from the conversation must not
-    become binding.  Returns the traced summary and one note per dropped
-    decision.
+    A decision whose handle is unknown, or whose text shares no content term
+    with the message (or earlier decision) it cites, goes to the message that
+    states it (:func:`stating_source`) or is dropped — not the whole answer:
+    the rest of the answer is still good, and a decision that cannot be shown
+    to come from the conversation must not become binding.  Returns the
+    traced summary and one note per dropped decision.
     """
     kept: list[KeyDecision] = []
     dropped: list[str] = []
     for decision in answer.key_decisions:
-        source = sources.get(decision.source) if decision.source else None
-        if source is None:
-            dropped.append(f"{decision.decision!r}: unknown source {decision.source!r}")
-        elif not terms(decision.decision) & terms(source.text):
-            dropped.append(f"{decision.decision!r}: not stated in {decision.source}")
-        else:
+        cited = sources.get(decision.source) if decision.source else None
+        source = cited
+        if source is None or not terms(decision.decision) & terms(source.text):
+            source = stating_source(decision.decision, sources)
+        if source is not None:
             kept.append(replace(decision, source=source.message_id, by_user=source.by_user))
+        elif cited is None:
+            dropped.append(f"{decision.decision!r}: unknown source {decision.source!r}")
+        else:
+            dropped.append(f"{decision.decision!r}: not stated in {decision.source}")
     return replace(answer, key_decisions=tuple(kept)), dropped
+
+
+REPOINT_MIN_TERMS = 3
+"""Content terms a decision must share with a message it did not cite to be re-pointed there."""
+
+
+def stating_source(decision: str, sources: Mapping[str, Source]) -> Source | None:
+    """The message that states *decision* when the model cited the wrong one, if any.
+
+    The starter cites the question a decision answers ("Any restaurant
+    ideas?") rather than the reply that settles it ("Booked: Cervejaria
+    Ramiro, 16 May at 20:00").  A message holding at least half of the
+    decision's content terms, and three or more, states it; the latest such
+    message wins a tie, as later messages settle earlier ones.  Stricter
+    than the one shared term a cited source needs: a re-pointed decision must
+    be all but written in the message it now links to, and a bare name
+    ("Haruka Express", two terms) is never re-pointed into a decision.
+    """
+    wanted = terms(decision)
+    best: Source | None = None
+    best_shared = 0
+    for source in sources.values():
+        shared = len(wanted & terms(source.text))
+        if shared >= max(best_shared, REPOINT_MIN_TERMS) and shared * 2 >= len(wanted):
+            best, best_shared = source, shared
+    return best
 
 
 def _one_line(text: str, limit: int) -> str:

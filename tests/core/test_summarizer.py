@@ -379,6 +379,42 @@ def test_decisions_are_traced_to_their_message(store: MemoryStore) -> None:
     ]
 
 
+def test_a_decision_citing_the_question_goes_to_the_message_that_states_it(
+    store: MemoryStore,
+) -> None:
+    texts_ = [
+        "Ana's birthday is on the 16th. Any restaurant ideas?",
+        "Cervejaria Ramiro is famous for seafood.",
+        "Booked: Cervejaria Ramiro, 16 May at 20:00, a table for two.",
+        "Thanks!",
+        *texts(16, start=10),
+    ]
+    messages = conversation(texts_)
+    store.import_messages(messages, SID)
+
+    def answer(_i: int, _m: list[Any]) -> dict[str, Any]:
+        decision = {"decided_at": "2023-11-14"}
+        return {
+            "key_decisions": [
+                # cites the question it answers, which shares none of its words
+                {**decision, "decision": "Dinner at Cervejaria Ramiro at 20:00", "source": "m1"},
+                # a bare name is not re-pointed into a decision
+                {**decision, "decision": "Cervejaria Ramiro", "source": "m4"},
+            ],
+            "past_discussions": [],
+            "current_discussion": "Ana's birthday dinner.",
+        }
+
+    assert run(make(store, ScriptedJsonModel(answer)).run(SID)).stopped == "done"
+    summary = load_summary(folder(store))
+    assert summary is not None
+    assert [(d.decision, d.source) for d in summary.key_decisions] == [
+        ("Dinner at Cervejaria Ramiro at 20:00", messages[2].id)
+    ]
+    (record,) = read_records(folder(store))
+    assert record.extra["dropped_decisions"] == ["'Cervejaria Ramiro': not stated in m4"]
+
+
 def test_earlier_decisions_keep_their_source_through_their_handle(store: MemoryStore) -> None:
     messages = seed(store, 40)
     run(make(store, ScriptedJsonModel(numbered_summary)).run(SID))

@@ -38,8 +38,10 @@ Traceable decisions: every transcript line carries a handle (``m1``…) and
 every decision of the previous summary one (``p1``…); the schema makes a
 decision name one of them as its ``source``, and
 :func:`~agenvoy_desktop.core.summary.trace_decisions` turns the handle into
-the message id, dropping decisions whose text does not overlap what they
-cite.
+the message id.  A decision whose text does not overlap what it cites goes
+to the message of the chunk that all but writes it (half its content terms,
+three or more: the starter cites the question a booking answers) and is
+dropped when there is none.
 
 Tool traffic is folded in compact form: a tool result becomes
 ``[tool NAME → first 160 characters]`` and an assistant tool call

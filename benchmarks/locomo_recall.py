@@ -20,13 +20,14 @@ Acceptance: hybrid recall@10 > semantic and > keyword (overall).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import benchlib
-from benchlib import Stopwatch, verdict
+from benchlib import Stopwatch, fmt_stats, verdict
 
 import agenvoy_desktop.core.search as search_mod
 from agenvoy_desktop.core.search import MODES, Hit, Mode, SearchQuery, search_chat_history
@@ -47,8 +48,9 @@ CURRENT_FUSION = {
 RRF_KS = (1, 3, 5, 10, 20, 30, 60, 100)
 DEPTHS = (10, 20, 40, 100)
 SEM_WEIGHTS = (0.25, 0.35, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
-# (RRF k, semantic weight) re-run through the real hybrid route (keyword weight 1).
-VERIFY = ((1, 0.75), (3, 0.5))  # the previous shipped fusion, and the current one
+# (RRF k, semantic weight, neighbour sum) re-run through the real hybrid route (keyword
+# weight 1): the round-1 fusion, the round-2 one without the neighbour sum, and as shipped.
+VERIFY = ((1, 0.75, False), (3, 0.5, False), (3, 0.5, True))
 
 
 @dataclass(slots=True)
@@ -230,10 +232,14 @@ def best_summary(asked: Sequence[Asked], cfg: dict[str, Any]) -> dict[str, Any]:
 
 # -- main ------------------------------------------------------------------------------------
 @contextmanager
-def fusion_settings(k: int, w_sem: float) -> Iterator[None]:
-    """Make the real hybrid route fuse with RRF constant *k* and semantic weight *w_sem*."""
+def fusion_settings(k: int, w_sem: float, neighbours: bool = True) -> Iterator[None]:
+    """Make the real hybrid route fuse with RRF constant *k* and semantic weight *w_sem*
+    (and without the neighbour sum unless *neighbours*)."""
     original = search_mod.fuse
     saved_weights = getattr(search_mod, "HYBRID_WEIGHTS", None)
+    saved_neighbours = getattr(search_mod, "CHAT_NEIGHBOURS", None)
+    if saved_neighbours is not None and not neighbours:
+        search_mod.CHAT_NEIGHBOURS = type(saved_neighbours)(0.0, 0.0, 0.0)
 
     def patched(rankings: Sequence[Sequence[Hit]], *_args: Any, **_kw: Any) -> list[Hit]:
         return original(rankings, k, (w_sem, 1.0))
@@ -247,24 +253,51 @@ def fusion_settings(k: int, w_sem: float) -> Iterator[None]:
         search_mod.fuse = original
         if saved_weights is not None:
             search_mod.HYBRID_WEIGHTS = saved_weights
+        if saved_neighbours is not None:
+            search_mod.CHAT_NEIGHBOURS = saved_neighbours
 
 
-def hybrid_with(
-    store: MemoryStore, convs: Sequence[benchlib.Conversation], k: int, w_sem: float, quick: bool
-) -> dict[str, Any]:
-    """Recall of the real hybrid route (search_chat_history) under other fusion settings."""
-    rows: list[Row] = []
-    with fusion_settings(k, w_sem):
-        for conv in convs:
-            for question in selected_questions(conv, quick):
-                if not question.evidence:
-                    continue
-                query = SearchQuery(
-                    question.question, mode="hybrid", limit=LIMIT, session_id=conv.session_id
-                )
-                hits = search_chat_history(store, query).hits
-                rows.append((question.category, refs_of(hits), frozenset(question.evidence)))
-    return {"rrf_k": k, "w_sem": w_sem, "w_kw": 1.0, "depth": "shipped", "recall": summarize(rows)}
+def verify_settings(
+    store: MemoryStore, convs: Sequence[benchlib.Conversation], quick: bool
+) -> list[dict[str, Any]]:
+    """Recall and search time of the real hybrid route (search_chat_history) under each
+    of :data:`VERIFY`, overall and per half of the conversations (even / odd, as the
+    held-out check).  The settings take turns question by question, so a drift in the
+    machine's speed reaches them alike."""
+    rows: dict[int, list[Row]] = {i: [] for i in range(len(VERIFY))}
+    halves: dict[int, dict[str, list[Row]]] = {i: {"even": [], "odd": []} for i in rows}
+    seconds: dict[int, list[float]] = {i: [] for i in rows}
+    for index, conv in enumerate(convs):
+        for question in selected_questions(conv, quick):
+            if not question.evidence:
+                continue
+            query = SearchQuery(
+                question.question, mode="hybrid", limit=LIMIT, session_id=conv.session_id
+            )
+            for number, (k, w_sem, neighbours) in enumerate(VERIFY):
+                with fusion_settings(k, w_sem, neighbours):
+                    started = time.perf_counter()
+                    hits = search_chat_history(store, query).hits
+                    seconds[number].append(time.perf_counter() - started)
+                row = (question.category, refs_of(hits), frozenset(question.evidence))
+                rows[number].append(row)
+                halves[number]["odd" if index % 2 else "even"].append(row)
+    return [
+        {
+            "rrf_k": k,
+            "w_sem": w_sem,
+            "w_kw": 1.0,
+            "depth": "shipped",
+            "neighbour_sum": neighbours,
+            "recall": summarize(rows[number]),
+            "recall@10_by_half": {
+                half: summarize(part)["overall"]["recall@10"]
+                for half, part in halves[number].items()
+            },
+            "search_ms": benchlib.stats_ms(seconds[number]),
+        }
+        for number, (k, w_sem, neighbours) in enumerate(VERIFY)
+    ]
 
 
 def run(paths: AppPaths, quick: bool) -> dict[str, Any]:
@@ -277,7 +310,7 @@ def run(paths: AppPaths, quick: bool) -> dict[str, Any]:
         with Stopwatch() as sw:
             asked, counts = ask_all(store, convs, quick)
         fusion = explore_fusion(asked)
-        verified = [hybrid_with(store, convs, k, w, quick) for k, w in VERIFY]
+        verified = verify_settings(store, convs, quick)
     finally:
         store.close()
         embedder.close()
@@ -311,10 +344,14 @@ def main() -> None:
     print(f"best equal-weight: {fusion['equal_weight_best'][0]}")
     for verified in data["verified_rrf_k_changes"]:
         vr = verified["recall"]["overall"]
+        halves = verified["recall@10_by_half"]
         print(
             f"real hybrid route, RRF k={verified['rrf_k']}, weights "
-            f"({verified['w_sem']}, 1.0), depth as shipped: "
+            f"({verified['w_sem']}, 1.0), depth as shipped, neighbour sum "
+            f"{'on' if verified['neighbour_sum'] else 'off'}: "
             + "  ".join(f"R@{x} {vr[f'recall@{x}']:.4f}" for x in KS)
+            + f"  (R@10 even {halves['even']:.4f} / odd {halves['odd']:.4f}; "
+            f"search {fmt_stats(verified['search_ms'])})"
         )
     print(f"shipped fusion: {CURRENT_FUSION}")
     for fold in fusion["held_out"]:
@@ -337,7 +374,7 @@ def main() -> None:
         "pass": ok,
         "best_fusion_pass": best["recall@10"] > max(r10["semantic"], r10["keyword"]),
         "verified_rrf_k": {
-            f"k={v['rrf_k']} w_sem={v['w_sem']}": {
+            f"k={v['rrf_k']} w_sem={v['w_sem']} neighbours={v['neighbour_sum']}": {
                 "recall@10": v["recall"]["overall"]["recall@10"],
                 "pass": v["recall"]["overall"]["recall@10"] > max(r10["semantic"], r10["keyword"]),
             }

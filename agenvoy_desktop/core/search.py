@@ -5,7 +5,8 @@
 - ``keyword`` — exact text: the FTS5 archive (which also holds everything in
   history.json, so nothing is listed twice);
 - ``hybrid`` — both lists fused by reciprocal rank (:mod:`retrieval.fusion`
-  holds the rule and the constants measured on LoCoMo).
+  holds the rule and the constants measured on LoCoMo), then each message
+  gains a share of its neighbours' scores (:mod:`retrieval.neighbours`).
 
 Hits are widened into excerpts (2 messages before, 1 after, overlapping
 excerpts merged, time order).  The agent passes ``exclude_window`` so the
@@ -23,6 +24,11 @@ import numpy as np
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
+from agenvoy_desktop.core.retrieval.neighbours import (
+    CHAT_NEIGHBOURS,
+    NeighbourWeights,
+    neighbour_sum,
+)
 from agenvoy_desktop.core.vectors import from_blobs, message_of
 
 if TYPE_CHECKING:
@@ -104,13 +110,14 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
         hits = _semantic(store, query, sessions, excluded, query.limit)
     else:
         depth = max(query.limit * 4, 40)
-        hits = fuse(
+        fused = fuse(
             [
                 _semantic(store, query, sessions, excluded, depth),
                 _keyword(store, query, excluded, depth),
             ],
             weights=HYBRID_WEIGHTS,
-        )[: query.limit]
+        )
+        hits = with_neighbours(store, fused, query, excluded, CHAT_NEIGHBOURS)[: query.limit]
     excerpts = build_excerpts(store, hits, excluded, include_tool=query.include_tool)
     return SearchResult(hits=hits, excerpts=excerpts)
 
@@ -227,6 +234,61 @@ def fuse(
             bm25[rowid] = max(bm25.get(rowid, hit.bm25), hit.bm25)
     order = sorted(scores, key=lambda rowid: scores[rowid], reverse=True)
     return [Hit(first[r].item, scores[r], cosine=cosine.get(r), bm25=bm25.get(r)) for r in order]
+
+
+NEIGHBOUR_SLACK = 6
+"""Rows read past a hit's neighbours each way, so tool traffic between readable
+messages does not cut a conversation's turns apart."""
+
+
+def with_neighbours(
+    store: MemoryStore,
+    hits: Sequence[Hit],
+    query: SearchQuery,
+    excluded: frozenset[str],
+    weights: NeighbourWeights = CHAT_NEIGHBOURS,
+) -> list[Hit]:
+    """*hits* (fused, best first) re-scored by :func:`neighbours.neighbour_sum`.
+
+    The neighbours are the readable messages around each hit in its session
+    (all messages with ``include_tool``).  A neighbour no route found joins
+    the list when it may be shown (not in the excluded window, inside the
+    query's time range), without cosine or bm25.
+    """
+    if not hits or not weights.reach:
+        return list(hits)
+    span = weights.reach + (0 if query.include_tool else NEIGHBOUR_SLACK)
+    ranges: dict[str, list[tuple[int, int, set[str]]]] = {}
+    for hit in hits:
+        ranges.setdefault(hit.item.session_id, []).append(
+            (hit.item.seq - span, hit.item.seq + span, set())
+        )
+    runs: list[list[int]] = []
+    rows: dict[int, ArchivedMessage] = {}
+    for sid, spans in ranges.items():
+        for lo, hi, _ids in _merge(spans):
+            run = [
+                r
+                for r in store.archive.messages(sid, max(lo, 0), hi + 1)
+                if query.include_tool or is_recallable(r)
+            ]
+            runs.append([r.rowid for r in run])
+            rows.update((r.rowid, r) for r in run)
+    found = {hit.item.rowid: hit for hit in hits}
+    summed = neighbour_sum(runs, {rowid: hit.score for rowid, hit in found.items()}, weights)
+    lo_ns = query.time_from_ns if query.time_from_ns is not None else -(2**63)
+    hi_ns = query.time_to_ns if query.time_to_ns is not None else 2**63
+    out: list[Hit] = []
+    for rowid, known in found.items():
+        score = summed.pop(rowid, known.score)  # a hit outside every run keeps its score
+        out.append(Hit(known.item, score, cosine=known.cosine, bm25=known.bm25))
+    for rowid, score in summed.items():
+        row = rows[rowid]
+        if row.message.id not in excluded and lo_ns <= row.message.time_ns <= hi_ns:
+            out.append(Hit(row, score))
+    rank = {rowid: i for i, rowid in enumerate(found)}
+    out.sort(key=lambda h: (-h.score, rank.get(h.item.rowid, len(rank)), h.item.rowid))
+    return out
 
 
 def is_recallable(item: ArchivedMessage) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.retrieval.neighbours import NeighbourWeights, neighbour_sum
 from agenvoy_desktop.core.search import (
     HYBRID_WEIGHTS,
     MODES,
@@ -15,6 +16,7 @@ from agenvoy_desktop.core.search import (
     build_excerpts,
     fuse,
     search_chat_history,
+    with_neighbours,
 )
 from agenvoy_desktop.core.store import MemoryStore, UnknownSessionError
 from tests.conftest import SECOND, T0, StoreFactory, conversation, msg
@@ -95,10 +97,57 @@ def test_hybrid_fuses_both_routes(seeded: tuple[MemoryStore, list[Message], list
     query = "budget review"
     semantic = search_chat_history(store, SearchQuery(query, mode="semantic", limit=40)).hits
     keyword = search_chat_history(store, SearchQuery(query, mode="keyword", limit=40)).hits
-    hybrid = search_chat_history(store, SearchQuery(query, mode="hybrid", limit=5)).hits
-    expected = fuse([semantic, keyword], weights=HYBRID_WEIGHTS)[:5]
+    hybrid_query = SearchQuery(query, mode="hybrid", limit=5)
+    hybrid = search_chat_history(store, hybrid_query).hits
+    fused = fuse([semantic, keyword], weights=HYBRID_WEIGHTS)
+    expected = with_neighbours(store, fused, hybrid_query, frozenset())[:5]
     assert [h.item.rowid for h in hybrid] == [h.item.rowid for h in expected]
     assert [h.score for h in hybrid] == pytest.approx([h.score for h in expected])
+    # without the neighbour sum the order is the fusion's
+    off = with_neighbours(store, fused, hybrid_query, frozenset(), NeighbourWeights(0, 0, 0))
+    assert off == fused
+
+
+def test_neighbour_sum_shares_scores_along_the_conversation() -> None:
+    weights = NeighbourWeights(previous=0.25, next=0.5, two_away=0.1)
+    summed = neighbour_sum([["a", "b", "c", "d", "e"], ["x", "y"]], {"c": 1.0, "y": 2.0}, weights)
+    # "b" comes before the hit: it gains half of it; "d" after: a quarter
+    assert summed == pytest.approx(
+        {"a": 0.1, "b": 0.5, "c": 1.0, "d": 0.25, "e": 0.1, "x": 1.0, "y": 2.0}
+    )
+    assert neighbour_sum([["a", "b"]], {}, weights) == {}
+    assert NeighbourWeights(0, 0, 0).reach == 0
+    assert NeighbourWeights(0.25, 0.5, 0).reach == 1
+
+
+def test_a_neighbour_joins_only_where_it_may_be_shown(store: MemoryStore) -> None:
+    texts = ["what did the mechanic say", "the brake pads need replacing", "ok", "thanks"]
+    store.import_messages(conversation(texts), "car")
+    rows = store.archive.messages("car")
+    hit = [Hit(rows[1], 1.0, bm25=3.0)]
+    query = SearchQuery("brake pads", mode="hybrid")
+    found = with_neighbours(store, hit, query, frozenset())
+    assert [h.item.seq for h in found] == [1, 0, 2, 3]  # before the hit: half; after: a quarter
+    assert found[0].bm25 == 3.0
+    assert found[1].bm25 is None
+    assert found[1].cosine is None
+    excluded = frozenset({rows[0].message.id})
+    assert [h.item.seq for h in with_neighbours(store, hit, query, excluded)] == [1, 2, 3]
+    early = SearchQuery("brake pads", mode="hybrid", time_to_ns=rows[1].message.time_ns)
+    assert [h.item.seq for h in with_neighbours(store, hit, early, frozenset())] == [1, 0]
+
+
+def test_tool_traffic_does_not_part_neighbours(store: MemoryStore) -> None:
+    messages = [
+        msg("user", "which tyres did we pick", T0),
+        msg("assistant", "", T0 + SECOND, tool_calls=[{"name": "read_file", "arguments": {}}]),
+        msg("tool", "tyres.txt: winter tyres", T0 + 2 * SECOND, name="read_file"),
+        msg("assistant", "the winter tyres from the list", T0 + 3 * SECOND),
+    ]
+    store.import_messages(messages, "car")
+    rows = store.archive.messages("car")
+    found = with_neighbours(store, [Hit(rows[3], 1.0)], SearchQuery("tyres"), frozenset())
+    assert [h.item.seq for h in found] == [3, 0]
 
 
 def test_excerpts_two_before_one_after_in_time_order(

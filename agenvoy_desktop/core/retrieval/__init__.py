@@ -9,5 +9,6 @@ Qt-free and storage-free; each store keeps only its SQL and calls these.
 - :mod:`.widen` — fetch ranked candidates, widening the fetch until enough
   survive the caller's filters.
 - :mod:`.fusion` — weighted reciprocal rank fusion and its tuned constants.
+- :mod:`.neighbours` — after fusion, a message also scores for its neighbours.
 - :mod:`.clip` — cutting text to a length, for prompts and embeddings.
 """

@@ -20,7 +20,6 @@ import json
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -33,6 +32,7 @@ from agenvoy_desktop.agent.recall import BLOCK_HEADER
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.flow_layout import FlowLayout
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
 from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.theme import colors
@@ -137,13 +137,11 @@ class ContextTab(InspectorTab):
         self.settings_button.setToolTip("This session's system prompt and tools switch")
         self.settings_button.clicked.connect(self.edit_settings)
         self.settings_button.setEnabled(False)
-        # Buttons on a row of their own: beside the description they squeezed it into a
-        # column a word wide in the side panel of a 1280-pixel screen.
-        top = QHBoxLayout()
-        top.addWidget(self.settings_button)
-        top.addWidget(self.copy_button)
-        top.addWidget(self.refresh_button)
-        top.addStretch(1)
+        # Buttons on a row of their own, wrapping: beside the description they squeezed it
+        # into a column a word wide in the side panel of a 1280-pixel screen.
+        top = FlowLayout()
+        for button in (self.settings_button, self.copy_button, self.refresh_button):
+            top.addWidget(button)
         self.status = StatusLine()
         self.browser = QTextBrowser()
         self.browser.setOpenLinks(False)

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -53,6 +52,7 @@ from agenvoy_desktop.operations.errors import (
     set_outcome,
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.flow_layout import FlowLayout
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, local_time, plural
 from agenvoy_desktop.ui.theme import colors
 
@@ -307,12 +307,15 @@ class ErrorsTab(InspectorTab):
             combo.currentIndexChanged.connect(lambda _i: self.apply_filters())
         self.text_filter.textChanged.connect(lambda _t: self.apply_filters())
         self.expired_check.toggled.connect(lambda _c: self.refresh())
-        bar = QHBoxLayout()
-        bar.addWidget(self.tool_filter)
-        bar.addWidget(self.outcome_filter)
-        bar.addWidget(self.text_filter, 1)
-        bar.addWidget(self.expired_check)
-        bar.addWidget(self.add_button)
+        bar = FlowLayout()  # wraps in a narrow side panel; the word filter takes what is left
+        for widget in (
+            self.tool_filter,
+            self.outcome_filter,
+            self.text_filter,
+            self.expired_check,
+            self.add_button,
+        ):
+            bar.addWidget(widget)
 
         self.table = QTableView()
         self.table.setModel(self.proxy)
@@ -363,13 +366,15 @@ class ErrorsTab(InspectorTab):
         self.renew_button.clicked.connect(self.renew_selected)
         self.delete_button = QPushButton("Delete")
         self.delete_button.clicked.connect(self.delete_selected)
-        actions = QHBoxLayout()
-        actions.addWidget(QLabel("Outcome:"))
-        actions.addWidget(self.outcome_edit)
-        actions.addWidget(self.save_outcome_button)
-        actions.addStretch(1)
-        actions.addWidget(self.renew_button)
-        actions.addWidget(self.delete_button)
+        actions = FlowLayout()
+        for widget in (
+            QLabel("Outcome:"),
+            self.outcome_edit,
+            self.save_outcome_button,
+            self.renew_button,
+            self.delete_button,
+        ):
+            actions.addWidget(widget)
         pane = QWidget()
         column = QVBoxLayout(pane)
         column.setContentsMargins(0, 6, 0, 0)

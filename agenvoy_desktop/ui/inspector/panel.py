@@ -7,11 +7,13 @@ the others stale, so the hidden ones cost nothing until the user looks at
 them (the Context tab counts tokens with the chat model, which would
 otherwise queue behind a streaming answer).
 
-The panel can be narrow (the chat keeps half of a small window): a tab laid
-out for more room than that sits in a scroll area with
-:data:`MIN_TAB_WIDTH`, so it scrolls sideways instead of squeezing its
-buttons and tables into slivers; the Models and Documents tabs reflow
-themselves.
+The panel can be narrow (the chat keeps half of a small window: about 310
+pixels on a 1280-pixel screen).  The rows of filters and buttons wrap
+(:class:`~agenvoy_desktop.ui.flow_layout.FlowLayout`) and tables scroll
+inside themselves, so the Summary, Context, Recall and Error memory tabs fit
+down to :data:`MIN_TAB_WIDTH`; below that each sits in a scroll area and
+scrolls sideways instead of squeezing into slivers.  The Models and
+Documents tabs reflow themselves.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
 
-MIN_TAB_WIDTH = 340
-"""Below this width the Summary, Context, Recall and Error memory tabs scroll sideways."""
+MIN_TAB_WIDTH = 260
+"""Below this width the Summary, Context, Recall and Error memory tabs scroll sideways
+(340 before their rows wrapped: the side panel of a 1280-pixel screen scrolled)."""
 REFLOWING = ("models", "documents")
 """Tabs that lay themselves out for any width."""
 

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDateEdit,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QSpinBox,
@@ -35,6 +34,7 @@ from agenvoy_desktop.core.search import (
 )
 from agenvoy_desktop.operations.search import IndexStats, RecallAnswer, index_stats, run_search
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.flow_layout import FlowLayout
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -205,7 +205,7 @@ class RecallTab(InspectorTab):
         self._sync_dates()
         self._show_hint()
 
-    def _controls(self) -> tuple[QHBoxLayout, QHBoxLayout]:
+    def _controls(self) -> tuple[FlowLayout, FlowLayout]:
         self.query_edit = QLineEdit()
         self.query_edit.setPlaceholderText("Search what was said…")
         self.query_edit.setClearButtonEnabled(True)
@@ -238,20 +238,22 @@ class RecallTab(InspectorTab):
         self.limit_spin.valueChanged.connect(lambda _v: self._changed())
         self.window_check.toggled.connect(lambda _c: self._changed())
 
-        first = QHBoxLayout()
-        first.addWidget(self.query_edit, 1)
-        first.addWidget(self.mode_combo)
-        first.addWidget(self.scope_combo)
-        second = QHBoxLayout()
-        second.addWidget(QLabel("When:"))
-        second.addWidget(self.range_combo)
-        second.addWidget(self.from_date)
+        # Rows that wrap in a narrow side panel; the search box takes what is left of its line.
+        first = FlowLayout()
+        for widget in (self.query_edit, self.mode_combo, self.scope_combo):
+            first.addWidget(widget)
         self.dash = QLabel("–")
-        second.addWidget(self.dash)
-        second.addWidget(self.to_date)
-        second.addStretch(1)
-        second.addWidget(self.window_check)
-        second.addWidget(self.limit_spin)
+        second = FlowLayout()
+        for control in (
+            QLabel("When:"),
+            self.range_combo,
+            self.from_date,
+            self.dash,
+            self.to_date,
+            self.window_check,
+            self.limit_spin,
+        ):
+            second.addWidget(control)
         return first, second
 
     # -- public ------------------------------------------------------------------------------

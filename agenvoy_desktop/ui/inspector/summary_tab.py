@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTableWidget,
@@ -52,6 +53,7 @@ from agenvoy_desktop.operations.summary import (
     without_decision,
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.flow_layout import FlowLayout
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -224,7 +226,7 @@ class SummaryTab(InspectorTab):
         self._scroll = scroll
         return page
 
-    def _decision_controls(self) -> QHBoxLayout:
+    def _decision_controls(self) -> FlowLayout:
         self.decisions = QTableWidget(0, 3)
         self.decisions.setHorizontalHeaderLabels(["Decision", "Decided", "Source"])
         _stretch_first(self.decisions)
@@ -244,8 +246,10 @@ class SummaryTab(InspectorTab):
         self.edit_button.clicked.connect(self._start_edit)
         self.delete_button = QPushButton("Delete")
         self.delete_button.clicked.connect(self._delete_selected)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self._decisions_heading(), 1)
+        buttons = FlowLayout()  # the heading grows; the buttons wrap under it when narrow
+        heading_label = self._decisions_heading()
+        heading_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        buttons.addWidget(heading_label)
         for button in (self.add_button, self.edit_button, self.delete_button):
             buttons.addWidget(button)
         return buttons

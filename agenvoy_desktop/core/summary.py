@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+from agenvoy_desktop.core.decision_cues import states_decision
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
@@ -586,6 +587,13 @@ class Source:
     message_id: str | None
     text: str
     by_user: bool = False
+    earlier_decision: bool = False
+    """A decision of the previous summary (``p1``…): accepted once, not judged again."""
+
+    @property
+    def states_decision(self) -> bool:
+        """Whether a decision may cite this: an earlier decision, or a message that settles one."""
+        return self.earlier_decision or states_decision(self.text)
 
 
 def message_handle(index: int) -> str:
@@ -596,7 +604,7 @@ def message_handle(index: int) -> str:
 def decision_sources(summary: Summary) -> dict[str, Source]:
     """Handles ``p1``… for the previous summary's decisions, so they keep their source."""
     return {
-        f"p{i + 1}": Source(d.source, d.decision, d.by_user)
+        f"p{i + 1}": Source(d.source, d.decision, d.by_user, earlier_decision=True)
         for i, d in enumerate(summary.key_decisions)
     }
 
@@ -634,27 +642,63 @@ def terms(text: str) -> set[str]:
 def trace_decisions(answer: Summary, sources: Mapping[str, Source]) -> tuple[Summary, list[str]]:
     """Resolve each decision's handle to its message id; drop what cannot be traced.
 
-    A decision whose handle is unknown, or whose text shares no content term
-    with the message (or earlier decision) it cites, goes to the message that
-    states it (:func:`stating_source`) or is dropped — not the whole answer:
+    A decision is kept when the message it cites shares a content term with
+    it and settles a choice (:func:`~agenvoy_desktop.core.decision_cues.states_decision`;
+    an earlier decision it cites always does).  Otherwise it goes to the
+    message that states it (:func:`stating_source`) or is dropped — not the whole answer:
     the rest of the answer is still good, and a decision that cannot be shown
-    to come from the conversation must not become binding.  Returns the
-    traced summary and one note per dropped decision.
+    to come from the conversation must not become binding.  One its message
+    states but that settles nothing is a remark: it becomes a past discussion
+    (not binding) where the list has room (:func:`as_discussions`).  Returns
+    the traced summary and one note per dropped decision.
     """
     kept: list[KeyDecision] = []
+    remarks: list[KeyDecision] = []
     dropped: list[str] = []
     for decision in answer.key_decisions:
         cited = sources.get(decision.source) if decision.source else None
-        source = cited
-        if source is None or not terms(decision.decision) & terms(source.text):
+        stated = cited is not None and bool(terms(decision.decision) & terms(cited.text))
+        source = cited if stated and cited is not None and cited.states_decision else None
+        if source is None:
             source = stating_source(decision.decision, sources)
         if source is not None:
             kept.append(replace(decision, source=source.message_id, by_user=source.by_user))
         elif cited is None:
             dropped.append(f"{decision.decision!r}: unknown source {decision.source!r}")
+        elif stated:
+            dropped.append(f"{decision.decision!r}: {decision.source} settles no choice")
+            remarks.append(decision)
         else:
             dropped.append(f"{decision.decision!r}: not stated in {decision.source}")
-    return replace(answer, key_decisions=tuple(kept)), dropped
+    discussions = as_discussions(remarks, answer.past_discussions)
+    return replace(answer, key_decisions=tuple(kept), past_discussions=discussions), dropped
+
+
+def as_discussions(
+    remarks: Sequence[KeyDecision], discussions: Sequence[PastDiscussion]
+) -> tuple[PastDiscussion, ...]:
+    """*discussions* plus each dated remark the list has no room or words for yet.
+
+    The remark is its own description; its topic is its first words.  A
+    remark whose content terms an existing discussion already holds adds
+    nothing, and the list stays within the answer's limit.
+    """
+    out = list(discussions)
+    for remark in remarks:
+        if len(out) >= ANSWER_DISCUSSIONS or remark.decided_at is None:
+            continue
+        said = terms(remark.decision)
+        if any(said <= terms(f"{d.topic} {d.description}") for d in out):
+            continue
+        text = " ".join(remark.decision.split())
+        out.append(
+            PastDiscussion(
+                topic=cut_at_word(text[:ANSWER_TOPIC_CHARS], ANSWER_TOPIC_CHARS),
+                description=text[:ANSWER_DESCRIPTION_CHARS],
+                last_discussed=remark.decided_at,
+            )
+        )
+    return tuple(out)
 
 
 REPOINT_MIN_TERMS = 3
@@ -666,8 +710,8 @@ def stating_source(decision: str, sources: Mapping[str, Source]) -> Source | Non
 
     The starter cites the question a decision answers ("Any restaurant
     ideas?") rather than the reply that settles it ("Booked: Cervejaria
-    Ramiro, 16 May at 20:00").  A message holding at least half of the
-    decision's content terms, and three or more, states it; the latest such
+    Ramiro, 16 May at 20:00").  A message that settles a choice and holds
+    at least half of the decision's content terms, and three or more, states it; the latest such
     message wins a tie, as later messages settle earlier ones.  Stricter
     than the one shared term a cited source needs: a re-pointed decision must
     be all but written in the message it now links to, and a bare name
@@ -677,6 +721,8 @@ def stating_source(decision: str, sources: Mapping[str, Source]) -> Source | Non
     best: Source | None = None
     best_shared = 0
     for source in sources.values():
+        if not source.states_decision:
+            continue
         shared = len(wanted & terms(source.text))
         if shared >= max(best_shared, REPOINT_MIN_TERMS) and shared * 2 >= len(wanted):
             best, best_shared = source, shared

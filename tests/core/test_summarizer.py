@@ -58,7 +58,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def texts(count: int, start: int = 0, pad: int = 0) -> list[str]:
-    return [f"msg-{i:03d} about topic {i}" + " lorem" * pad for i in range(start, start + count)]
+    """Numbered messages; each settles a choice ("chose"), so a decision may cite any."""
+    return [f"msg-{i:03d} chose topic {i}" + " lorem" * pad for i in range(start, start + count)]
 
 
 def seed(store: MemoryStore, count: int, sid: str = SID, **kw: Any) -> list[Message]:
@@ -103,7 +104,7 @@ def test_first_run_folds_everything_older_than_the_window(store: MemoryStore) ->
     assert tags(model.prompts[0]) == list(range(24))  # the window (24..39) stays verbatim
     summary = load_summary(folder(store))
     assert summary == stored(model, 0, messages[0])
-    assert summary.key_decisions[0].decision == "decision from chunk 0: msg-000 about topic"
+    assert summary.key_decisions[0].decision == "decision from chunk 0: msg-000 chose topic"
     meta = load_meta(folder(store))
     assert meta is not None
     assert (meta.cursor_seq, meta.cursor_message_id) == (23, messages[23].id)
@@ -218,7 +219,7 @@ def test_failed_chunk_keeps_earlier_ones_and_retry_resumes(store: MemoryStore) -
     assert second.cursor_before == end_of_first
     assert retried[0][0] == chunks[1][0]  # resumes exactly where the failure stopped
     assert [n for c in [chunks[0], *retried] for n in c] == list(range(24))  # nothing twice
-    assert "decision from chunk 0: msg-000 about topic" in retry_model.prompts[0]
+    assert "decision from chunk 0: msg-000 chose topic" in retry_model.prompts[0]
     assert second.cursor_after == 23
 
 
@@ -588,7 +589,7 @@ def test_reset_keeps_the_summary_and_new_messages_fold_into_it(store: MemoryStor
     assert result.stopped == "done"
     assert result.folded == 4
     assert tags(model.prompts[0]) == [100, 101, 102, 103]
-    assert "decision from chunk 0: msg-000 about topic" in model.prompts[0]
+    assert "decision from chunk 0: msg-000 chose topic" in model.prompts[0]
 
 
 def test_remove_deletes_the_summary(store: MemoryStore) -> None:

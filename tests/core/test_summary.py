@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agenvoy_desktop.core.decision_cues import states_decision
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import (
     ANSWER_CURRENT_CHARS,
@@ -354,14 +355,16 @@ def test_trace_decisions_resolves_handles_and_drops_the_untraceable() -> None:
             KeyDecision("Use PostgreSQL 16", "2024-05-01", source="p1"),
             KeyDecision("Ship on Fridays", source="p2"),
             KeyDecision("Invented", source="m7"),
+            KeyDecision("Sakura hotel looks great", source="m3"),  # a remark, not a choice
         ),
         current_discussion="Hotels.",
     )
     sources = {
-        "p1": Source("id-pg", "Use PostgreSQL 16 for the main database"),
-        "p2": Source(None, "Ship on Fridays only", by_user=True),
+        "p1": Source("id-pg", "Use PostgreSQL 16 for the main database", earlier_decision=True),
+        "p2": Source(None, "Ship on Fridays only", by_user=True, earlier_decision=True),
         "m1": Source("id-1", "Which hotel do we take?"),
         "m2": Source("id-2", "OK, let's book the Sakura hotel."),
+        "m3": Source("id-3", "Whoa, the Sakura hotel looks great!"),
     }
     traced, dropped = trace_decisions(answer, sources)
     assert [(d.decision, d.source, d.by_user) for d in traced.key_decisions] == [
@@ -372,7 +375,54 @@ def test_trace_decisions_resolves_handles_and_drops_the_untraceable() -> None:
     assert dropped == [
         "'Haruka Express': not stated in m1",
         "'Invented': unknown source 'm7'",
+        "'Sakura hotel looks great': m3 settles no choice",
     ]
+
+
+def test_a_remark_cited_as_a_decision_becomes_a_past_discussion() -> None:
+    answer = Summary(
+        key_decisions=(
+            KeyDecision("Counseling or working in mental health", "2023-05-08", source="m1"),
+            KeyDecision("Whoa, the store looks great", "2023-05-08", source="m2"),
+        ),
+        past_discussions=(PastDiscussion("Store", "Whoa, the store looks great now.", "2023-05-01"),),
+        current_discussion="Careers.",
+    )
+    sources = {
+        "m1": Source("id-1", "I'm keen on counseling or working in mental health."),
+        "m2": Source("id-2", "Whoa, your store looks great!"),
+    }
+    traced, dropped = trace_decisions(answer, sources)
+    assert traced.key_decisions == ()
+    assert len(dropped) == 2
+    # the first is new, the second says nothing the list does not already hold
+    assert traced.past_discussions == (
+        PastDiscussion("Store", "Whoa, the store looks great now.", "2023-05-01"),
+        PastDiscussion(
+            "Counseling or working in mental health",
+            "Counseling or working in mental health",
+            "2023-05-08",
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "settles"),
+    [
+        ("OK, we'll host it on Hetzner.", True),
+        ("Let’s go with the blue one.", True),
+        ("Booked: Cervejaria Ramiro, 16 May at 20:00.", True),
+        ("I decided to take the train instead of flying.", True),
+        ("Abgemacht, wir nehmen das Hotel am Bahnhof.", True),
+        ("那就这么定了，我们住京都站旁边。", True),
+        ("Jon: Hey Gina! Whoa, your store looks great!", False),
+        ("I was trying to squeeze in some me-time.", False),
+        ("Which hotel should we book in Kyoto?", False),
+        ("Patrick Rothfuss's fantasy book is my favourite.", False),
+    ],
+)
+def test_what_settles_a_choice(text: str, settles: bool) -> None:
+    assert states_decision(text) is settles
 
 
 def test_summary_file_round_trip_and_errors(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ MAIN_TEXTS = [
     "Kiyomizu-dera opens at 6:00 and Fushimi Inari is open around the clock.",
     "Let's decide: we visit Fushimi Inari at sunrise on the first day.",
     "Decided: Fushimi Inari at sunrise on day one.",
-    "Also, I need a vegetarian restaurant near Gion.",
+    "Also, I need a vegetarian restaurant near Gion; let's book one.",
     "Shigetsu inside Tenryu-ji serves shojin ryori, Buddhist vegetarian cuisine.",
     "記憶系統 should remember that I am vegetarian.",
     "好的，我會記得你吃素。",

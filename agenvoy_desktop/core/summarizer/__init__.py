@@ -38,10 +38,13 @@ Traceable decisions: every transcript line carries a handle (``m1``…) and
 every decision of the previous summary one (``p1``…); the schema makes a
 decision name one of them as its ``source``, and
 :func:`~agenvoy_desktop.core.summary.trace_decisions` turns the handle into
-the message id.  A decision whose text does not overlap what it cites goes
-to the message of the chunk that all but writes it (half its content terms,
-three or more: the starter cites the question a booking answers) and is
-dropped when there is none.
+the message id.  The message a decision cites must share a content term
+with it and settle a choice (:mod:`~agenvoy_desktop.core.decision_cues`:
+"we'll", "let's", "booked", "decided" …): the starter copies greetings and
+remarks into the decisions, which are binding.  A decision that fails goes
+to the chunk message that settles a choice and all but writes it (half its
+content terms, three or more: the starter cites the question a booking
+answers), or is dropped.
 
 Tool traffic is folded in compact form: a tool result becomes
 ``[tool NAME → first 160 characters]`` and an assistant tool call

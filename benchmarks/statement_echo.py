@@ -35,6 +35,7 @@ calls per turn and median model seconds.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -130,7 +131,7 @@ def refused(answer: str) -> bool:
 
 # -- the passes ------------------------------------------------------------------------------
 @contextmanager
-def statement_recall() -> Iterator[None]:
+def statement_recall(_services: AppServices) -> Iterator[None]:
     """The ``statement-recall`` pass: recall runs for every message, as before the change."""
     original = turn_module.__dict__["wants_recall"]
 
@@ -144,9 +145,34 @@ def statement_recall() -> Iterator[None]:
         setattr(turn_module, "wants_recall", original)  # noqa: B010
 
 
-PASSES: dict[str, Callable[[], AbstractContextManager[None]]] = {
+SECOND_PERSON_PROMPT = (
+    "You are Agenvoy, a personal assistant that runs entirely on this computer. "
+    "Answer in the language of the message, briefly and concretely."
+)
+"""The default system prompt without "the user" (the starter speaks of "the user")."""
+
+
+@contextmanager
+def second_person(services: AppServices) -> Iterator[None]:
+    """The ``second-person`` pass: the system prompt says nothing of "the user"."""
+    agent = services.agent
+    assert agent is not None
+    original = agent.config
+    agent.config = dataclasses.replace(original, system_prompt=SECOND_PERSON_PROMPT)
+    try:
+        yield
+    finally:
+        agent.config = original
+
+
+def shipped(_services: AppServices) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+PASSES: dict[str, Callable[[AppServices], AbstractContextManager[None]]] = {
     "statement-recall": statement_recall,
-    "shipped": nullcontext,
+    "shipped": shipped,
+    "second-person": second_person,
 }
 
 
@@ -223,7 +249,7 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
         planted, setup = await memory_qa.prepare(services, facts, seed)
         ids = {p.fact.key: p.message_id for p in planted}
         for label in args.passes.split(","):
-            with PASSES[label]():
+            with PASSES[label](services):
                 passes[label] = await ask_all(services, statements, ids, label)
     finally:
         await asyncio.to_thread(services.close)

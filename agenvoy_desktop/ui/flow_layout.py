@@ -126,6 +126,14 @@ class FlowLayout(QLayout):
             x += item_width + gap
 
 
+def flow_row(*widgets: QWidget) -> FlowLayout:
+    """A :class:`FlowLayout` holding *widgets* in this order."""
+    row = FlowLayout()
+    for widget in widgets:
+        row.addWidget(widget)
+    return row
+
+
 def _grows(item: QLayoutItem) -> bool:
     widget = item.widget()
     if widget is None:

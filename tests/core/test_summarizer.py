@@ -339,81 +339,76 @@ def test_a_looping_list_of_discussions_keeps_one(store: MemoryStore) -> None:
 
 
 # -- traceable decisions -------------------------------------------------------------------------
-def test_decisions_are_traced_to_their_message(store: MemoryStore) -> None:
-    texts_ = [
-        "Which hotel should we book in Kyoto?",
-        "Hotel Sakura is near the station; Ryokan Aoi has a garden.",
-        "OK, we'll book Hotel Sakura for three nights.",
-        "Booked. Take the Haruka Express from the airport.",
-        *texts(16, start=10),
-    ]
-    messages = conversation(texts_)
+def fold_decisions(
+    store: MemoryStore, said: list[str], decisions: list[dict[str, str]], current: str
+) -> tuple[list[Message], ScriptedJsonModel]:
+    """Fold *said* (and 16 more messages) with a model that answers *decisions*."""
+    messages = conversation([*said, *texts(16, start=10)])
     store.import_messages(messages, SID)
 
     def answer(_i: int, _m: list[Any]) -> dict[str, Any]:
-        decision = {"decided_at": "2023-11-14"}
         return {
-            "key_decisions": [
-                {**decision, "decision": "Book Hotel Sakura for three nights", "source": "m3"},
-                {**decision, "decision": "Haruka Express", "source": "m1"},  # not in m1
-                {**decision, "decision": "Fly business class", "source": "m9"},  # no such message
-            ],
+            "key_decisions": [{"decided_at": "2023-11-14", **d} for d in decisions],
             "past_discussions": [],
-            "current_discussion": "Getting from the airport to Kyoto.",
+            "current_discussion": current,
         }
 
     model = ScriptedJsonModel(answer)
     assert run(make(store, model).run(SID)).stopped == "done"
+    return messages, model
+
+
+def kept_and_dropped(store: MemoryStore) -> tuple[list[tuple[str, str | None]], list[str]]:
+    summary = load_summary(folder(store))
+    assert summary is not None
+    (record,) = read_records(folder(store))
+    kept = [(d.decision, d.source) for d in summary.key_decisions]
+    return kept, record.extra["dropped_decisions"]
+
+
+def test_decisions_are_traced_to_their_message(store: MemoryStore) -> None:
+    said = [
+        "Which hotel should we book in Kyoto?",
+        "Hotel Sakura is near the station; Ryokan Aoi has a garden.",
+        "OK, we'll book Hotel Sakura for three nights.",
+        "Booked. Take the Haruka Express from the airport.",
+    ]
+    decisions = [
+        {"decision": "Book Hotel Sakura for three nights", "source": "m3"},
+        {"decision": "Haruka Express", "source": "m1"},  # not in m1
+        {"decision": "Fly business class", "source": "m9"},  # no such message
+    ]
+    messages, model = fold_decisions(store, said, decisions, "Getting from the airport to Kyoto.")
     schema = model.calls[0].schema
     source = schema["properties"]["key_decisions"]["items"]["properties"]["source"]
     assert source["enum"] == ["m1", "m2", "m3", "m4"]  # the grammar allows only these
     assert "[m3 " in model.prompts[0]
-    summary = load_summary(folder(store))
-    assert summary is not None
-    assert [(d.decision, d.source) for d in summary.key_decisions] == [
-        ("Book Hotel Sakura for three nights", messages[2].id)
-    ]
-    (record,) = read_records(folder(store))
-    assert record.extra["dropped_decisions"] == [
-        "'Haruka Express': not stated in m1",
-        "'Fly business class': unknown source 'm9'",
-    ]
+    assert kept_and_dropped(store) == (
+        [("Book Hotel Sakura for three nights", messages[2].id)],
+        ["'Haruka Express': not stated in m1", "'Fly business class': unknown source 'm9'"],
+    )
 
 
 def test_a_decision_citing_the_question_goes_to_the_message_that_states_it(
     store: MemoryStore,
 ) -> None:
-    texts_ = [
+    said = [
         "Ana's birthday is on the 16th. Any restaurant ideas?",
         "Cervejaria Ramiro is famous for seafood.",
         "Booked: Cervejaria Ramiro, 16 May at 20:00, a table for two.",
         "Thanks!",
-        *texts(16, start=10),
     ]
-    messages = conversation(texts_)
-    store.import_messages(messages, SID)
-
-    def answer(_i: int, _m: list[Any]) -> dict[str, Any]:
-        decision = {"decided_at": "2023-11-14"}
-        return {
-            "key_decisions": [
-                # cites the question it answers, which shares none of its words
-                {**decision, "decision": "Dinner at Cervejaria Ramiro at 20:00", "source": "m1"},
-                # a bare name is not re-pointed into a decision
-                {**decision, "decision": "Cervejaria Ramiro", "source": "m4"},
-            ],
-            "past_discussions": [],
-            "current_discussion": "Ana's birthday dinner.",
-        }
-
-    assert run(make(store, ScriptedJsonModel(answer)).run(SID)).stopped == "done"
-    summary = load_summary(folder(store))
-    assert summary is not None
-    assert [(d.decision, d.source) for d in summary.key_decisions] == [
-        ("Dinner at Cervejaria Ramiro at 20:00", messages[2].id)
+    decisions = [
+        # cites the question it answers, which shares none of its words
+        {"decision": "Dinner at Cervejaria Ramiro at 20:00", "source": "m1"},
+        # a bare name is not re-pointed into a decision
+        {"decision": "Cervejaria Ramiro", "source": "m4"},
     ]
-    (record,) = read_records(folder(store))
-    assert record.extra["dropped_decisions"] == ["'Cervejaria Ramiro': not stated in m4"]
+    messages, _model = fold_decisions(store, said, decisions, "Ana's birthday dinner.")
+    assert kept_and_dropped(store) == (
+        [("Dinner at Cervejaria Ramiro at 20:00", messages[2].id)],
+        ["'Cervejaria Ramiro': not stated in m4"],
+    )
 
 
 def test_earlier_decisions_keep_their_source_through_their_handle(store: MemoryStore) -> None:

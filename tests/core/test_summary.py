@@ -385,7 +385,9 @@ def test_a_remark_cited_as_a_decision_becomes_a_past_discussion() -> None:
             KeyDecision("Counseling or working in mental health", "2023-05-08", source="m1"),
             KeyDecision("Whoa, the store looks great", "2023-05-08", source="m2"),
         ),
-        past_discussions=(PastDiscussion("Store", "Whoa, the store looks great now.", "2023-05-01"),),
+        past_discussions=(
+            PastDiscussion("Store", "Whoa, the store looks great now.", "2023-05-01"),
+        ),
         current_discussion="Careers.",
     )
     sources = {

@@ -32,7 +32,7 @@ from agenvoy_desktop.agent.recall import BLOCK_HEADER
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.flow_layout import FlowLayout
+from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
 from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.theme import colors
@@ -139,9 +139,7 @@ class ContextTab(InspectorTab):
         self.settings_button.setEnabled(False)
         # Buttons on a row of their own, wrapping: beside the description they squeezed it
         # into a column a word wide in the side panel of a 1280-pixel screen.
-        top = FlowLayout()
-        for button in (self.settings_button, self.copy_button, self.refresh_button):
-            top.addWidget(button)
+        top = flow_row(self.settings_button, self.copy_button, self.refresh_button)
         self.status = StatusLine()
         self.browser = QTextBrowser()
         self.browser.setOpenLinks(False)

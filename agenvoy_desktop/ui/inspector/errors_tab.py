@@ -52,7 +52,7 @@ from agenvoy_desktop.operations.errors import (
     set_outcome,
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.flow_layout import FlowLayout
+from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, local_time, plural
 from agenvoy_desktop.ui.theme import colors
 
@@ -307,15 +307,14 @@ class ErrorsTab(InspectorTab):
             combo.currentIndexChanged.connect(lambda _i: self.apply_filters())
         self.text_filter.textChanged.connect(lambda _t: self.apply_filters())
         self.expired_check.toggled.connect(lambda _c: self.refresh())
-        bar = FlowLayout()  # wraps in a narrow side panel; the word filter takes what is left
-        for widget in (
+        # wraps in a narrow side panel; the word filter takes what is left of its line
+        bar = flow_row(
             self.tool_filter,
             self.outcome_filter,
             self.text_filter,
             self.expired_check,
             self.add_button,
-        ):
-            bar.addWidget(widget)
+        )
 
         self.table = QTableView()
         self.table.setModel(self.proxy)
@@ -366,15 +365,13 @@ class ErrorsTab(InspectorTab):
         self.renew_button.clicked.connect(self.renew_selected)
         self.delete_button = QPushButton("Delete")
         self.delete_button.clicked.connect(self.delete_selected)
-        actions = FlowLayout()
-        for widget in (
+        actions = flow_row(
             QLabel("Outcome:"),
             self.outcome_edit,
             self.save_outcome_button,
             self.renew_button,
             self.delete_button,
-        ):
-            actions.addWidget(widget)
+        )
         pane = QWidget()
         column = QVBoxLayout(pane)
         column.setContentsMargins(0, 6, 0, 0)

@@ -34,7 +34,7 @@ from agenvoy_desktop.core.search import (
 )
 from agenvoy_desktop.operations.search import IndexStats, RecallAnswer, index_stats, run_search
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.flow_layout import FlowLayout
+from agenvoy_desktop.ui.flow_layout import FlowLayout, flow_row
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -239,12 +239,9 @@ class RecallTab(InspectorTab):
         self.window_check.toggled.connect(lambda _c: self._changed())
 
         # Rows that wrap in a narrow side panel; the search box takes what is left of its line.
-        first = FlowLayout()
-        for widget in (self.query_edit, self.mode_combo, self.scope_combo):
-            first.addWidget(widget)
+        first = flow_row(self.query_edit, self.mode_combo, self.scope_combo)
         self.dash = QLabel("–")
-        second = FlowLayout()
-        for control in (
+        second = flow_row(
             QLabel("When:"),
             self.range_combo,
             self.from_date,
@@ -252,8 +249,7 @@ class RecallTab(InspectorTab):
             self.to_date,
             self.window_check,
             self.limit_spin,
-        ):
-            second.addWidget(control)
+        )
         return first, second
 
     # -- public ------------------------------------------------------------------------------

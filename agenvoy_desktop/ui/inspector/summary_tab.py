@@ -53,7 +53,7 @@ from agenvoy_desktop.operations.summary import (
     without_decision,
 )
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
-from agenvoy_desktop.ui.flow_layout import FlowLayout
+from agenvoy_desktop.ui.flow_layout import FlowLayout, flow_row
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -246,13 +246,10 @@ class SummaryTab(InspectorTab):
         self.edit_button.clicked.connect(self._start_edit)
         self.delete_button = QPushButton("Delete")
         self.delete_button.clicked.connect(self._delete_selected)
-        buttons = FlowLayout()  # the heading grows; the buttons wrap under it when narrow
+        # the heading grows; the buttons wrap under it when the panel is narrow
         heading_label = self._decisions_heading()
         heading_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        buttons.addWidget(heading_label)
-        for button in (self.add_button, self.edit_button, self.delete_button):
-            buttons.addWidget(button)
-        return buttons
+        return flow_row(heading_label, self.add_button, self.edit_button, self.delete_button)
 
     def _decisions_heading(self) -> QWidget:
         label = heading("Key decisions")

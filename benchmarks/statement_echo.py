@@ -64,6 +64,10 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _THIRD_PERSON = re.compile(r"\bthe user\b|用户|用戶|ユーザー", re.IGNORECASE)
+_PROMPT_WORDS = re.compile(
+    r"\bagenvoy\b|personal assistant|\b(?:runs|running) entirely|this computer|own computer",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[a-z0-9']+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -109,6 +113,12 @@ def parroted(answer: str, said: str) -> bool:
     )
 
 
+def repeats_the_prompt(answer: str) -> bool:
+    """The answer talks about the system prompt's identity line ("Dr. Okafor is a personal
+    assistant running entirely on the user's own computer")."""
+    return _PROMPT_WORDS.search(answer) is not None
+
+
 def third_person(answer: str) -> bool:
     """The answer talks about "the user" instead of to them."""
     return _THIRD_PERSON.search(answer) is not None
@@ -145,6 +155,9 @@ def statement_recall(_services: AppServices) -> Iterator[None]:
         setattr(turn_module, "wants_recall", original)  # noqa: B010
 
 
+SHORT_PROMPT = "You are Agenvoy. Reply briefly and concretely, in the language of the message."
+"""A system prompt with no identity line for the starter to copy into its answers."""
+
 SECOND_PERSON_PROMPT = (
     "You are Agenvoy, a personal assistant that runs entirely on this computer. "
     "Answer in the language of the message, briefly and concretely."
@@ -153,16 +166,26 @@ SECOND_PERSON_PROMPT = (
 
 
 @contextmanager
-def second_person(services: AppServices) -> Iterator[None]:
-    """The ``second-person`` pass: the system prompt says nothing of "the user"."""
+def system_prompt(services: AppServices, prompt: str) -> Iterator[None]:
+    """Run the pass with *prompt* as the default system prompt."""
     agent = services.agent
     assert agent is not None
     original = agent.config
-    agent.config = dataclasses.replace(original, system_prompt=SECOND_PERSON_PROMPT)
+    agent.config = dataclasses.replace(original, system_prompt=prompt)
     try:
         yield
     finally:
         agent.config = original
+
+
+def second_person(services: AppServices) -> AbstractContextManager[None]:
+    """The ``second-person`` pass: the system prompt says nothing of "the user"."""
+    return system_prompt(services, SECOND_PERSON_PROMPT)
+
+
+def short_prompt(services: AppServices) -> AbstractContextManager[None]:
+    """The ``short-prompt`` pass: no identity line at all."""
+    return system_prompt(services, SHORT_PROMPT)
 
 
 def shipped(_services: AppServices) -> AbstractContextManager[None]:
@@ -173,6 +196,7 @@ PASSES: dict[str, Callable[[AppServices], AbstractContextManager[None]]] = {
     "statement-recall": statement_recall,
     "shipped": shipped,
     "second-person": second_person,
+    "short-prompt": short_prompt,
 }
 
 
@@ -200,6 +224,7 @@ async def ask_all(
             "echo_of_recall": echo_recall,
             "parrot": parroted(turn.answer, statement.text),
             "third_person": third_person(turn.answer),
+            "prompt_words": repeats_the_prompt(turn.answer),
             "refused": refused(turn.answer),
             "answer_words": words_in(turn.answer),
             "used_memory": used,
@@ -224,6 +249,7 @@ def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "echoes_of_a_recalled_line": sum(1 for r in rows if r["echo_of_recall"]),
         "parrots_the_message": sum(1 for r in rows if r["parrot"]),
         "speaks_of_the_user": sum(1 for r in rows if r["third_person"]),
+        "repeats_the_prompt": sum(1 for r in rows if r.get("prompt_words")),
         "refusals": sum(1 for r in rows if r.get("refused")),
         "median_answer_words": memory_qa.median([r.get("answer_words") for r in rows]),
         "related_using_memory": f"{sum(r['used_memory'] for r in related)}/{len(related)}",

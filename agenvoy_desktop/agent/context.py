@@ -21,6 +21,15 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are Agenvoy, a personal assistant running entirely on the user's own computer. "
     "Answer in the user's language, briefly and concretely."
 )
+SMALL_MODEL_SYSTEM_PROMPT = (
+    "You are Agenvoy. Reply briefly and concretely, in the language of the message."
+)
+"""The default for a small model (``policy``): nothing it can copy into an answer.
+
+The starter wrote the identity line into its replies ("Dr. Okafor is a
+personal assistant running entirely on the user's own computer", 7 of 24
+statements) and spoke of "the user" (4 of 24); with this line, 0 and 0,
+fewer refusals and shorter answers (``benchmarks/statement_echo.py``)."""
 SEARCH_GUIDANCE = (
     "You remember earlier conversations: when the user refers to something that is neither "
     "in the messages below nor in what you remember, call search_chat_history before answering."

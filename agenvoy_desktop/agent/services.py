@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
 from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
@@ -263,6 +264,9 @@ class AppServices:
             temperature=self.chat_sampling().temperature,
             small_model=self.model_profile.small,
             proactive_recall=self.settings.memory.proactive_recall,
+            system_prompt=SMALL_MODEL_SYSTEM_PROMPT
+            if self.model_profile.small
+            else DEFAULT_SYSTEM_PROMPT,
         )
 
     def _build_tools(self) -> ToolRegistry:

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
 from agenvoy_desktop.agent.services import AppServices, _open_chat_model, model_profile_of
 from agenvoy_desktop.llm.endpoints import EndpointRegistry
-from agenvoy_desktop.llm.model_profile import CAPABLE
+from agenvoy_desktop.llm.model_profile import CAPABLE, ModelProfile
 from agenvoy_desktop.llm.openai_chat import EndpointChatModel, EndpointError
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import Settings, load_settings
@@ -152,3 +153,11 @@ def test_switch_to_a_stopped_endpoint_keeps_the_old_model(
     assert not paths.settings_file.exists() or (
         load_settings(paths.settings_file).models.chat_model == ""
     )
+
+
+def test_a_small_model_gets_the_short_system_prompt(services: AppServices) -> None:
+    """The starter copied the long prompt's identity line into its answers (statement_echo)."""
+    assert services._agent_config().system_prompt == DEFAULT_SYSTEM_PROMPT
+    services.model_profile = ModelProfile(parameters=494_000_000, template_tools=True)
+    assert services._agent_config().system_prompt == SMALL_MODEL_SYSTEM_PROMPT
+    assert "user" not in SMALL_MODEL_SYSTEM_PROMPT

@@ -591,7 +591,7 @@ class Source:
     """A decision of the previous summary (``p1``…): accepted once, not judged again."""
 
     @property
-    def states_decision(self) -> bool:
+    def settles_choice(self) -> bool:
         """Whether a decision may cite this: an earlier decision, or a message that settles one."""
         return self.earlier_decision or states_decision(self.text)
 
@@ -658,7 +658,7 @@ def trace_decisions(answer: Summary, sources: Mapping[str, Source]) -> tuple[Sum
     for decision in answer.key_decisions:
         cited = sources.get(decision.source) if decision.source else None
         stated = cited is not None and bool(terms(decision.decision) & terms(cited.text))
-        source = cited if stated and cited is not None and cited.states_decision else None
+        source = cited if stated and cited is not None and cited.settles_choice else None
         if source is None:
             source = stating_source(decision.decision, sources)
         if source is not None:
@@ -677,11 +677,11 @@ def trace_decisions(answer: Summary, sources: Mapping[str, Source]) -> tuple[Sum
 def as_discussions(
     remarks: Sequence[KeyDecision], discussions: Sequence[PastDiscussion]
 ) -> tuple[PastDiscussion, ...]:
-    """*discussions* plus each dated remark the list has no room or words for yet.
+    """*discussions*, then each dated remark while the list has room for it.
 
     The remark is its own description; its topic is its first words.  A
     remark whose content terms an existing discussion already holds adds
-    nothing, and the list stays within the answer's limit.
+    nothing, and the list never grows past the answer's limit.
     """
     out = list(discussions)
     for remark in remarks:
@@ -721,7 +721,7 @@ def stating_source(decision: str, sources: Mapping[str, Source]) -> Source | Non
     best: Source | None = None
     best_shared = 0
     for source in sources.values():
-        if not source.states_decision:
+        if not source.settles_choice:
             continue
         shared = len(wanted & terms(source.text))
         if shared >= max(best_shared, REPOINT_MIN_TERMS) and shared * 2 >= len(wanted):

@@ -48,6 +48,7 @@ from typing import Any
 import benchlib
 from memory_facts import FACTS, NAMED_FACTS, NAMED_UNRELATED, UNRELATED, Fact, answer_matches
 
+from agenvoy_desktop.agent import recall as recall_module
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import AnswerDelta, ToolCallStarted, TurnEvent
@@ -329,6 +330,11 @@ def arguments(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0, help="sampling seed (-1: unseeded)")
     ap.add_argument("--tag", default="", help="suffix of the result file, e.g. 'before'")
     ap.add_argument(
+        "--english-header",
+        action="store_true",
+        help="the recall block's header in English for every message (before 2026-12-02)",
+    )
+    ap.add_argument(
         "--capable-prompt",
         action="store_true",
         help="give the starter the capable models' system prompt (the one before 2026-12-02)",
@@ -368,6 +374,8 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
     if args.capable_prompt:
         assert services.agent is not None
         services.agent.config.system_prompt = DEFAULT_SYSTEM_PROMPT
+    if args.english_header:
+        recall_module.LOCALISED_HEADER = False
     try:
         planted, setup = await prepare(services, facts, seed)
         fact_rows = await ask_facts(services, planted)

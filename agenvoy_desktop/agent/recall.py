@@ -62,6 +62,20 @@ BLOCK_HEADER = (
 )
 """The block's first line.  No explanation of pronouns: the starter echoed one
 ("I'm the user.") instead of the fact below it."""
+BLOCK_HEADERS: dict[str, str] = {
+    "en": BLOCK_HEADER,
+    "zh": "用户以前告诉过你（来自过去的对话；只在能回答用户的消息时使用）：",
+    "ja": (
+        "ユーザーが以前あなたに話したこと"
+        "（過去の会話から。ユーザーのメッセージに答えられる場合だけ使う）："
+    ),
+}
+"""The header in the message's script: under the English one the starter answered
+Chinese questions in English ("我决定下个月开始学什么语言？" -> "I decided to start
+learning Spanish.")."""
+LOCALISED_HEADER = True
+"""Whether the header follows the message's script (benchmarks switch it)."""
+_KANA = re.compile("[\u3040-\u30ff]")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -406,8 +420,17 @@ def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
 
 
 # -- the block -------------------------------------------------------------------------------
+def header_for(text: str) -> str:
+    """The block's header for a message: Chinese or Japanese for a CJK one, else English."""
+    if not LOCALISED_HEADER or query_kind(text) != "cjk":
+        return BLOCK_HEADER
+    return BLOCK_HEADERS["ja" if _KANA.search(text) else "zh"]
+
+
 def format_block(
-    items: Sequence[RecallItem], budget_chars: int = RECALL_BUDGET_CHARS
+    items: Sequence[RecallItem],
+    budget_chars: int = RECALL_BUDGET_CHARS,
+    header: str = BLOCK_HEADER,
 ) -> RecallBlock:
     """The labelled block for the system prompt, within *budget_chars*; the best match last.
 
@@ -427,7 +450,7 @@ def format_block(
     if not chosen:
         return RecallBlock()
     chosen.reverse()
-    lines = [BLOCK_HEADER, *(format_line(item) for item in chosen)]
+    lines = [header, *(format_line(item) for item in chosen)]
     return RecallBlock(chosen, "\n".join(lines))
 
 

@@ -61,6 +61,7 @@ from agenvoy_desktop.agent.recall import (
     RecallFloor,
     apply_floor,
     format_block,
+    header_for,
     query_kind,
     recall_candidates,
 )
@@ -633,7 +634,8 @@ class _Turn:
             log.warning("proactive recall failed; answering without it", exc_info=True)
             return RecallBlock()
         kind = query_kind(user.content)
-        return format_block(apply_floor(candidates, agent.config.recall_floor, kind=kind))
+        kept = apply_floor(candidates, agent.config.recall_floor, kind=kind)
+        return format_block(kept, header=header_for(user.content))
 
     def _tool_rounds(self) -> int:
         """Rounds that may call tools; one more round always remains to answer."""

@@ -6,14 +6,17 @@ import asyncio
 
 import pytest
 
+from agenvoy_desktop.agent import recall as recall_module
 from agenvoy_desktop.agent.recall import (
     BLOCK_HEADER,
+    BLOCK_HEADERS,
     RecallFloor,
     RecallItem,
     apply_floor,
     clip,
     content_terms,
     format_block,
+    header_for,
     names_in,
     new_part,
     query_kind,
@@ -212,6 +215,18 @@ def test_query_kind() -> None:
     assert query_kind("Hi!") == "general"
     assert query_kind("我的自行车锁密码是多少？") == "cjk"
     assert query_kind("Python 里怎么读取 JSON 文件？") == "general"
+
+
+def test_the_header_follows_the_messages_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under an English header the starter answered Chinese questions in English."""
+    assert header_for("What is my bike lock code?") == BLOCK_HEADER
+    assert header_for("我的电动车锁密码是多少？") == BLOCK_HEADERS["zh"]
+    assert header_for("ジムのロッカー番号は何番ですか？") == BLOCK_HEADERS["ja"]
+    assert header_for("Python 里怎么读取 JSON 文件？") == BLOCK_HEADER  # mostly Latin
+    block = format_block([_item(text="4721")], header=BLOCK_HEADERS["zh"])
+    assert block.text.splitlines()[0] == BLOCK_HEADERS["zh"]
+    monkeypatch.setattr(recall_module, "LOCALISED_HEADER", False)
+    assert header_for("我的电动车锁密码是多少？") == BLOCK_HEADER
 
 
 def test_block_is_labelled_dated_and_bounded() -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
+from agenvoy_desktop.agent.recall import BLOCK_HEADERS, RecallItem, format_block
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector import InspectorPanel
+from agenvoy_desktop.ui.inspector.context_tab import recalled_count
 from tests.conftest import T0
 from tests.scripted_chat import ScriptedChatModel
 from tests.ui.conftest import ServicesFactory, Wait, seed
@@ -53,3 +55,9 @@ def test_context_tab_names_the_answering_backends(
     shots = os.environ.get("AGENVOY_SCREENSHOTS")
     if shots:
         panel.grab().save(str(Path(shots) / "context_answered_by.png"))
+
+
+def test_the_context_tab_counts_recalled_lines_under_any_header() -> None:
+    block = format_block([RecallItem("m", "s", "t", 0, "user", "4721")], header=BLOCK_HEADERS["zh"])
+    assert recalled_count("You are Agenvoy.\n\n" + block.text) == 1
+    assert recalled_count("You are Agenvoy.") == 0

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from agenvoy_desktop.agent.recall import BLOCK_HEADER
+from agenvoy_desktop.agent.recall import BLOCK_HEADERS
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
@@ -47,9 +47,10 @@ ROLE_COLOURS = {  # (light theme, dark theme)
 
 def recalled_count(system_prompt: str) -> int:
     """Lines of the proactive-recall block in a system prompt (0: no block)."""
-    if BLOCK_HEADER not in system_prompt:
+    header = next((h for h in BLOCK_HEADERS.values() if h in system_prompt), None)
+    if header is None:
         return 0
-    block = system_prompt.split(BLOCK_HEADER, 1)[1]
+    block = system_prompt.split(header, 1)[1]
     return sum(1 for line in block.splitlines() if line.startswith("- "))
 
 

@@ -6,10 +6,12 @@ for every question of categories 1-4: its query vector, the keyword route's
 deep ranking (``search_chat_history``, limit 100, with bm25 scores) and every
 stored vector of its conversation.  ``eval`` loads that dump and scores
 variants of the hybrid route in numpy, tuned on one half of the conversations
-(even / odd) and measured on the other, both ways round.
+(even / odd) and measured on the other, both ways round.  All groups write
+``results/retrieval_lab.json``; one group (``--group names``) writes
+``results/retrieval_lab.<group>.json``.
 
     .venv/bin/python benchmarks/retrieval_lab.py dump
-    .venv/bin/python benchmarks/retrieval_lab.py eval
+    .venv/bin/python benchmarks/retrieval_lab.py eval [--group names]
 """
 
 from __future__ import annotations
@@ -613,6 +615,64 @@ def evaluate_speaker(items: list[Prepared], data: Dump) -> None:
     held_out("rrf + neighbours + speaker (diag)", items, variant, cfg)
 
 
+def evaluate_names(items: list[Prepared], data: Dump) -> None:
+    """Messages that write a name the question names (``recall.names_in``, the
+    same rule as proactive recall's): the others' fused score is cut by *cut*
+    (before or after the neighbour sum), or matches gain *add* x the top score."""
+    from agenvoy_desktop.agent.recall import names_in, shared_names
+
+    lookup: dict[int, npt.NDArray[np.bool_] | None] = {}
+    for p, q in zip(items, data.questions, strict=True):
+        conv = data.convs[q.conversation]
+        names = names_in(q.text)
+        match = np.array([shared_names(names, conv.text[r]) > 0 for r in conv.rowids])
+        lookup[id(p)] = match if names and match.any() and not match.all() else None
+
+    def cut_after(p: Prepared, c: dict[str, Any]) -> FloatArray:
+        s = neighbour_sum(rrf)(p, c)
+        match = lookup[id(p)]
+        if match is None:
+            return s
+        return (s * np.where(match, 1.0, 1.0 - c["cut"])).astype(np.float32)
+
+    def cut_before(p: Prepared, c: dict[str, Any]) -> FloatArray:
+        match = lookup[id(p)]
+
+        def base(p2: Prepared, c2: dict[str, Any]) -> FloatArray:
+            s = rrf(p2, c2)
+            if match is None:
+                return s
+            return (s * np.where(match, 1.0, 1.0 - c2["cut"])).astype(np.float32)
+
+        return neighbour_sum(base)(p, c)
+
+    cfg = [
+        {"k": 3, "depth": 40, "w_sem": w, "bp": 0.25, "bn": 0.5, "b2": 0.1, "cut": cut}
+        for w in (0.5, 0.75, 1.0)
+        for cut in (0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0)
+    ]
+    held_out("rrf + neighbours, names cut after", items, cut_after, cfg)
+    held_out("rrf + neighbours, names cut before", items, cut_before, cfg)
+
+    def cut_by_share(p: Prepared, c: dict[str, Any]) -> FloatArray:
+        """Cut scaled by how rare the matching messages are (a name in most
+        messages says little about which one answers)."""
+        s = neighbour_sum(rrf)(p, c)
+        match = lookup[id(p)]
+        if match is None:
+            return s
+        share = float(match.mean())
+        cut = c["cut"] * min(1.0, (1.0 - share) / c["rare"])
+        return (s * np.where(match, 1.0, 1.0 - cut)).astype(np.float32)
+
+    rare = [{**x, "rare": r} for x in cfg for r in (0.25, 0.5, 0.75)]
+    held_out("rrf + neighbours, names cut by rarity", items, cut_by_share, rare)
+    shares = [float(m.mean()) for m in lookup.values() if m is not None]
+    print("share of messages writing the name: p10/p50/p90", np.percentile(shares, [10, 50, 90]))
+    named = sum(1 for m in lookup.values() if m is not None)
+    print(f"questions naming someone a message writes (not all messages): {named}/{len(items)}")
+
+
 def evaluate_neighbours(items: list[Prepared]) -> None:
     base = [
         {"k": 3, "depth": 40, "w_sem": 0.5},
@@ -691,6 +751,7 @@ GROUPS: dict[str, Callable[[list[Prepared], Dump], None]] = {
     "doc": evaluate_doc_side,
     "learned": evaluate_learned,
     "speaker": evaluate_speaker,
+    "names": evaluate_names,
     "ceiling": lambda items, _data: evaluate_ceiling(items),
 }
 
@@ -700,8 +761,8 @@ def evaluate(data: Dump, group: str) -> None:
     for name, run in GROUPS.items():
         if group in ("all", name):
             run(items, data)
-    if group == "all":
-        benchlib.write_result("retrieval_lab", {"variants": ROWS}, quick=False)
+    name = "retrieval_lab" if group == "all" else f"retrieval_lab.{group}"
+    benchlib.write_result(name, {"variants": ROWS}, quick=False)
 
 
 def main() -> None:

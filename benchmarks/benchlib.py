@@ -108,20 +108,29 @@ def summary_switches(ap: argparse.ArgumentParser) -> None:
         "--no-loop-stop", action="store_true", help="let answers run past a repeated discussion"
     )
     ap.add_argument("--no-drafts", action="store_true", help="decode JSON without guessed tokens")
+    ap.add_argument(
+        "--no-topic-repeats",
+        action="store_true",
+        help="a discussion under an earlier one's topic is no repeat (neither ends nor folds)",
+    )
 
 
 def apply_summary_switches(args: argparse.Namespace) -> str:
     """Apply :func:`summary_switches`; the result file's suffix naming what was off ("" none)."""
-    from agenvoy_desktop.core.summarizer import runner
+    from agenvoy_desktop.core.summarizer import loop_stop, runner
     from agenvoy_desktop.llm import engine
 
     runner.END_AT_REPEAT = not args.no_loop_stop
     engine.DRAFT_JSON = not args.no_drafts
-    return "".join(
-        f".{name}"
-        for name, off in (("no-loop-stop", args.no_loop_stop), ("no-drafts", args.no_drafts))
-        if off
+    if args.no_topic_repeats:
+        loop_stop.SAME_TOPIC = False
+        runner.one_per_topic = lambda summary: summary  # type: ignore[assignment]
+    switches = (
+        ("no-loop-stop", args.no_loop_stop),
+        ("no-drafts", args.no_drafts),
+        ("no-topic-repeats", args.no_topic_repeats),
     )
+    return "".join(f".{name}" for name, off in switches if off)
 
 
 def write_result(name: str, data: dict[str, Any], *, quick: bool) -> Path:

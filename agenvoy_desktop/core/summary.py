@@ -450,6 +450,36 @@ def without_repeats(summary: Summary) -> Summary:
     )
 
 
+def topic_key(topic: str) -> str:
+    """A topic as compared: lower case, words only ("Pet training" = "pet-training")."""
+    return " ".join(_NON_WORD.sub(" ", topic.lower()).split())
+
+
+def one_per_topic(summary: Summary) -> Summary:
+    """*summary* with each topic's later discussions folded into its first one.
+
+    The starter, out of things to say, lists one topic again and again with
+    another quoted line as its description ("Pet training" five times in
+    one answer).  The first entry is the one the previous summary carried
+    or the model wrote first; it keeps its description and takes the latest
+    ``last_discussed`` of the entries folded into it.
+    """
+    firsts: dict[str, int] = {}
+    kept: list[PastDiscussion] = []
+    for discussion in summary.past_discussions:
+        key = topic_key(discussion.topic)
+        at = firsts.get(key) if key else None
+        if at is None:
+            if key:
+                firsts[key] = len(kept)
+            kept.append(discussion)
+        elif discussion.last_discussed > kept[at].last_discussed:
+            kept[at] = replace(kept[at], last_discussed=discussion.last_discussed)
+    if len(kept) == len(summary.past_discussions):
+        return summary
+    return replace(summary, past_discussions=tuple(kept))
+
+
 ELLIPSIS = "\u2026"
 _CUT_TAIL = " \t,;:-\u2013\u2014("
 

@@ -44,9 +44,20 @@ def test_as_the_engine_asks_it_stops_at_the_repeat_as_soon_as_it_is_whole() -> N
     assert json.loads(results[first] or "")["past_discussions"] == [KID]
 
 
+def test_a_topic_listed_again_with_another_quote_is_a_repeat() -> None:
+    """The starter's other loop: one topic, a different transcript line each time."""
+    stop = LoopStop()
+    first = discussion("Pet training", "Andrew: Cool! Positive reinforcement can really help.")
+    again = discussion("pet-training", "Keep me updated on their progress.")
+    ended = stop(answer(first, POLITICS, again, again))
+    assert ended is not None
+    assert json.loads(ended)["past_discussions"] == [first, POLITICS]
+    assert stop.repeated == ["pet-training"]
+
+
 def test_different_discussions_go_on() -> None:
     stop = LoopStop()
-    other = discussion("Dance Studio", "Looking at rents for a studio space downtown in March.")
+    other = discussion("Studio rent", "Looking at rents for a studio space downtown in March.")
     assert stop(answer(KID, POLITICS, other)) is None
     assert stop(answer(KID)) is None
     assert stop.repeated == []

@@ -39,6 +39,7 @@ from agenvoy_desktop.core.summary import (
     load_meta,
     load_summary,
     message_text,
+    one_per_topic,
     parse_summary,
     prompt_text,
     read_records,
@@ -289,6 +290,25 @@ def test_without_repeats_keeps_each_sentence_once() -> None:
     assert clean.past_discussions == looped.past_discussions
     assert clean.current_discussion == "What to pack for the trip?"
     assert without_repeats(SAMPLE) == SAMPLE
+
+
+def test_one_per_topic_folds_later_entries_into_the_first() -> None:
+    looped = Summary(
+        past_discussions=(
+            PastDiscussion("Pet training", "A positive reinforcement workshop.", "2023-05-02"),
+            PastDiscussion("Hiking", "A trail near the lake.", "2023-05-03"),
+            PastDiscussion("pet  Training!", "Keep me updated on their progress.", "2023-05-11"),
+            PastDiscussion("Pet training", "Have a great time at the workshop!", "2023-05-04"),
+        ),
+        current_discussion="The workshop.",
+    )
+    folded = one_per_topic(looped)
+    assert folded.past_discussions == (
+        PastDiscussion("Pet training", "A positive reinforcement workshop.", "2023-05-11"),
+        PastDiscussion("Hiking", "A trail near the lake.", "2023-05-03"),
+    )
+    assert folded.current_discussion == "The workshop."
+    assert one_per_topic(SAMPLE) is SAMPLE
 
 
 @pytest.mark.parametrize(

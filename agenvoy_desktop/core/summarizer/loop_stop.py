@@ -12,7 +12,11 @@ The engine writes the answer's fields in the schema's order, sorted by
 name, so ``past_discussions`` is the last one and closing it (``]}``)
 finishes the answer; where it is not last (another model's order) the
 answer goes on, and a repeat inside an earlier list is left to
-``summary.without_repeats``.
+``summary.without_repeats`` and ``summary.one_per_topic``.
+
+A discussion repeats an earlier one when it says the same (most of its
+content terms) or files itself under the same topic: the starter's loops
+keep the topic and quote another line of the transcript each time.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenvoy_desktop.core.summary import SUMMARY_SCHEMA, terms
+from agenvoy_desktop.core.summary import SUMMARY_SCHEMA, terms, topic_key
 
 LAST_LIST = "past_discussions"
 FIELDS = frozenset(SUMMARY_SCHEMA["required"])
 REPEAT_SHARE = 0.8
 """A discussion whose content terms are this share or more of an earlier one's is a repeat."""
+SAME_TOPIC = True
+"""A discussion under an earlier one's topic is a repeat too; benchmarks switch it."""
 _LIST_START = re.compile(rf'"{LAST_LIST}"\s*:\s*\[\s*')
 _DECODER = json.JSONDecoder(strict=False)
 
@@ -62,6 +68,7 @@ def _first_repeat(answer: str) -> tuple[int, str] | None:
     if match is None or not _top_level(answer, match.start()):
         return None
     seen: list[set[str]] = []
+    topics: set[str] = set()
     position = match.end()
     while True:
         try:
@@ -71,9 +78,13 @@ def _first_repeat(answer: str) -> tuple[int, str] | None:
         if not isinstance(item, dict):
             return None
         words = terms(_text(item))
+        topic = topic_key(str(item.get("topic", "")))
         if seen and words and any(_repeats(words, earlier) for earlier in seen):
             return position, str(item.get("topic", ""))
+        if SAME_TOPIC and topic and topic in topics:
+            return position, str(item.get("topic", ""))
         seen.append(words)
+        topics.add(topic)
         rest = answer[end:].lstrip()
         if not rest.startswith(","):
             return None

@@ -58,6 +58,7 @@ from agenvoy_desktop.core.summary import (
     load_meta,
     load_summary,
     message_handle,
+    one_per_topic,
     parse_summary,
     repeated_sentences,
     save_meta,
@@ -385,7 +386,7 @@ class _Run:
             answer = without_repeats(answer)
             notes["repeats_removed"] = twice
         answer, dropped = trace_decisions(answer, sources)
-        answer = without_cut_words(answer)
+        answer = without_cut_words(one_per_topic(answer))
         if answer.is_empty:
             raise SummaryFormatError(
                 f"model answer: empty summary for {len(chunk.rows)} messages with content"

@@ -14,7 +14,9 @@ same profile (``--passes``, default ``statement-recall,shipped``):
   before statements lost it (the recalled sentences the statement already
   says are pruned).
 * ``shipped``: as the app runs now: a small model's statement gets no recall
-  block (``agent/policy.wants_recall``) and no tools.
+  block (``agent/policy.wants_recall``) and no tools, and its answer cannot
+  open with a refusal (``policy.REFUSAL_OPENINGS``).
+* ``refusals-open``: the same without that ban.
 
 Reported per pass: turns with a recall block, how many blocks held the
 planted fact and how many held only other lines, **echoes** (the answer
@@ -45,6 +47,7 @@ from typing import Any
 import memory_qa
 from memory_facts import FACTS, STATEMENTS, Statement, answer_matches
 
+from agenvoy_desktop.agent import policy
 from agenvoy_desktop.agent import turn as turn_module
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.paths import AppPaths
@@ -59,10 +62,12 @@ FIRST_PERSON = frozenset(
 PARROT_WORDS = 5
 PARROT_CJK_CHARS = 8
 _REFUSAL = re.compile(
-    r"\bI'?m sorry\b|\bI apologi[sz]e\b|\bcan(?:'|no)t (?:assist|help)\b|\bunable to\b"
-    r"|\bnot able to\b|\bas an ai\b|抱歉|对不起|對不起|无法|無法",
+    r"\bI(?:'|’| a)?m sorry\b(?! (?:to hear|for your|about your))|\bI apologi[sz]e\b"
+    r"|\bcan(?:'|’|no)t (?:assist|help)\b|\bunable to\b"
+    r"|\bnot able to\b|\bas an ai\b|抱歉(?!听到|聽到)|对不起|對不起|无法|無法",
     re.IGNORECASE,
 )
+"""A refusal or apology; sympathy ("I'm sorry to hear that") is not one."""
 _THIRD_PERSON = re.compile(r"\bthe user\b|用户|用戶|ユーザー", re.IGNORECASE)
 _PROMPT_WORDS = re.compile(
     r"\bagenvoy\b|personal assistant|\b(?:runs|running) entirely|this computer|own computer",
@@ -192,11 +197,22 @@ def shipped(_services: AppServices) -> AbstractContextManager[None]:
     return nullcontext()
 
 
+@contextmanager
+def refusals_open(_services: AppServices) -> Iterator[None]:
+    """The ``refusals-open`` pass: a statement's answer may open with a refusal (as before)."""
+    policy.AVOID_REFUSALS = False
+    try:
+        yield
+    finally:
+        policy.AVOID_REFUSALS = True
+
+
 PASSES: dict[str, Callable[[AppServices], AbstractContextManager[None]]] = {
     "statement-recall": statement_recall,
     "shipped": shipped,
     "second-person": second_person,
     "short-prompt": short_prompt,
+    "refusals-open": refusals_open,
 }
 
 

@@ -99,6 +99,7 @@ class InstantModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncIterator[ChatEvent]:
         if self.fail_next and tools:
             self.fail_next = False

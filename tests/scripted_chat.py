@@ -36,6 +36,7 @@ class Call:
 class Seen:
     messages: list[ChatMessage]
     tools: list[dict[str, Any]] | None
+    avoid_openings: tuple[str, ...] = ()
 
 
 class ScriptedChatModel:
@@ -72,8 +73,15 @@ class ScriptedChatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncIterator[ChatEvent]:
-        self.seen.append(Seen([dict(m) for m in messages], list(tools) if tools else None))  # type: ignore[misc]
+        self.seen.append(
+            Seen(
+                [dict(m) for m in messages],  # type: ignore[misc]
+                list(tools) if tools else None,
+                tuple(avoid_openings),
+            )
+        )
         step = self.script.pop(0) if self.script else ["(script exhausted)"]
         produced = 0
         called = False

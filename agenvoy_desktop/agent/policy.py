@@ -24,7 +24,10 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   check), so the cues cost nothing when there are none;
 - at most two tool rounds, and at most two calls in each;
 - no clock in the system prompt unless the message asks about the time or
-  a date (:func:`clock_in_prompt`).
+  a date (:func:`clock_in_prompt`);
+- an answer to a message that only tells never opens with a refusal or an
+  apology ("I'm sorry, but I can't assist with that request." to "My bike
+  lock code is 4417"): :data:`REFUSAL_OPENINGS`, banned by the sampler.
 
 The cues are plain word lists in English, German and Chinese — cheap,
 predictable, and easy to extend; a missed cue costs a tool the model could
@@ -51,6 +54,39 @@ SMALL_MODEL_CALLS_PER_ROUND = 2
 """The starter once asked for eight searches in one answer (each with other
 arguments, so the identical-call guard did not stop it); past two, more
 calls in one round only add tool results for it to misread."""
+AVOID_REFUSALS = True
+"""Whether a small model's statement bans :data:`REFUSAL_OPENINGS` (benchmarks switch it)."""
+REFUSAL_OPENINGS: tuple[str, ...] = (
+    *(
+        f"{head}{tail}"
+        for head in ("I'm sorry", "I’m sorry", "I am sorry", "Sorry")
+        for tail in (",", ".", "!", " but")
+    ),
+    *("I apologize", "I apologise", "My apologies", "I'm afraid", "I’m afraid"),
+    *("I can't assist", "I cannot assist", "I can’t assist", "I can't help with"),
+    *("I cannot help with", "I can't do that", "I cannot do that"),
+    *("I'm unable", "I’m unable", "I am unable", "I'm not able", "I am not able"),
+    *("Es tut mir leid,", "Es tut mir leid.", "Entschuldigung,", "Leider kann ich"),
+    *(
+        "抱歉，",
+        "抱歉,",
+        "很抱歉，",
+        "对不起，",
+        "對不起，",
+        "我无法",
+        "我無法",
+        "我不能帮",
+        "我不能幫",
+    ),
+    *("申し訳", "すみません、"),
+)
+"""Openings an answer to a message that only tells may not have (``llm/openings.py``).
+
+The starter refused 2 to 5 of 24 statements ("I'm sorry, but I can't assist
+with that.") although the user asked for nothing.  Sympathy stays open:
+"I'm sorry to hear that" completes none of these.  "As an AI language
+model, I don't have…" is not banned: without it the starter wrote "As an
+Agenvoy, I am committed to…", no better (``benchmarks/statement_echo.py``)."""
 
 
 _FILE_CUE = re.compile(
@@ -155,6 +191,8 @@ class TurnPlan:
     """Rounds that may call tools before the model must answer (None: the agent's limit)."""
     max_calls_per_round: int | None = None
     """Calls run per round, in the order asked; the rest are dropped (None: all)."""
+    avoid_openings: tuple[str, ...] = ()
+    """Openings the answer may not have (:data:`REFUSAL_OPENINGS` for a statement)."""
 
 
 FULL = TurnPlan(tools=None, max_tool_rounds=None)
@@ -165,7 +203,11 @@ def plan_turn(text: str, *, small_model: bool, recalled: bool) -> TurnPlan:
     if not small_model:
         return FULL
     if only_tells(text):
-        return TurnPlan(tools=frozenset(), max_tool_rounds=0)
+        return TurnPlan(
+            tools=frozenset(),
+            max_tool_rounds=0,
+            avoid_openings=REFUSAL_OPENINGS if AVOID_REFUSALS else (),
+        )
     tools = needed_tools(text, recalled=recalled) | document_tools_needed(text)
     return TurnPlan(
         tools=tools,

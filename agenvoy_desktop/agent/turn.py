@@ -575,7 +575,7 @@ class _Turn:
         if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
             self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
         if not self.settings.tools:  # plain chat: the one round answers, with no tools
-            self.plan = TurnPlan(tools=frozenset(), max_tool_rounds=0)
+            self.plan = replace(self.plan, tools=frozenset(), max_tool_rounds=0)
 
     @property
     def recall_text(self) -> str:
@@ -703,6 +703,7 @@ class _Turn:
                 max_tokens=agent.config.max_answer_tokens,
                 temperature=agent.config.temperature,
                 stop=self.stop,
+                avoid_openings=self.plan.avoid_openings,
             ):
                 if isinstance(event, TextDelta):
                     if wrote is None:

@@ -134,12 +134,16 @@ class ChatModel(JsonModel, Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncIterator[ChatEvent]:
         """Stream the answer to ``messages``.
 
         ``tools`` are OpenAI-style function specs.  Setting ``stop`` ends the
         generation within one token and the stream ends with
         ``ChatFinished(finish_reason="cancelled")``; closing the iterator or
-        cancelling the consuming task stops the worker just as fast.
+        cancelling the consuming task stops the worker just as fast.  The
+        answer should not start with one of ``avoid_openings`` (a local
+        model's sampler rules them out; a server's sampling is its own, and
+        an endpoint ignores them).
         """
         ...

@@ -135,6 +135,7 @@ class _ChatRequest(_Request):
     max_tokens: int
     temperature: float
     sampling: SamplingSettings
+    avoid_openings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,11 +291,13 @@ class ChatEngine:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncGenerator[ChatEvent, None]:
         """Stream the answer: text deltas and tool calls, then :class:`ChatFinished`.
 
         ``temperature`` overrides :attr:`sampling`'s; the rest of it applies
-        as it is when the call is made.  Once ``stop`` is set no further
+        as it is when the call is made.  The answer never starts with one of
+        ``avoid_openings`` (:mod:`.openings`).  Once ``stop`` is set no further
         delta is delivered and the stream ends with
         ``ChatFinished(finish_reason="cancelled")``.  Closing the iterator
         or cancelling the consuming task stops the worker within one token.
@@ -306,6 +309,7 @@ class ChatEngine:
             temperature=temperature if temperature is not None else self.sampling.temperature,
             sampling=self.sampling,
             stop=stop,
+            avoid_openings=tuple(avoid_openings),
         )
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatEvent | _End] = asyncio.Queue()
@@ -527,6 +531,7 @@ class ChatEngine:
             grammar=None,
             repetition=chat_guard(sampling),
             sampling=sampling,
+            avoid_openings=request.avoid_openings,
         )
         if REMEMBER_USER_MESSAGE and not request.tools:  # a tool call may quote the user
             sampler.remember(model.tokenize(last_user_text(request.messages)))

@@ -42,6 +42,7 @@ from agenvoy_desktop.llm.embedder import LOG_ROUTER, load_or_close, route_llama_
 from agenvoy_desktop.llm.gguf_info import ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.kv_snapshots import MIN_GAIN, KvSnapshots, common_prefix
 from agenvoy_desktop.llm.lookup import MAX_DRAFT, NgramDrafts
+from agenvoy_desktop.llm.openings import OpeningBan, Vocabulary
 from agenvoy_desktop.llm.sampler import JSON_SAMPLING, RepetitionGuard, Sampler
 from agenvoy_desktop.settings import SamplingSettings
 
@@ -139,6 +140,7 @@ class LlamaModel:
         load_or_close(lambda: self._load(n_ctx, gpu_layers), self.close)
         self._past: Tokens = []
         self._pieces: dict[int, bytes] = {}
+        self._vocabulary: Vocabulary | None = None
         self._one = (llama_cpp.llama_token * 1)()
         self._one_batch = llama_cpp.llama_batch_get_one(self._one, 1)
         self._draft_batch = llama_cpp.llama_batch_init(MAX_DRAFT + 1, 0, 1)
@@ -263,8 +265,10 @@ class LlamaModel:
         grammar: str | None,
         repetition: RepetitionGuard | None = None,
         sampling: SamplingSettings = JSON_SAMPLING,
+        avoid_openings: Sequence[str] = (),
     ) -> Sampler:
         """Sampling state for one request; the caller closes it."""
+        openings = OpeningBan.of(self.vocabulary(), avoid_openings) if avoid_openings else None
         return Sampler(
             self,
             temperature=temperature,
@@ -272,7 +276,20 @@ class LlamaModel:
             grammar=grammar,
             repetition=repetition,
             sampling=sampling,
+            openings=openings,
         )
+
+    def vocabulary(self) -> Vocabulary:
+        """The token pieces sorted for prefix lookups (built at the first use, ~0.3 s)."""
+        if self._vocabulary is None:
+            size = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
+            buf = ctypes.create_string_buffer(256)  # one buffer: a new one per token took 2 s
+            pieces = []
+            for token in range(size):
+                n = int(llama_cpp.llama_token_to_piece(self.vocab, token, buf, 256, 0, False))
+                pieces.append(buf.raw[:n] if n > 0 else self._token_bytes(token, special=False))
+            self._vocabulary = Vocabulary(pieces)
+        return self._vocabulary
 
     def generate(
         self,

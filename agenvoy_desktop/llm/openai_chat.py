@@ -201,10 +201,14 @@ class EndpointChatModel:
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
         tool_choice: str | dict[str, Any] | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncIterator[ChatEvent]:
         """Stream the answer: text deltas and tool calls, then :class:`ChatFinished`.
 
         ``tool_choice`` goes to the server as it is (the agent never sets it).
+        ``avoid_openings`` is ignored: the OpenAI API can bias single tokens
+        of the server's vocabulary, not ban a phrase, and the starter's
+        refusals it is meant for do not come from a server.
         A failure after part of the answer arrived raises :class:`EndpointError`
         from the iterator after those deltas; nothing is retried.
         """

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import llama_cpp
 import numpy as np
 
+from agenvoy_desktop.llm.openings import OpeningBan
 from agenvoy_desktop.settings import SamplingSettings
 
 if TYPE_CHECKING:
@@ -109,8 +110,11 @@ class Sampler:
         grammar: str | None,
         repetition: RepetitionGuard | None = None,
         sampling: SamplingSettings = JSON_SAMPLING,
+        openings: OpeningBan | None = None,
     ) -> None:
         self._ctx = model.context
+        self._model = model
+        self._openings = openings
         self._grammar: Any = None
         self._chain = self._new_chain(model, temperature, seed, repetition, sampling)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
@@ -173,8 +177,22 @@ class Sampler:
         penalties and the guard) in one call.  With one, the chain runs on our
         own candidate array and only the token finally chosen is recorded
         (``accept``): a token the grammar turned down must not count as said
-        for the repetition guard.
+        for the repetition guard.  While the answer may still complete a
+        banned opening (:mod:`.openings`), the tokens that would are ruled out
+        in the logits row first.
         """
+        ban = self._openings
+        if ban is not None and (banned := ban.banned()) is not None:
+            logits = llama_cpp.llama_get_logits_ith(self._ctx, index)
+            np.ctypeslib.as_array(logits, shape=(self._n_vocab,))[banned] = -np.inf
+        elif ban is not None:
+            self._openings = ban = None  # no banned opening is possible any more
+        token = self._sample(index)
+        if ban is not None:
+            ban.chose(self._model.piece(token))
+        return token
+
+    def _sample(self, index: int) -> int:
         if self._grammar is None:
             return int(llama_cpp.llama_sampler_sample(self._chain, self._ctx, index))
         token = self._pick(index, grammar=False)

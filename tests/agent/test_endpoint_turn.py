@@ -44,6 +44,7 @@ class FailingModel(ScriptedChatModel):
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: asyncio.Event | None = None,
+        avoid_openings: Sequence[str] = (),
     ) -> AsyncIterator[ChatEvent]:
         for piece in self.pieces:
             yield TextDelta(piece)

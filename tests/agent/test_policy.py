@@ -11,6 +11,7 @@ from agenvoy_desktop.agent.context import SEARCH_GUIDANCE, tool_guidance
 from agenvoy_desktop.agent.policy import (
     FILE_TOOLS,
     FULL,
+    REFUSAL_OPENINGS,
     SEARCH_TOOL,
     SMALL_MODEL_CALLS_PER_ROUND,
     TIME_TOOLS,
@@ -98,8 +99,18 @@ def test_questions_about_the_past_offer_search_unless_recalled(text: str) -> Non
     ],
 )
 def test_a_statement_gets_no_tools_on_a_small_model(text: str) -> None:
-    assert plan_turn(text, small_model=True, recalled=False) == TurnPlan(frozenset(), 0)
+    assert plan_turn(text, small_model=True, recalled=False) == TurnPlan(
+        frozenset(), 0, avoid_openings=REFUSAL_OPENINGS
+    )
     assert plan_turn(text, small_model=False, recalled=False) == FULL
+
+
+def test_only_a_small_models_statement_bans_refusals() -> None:
+    """Asked something, "I'm sorry, I don't know" can be the honest answer."""
+    asked = plan_turn("What is my bike lock code?", small_model=True, recalled=True)
+    assert asked.avoid_openings == ()
+    assert "I'm sorry," in REFUSAL_OPENINGS
+    assert not any("I'm sorry to hear that".startswith(p) for p in REFUSAL_OPENINGS)
 
 
 def test_a_question_keeps_its_cues_on_a_small_model() -> None:
@@ -262,6 +273,13 @@ def test_small_model_statement_prompt_has_no_clock(store: MemoryStore) -> None:
     assert "Current local time:" not in system
     assert "UTC" not in system
     assert "Today is" not in system
+
+
+def test_small_model_statement_bans_refusal_openings(store: MemoryStore) -> None:
+    model = _turn(store, [["Noted."]], "My bike lock code is 4417.")
+    assert model.seen[0].avoid_openings == REFUSAL_OPENINGS
+    model = _turn(store, [["4417."]], "What is my bike lock code?")
+    assert model.seen[0].avoid_openings == ()
 
 
 def test_small_model_statement_shows_no_memory_search_status(store: MemoryStore) -> None:

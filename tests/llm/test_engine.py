@@ -182,6 +182,27 @@ def test_same_seed_same_answer(engine: ChatEngine) -> None:
     assert first == second  # also exercises the prompt-prefix cache
 
 
+def test_an_avoided_opening_is_never_written(engine: ChatEngine) -> None:
+    """With every ASCII character banned as an opening, the first token is not one.
+
+    The tiny model's vocabulary is the 256 bytes; which one greedy decoding
+    picks differs between CPUs, so the test bans a whole class instead.
+    """
+    asyncio.run(engine.load())
+    model = engine._model
+    assert model is not None
+    model.vocabulary()  # built before the hook, which would count its 256 lookups
+    said: list[bytes] = []
+    hook_pieces(engine, lambda _n, real: said.append(real) or real)
+    ascii_openings = tuple(chr(code) for code in range(1, 128))
+    events = asyncio.run(
+        collect(engine.chat(HELLO, max_tokens=4, temperature=0, avoid_openings=ascii_openings))
+    )
+    assert finished(events).completion_tokens == 4
+    assert said[0]
+    assert said[0][0] >= 0x80
+
+
 def test_multibyte_characters_split_across_tokens(engine: ChatEngine) -> None:
     asyncio.run(engine.load())
     hook_pieces(engine, scripted([b"a", b"\xe4", b"\xbd", b"\xa0", b"b", b"\xff", b"\xc3"]))

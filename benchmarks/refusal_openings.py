@@ -13,7 +13,7 @@ Reported per seed and in total: answers that refuse or apologise
 (``statement_echo.refused``; sympathy is not counted), answers that *open*
 with a banned phrase, and every answer the ban changed, side by side.
 
-    .venv/bin/python benchmarks/refusal_openings.py [--quick] [--seeds 0,1,2]
+    .venv/bin/python benchmarks/refusal_openings.py [--quick] [--seeds 0,1,2] [--whole-sorry]
 """
 
 from __future__ import annotations
@@ -44,6 +44,23 @@ MAX_TOKENS = 48
 """Enough for the opening and the sentence after it."""
 
 
+WHOLE_SORRY = tuple(
+    dict.fromkeys(
+        "I'm sorry"
+        if p.startswith("I'm sorry")
+        else "I\u2019m sorry"
+        if p.startswith("I\u2019m sorry")
+        else "I am sorry"
+        if p.startswith("I am sorry")
+        else "Sorry"
+        if p.startswith("Sorry")
+        else p
+        for p in REFUSAL_OPENINGS
+    )
+)
+"""``--whole-sorry``: "I'm sorry" banned with any continuation (sympathy too)."""
+
+
 def opens_with_ban(answer: str) -> bool:
     return any(answer.lstrip().startswith(phrase) for phrase in REFUSAL_OPENINGS)
 
@@ -69,7 +86,9 @@ async def answers(
 def main() -> None:
     ap = benchlib.parser(__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated sampling seeds")
+    ap.add_argument("--whole-sorry", action="store_true", help="ban 'I'm sorry' however it goes on")
     args = ap.parse_args()
+    phrases = WHOLE_SORRY if args.whole_sorry else REFUSAL_OPENINGS
     seeds = [int(s) for s in args.seeds.split(",")][: 1 if args.quick else None]
     messages = [s.text for s in STATEMENTS] + list(CODES_AND_NEWS)
     if args.quick:
@@ -80,7 +99,7 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     for seed in seeds:
         halves = {}
-        for label, ban in (("open", ()), ("banned", REFUSAL_OPENINGS)):
+        for label, ban in (("open", ()), ("banned", phrases)):
             engine = ChatEngine(model_path, context_size=4096, temperature=0.7, seed=seed)
             try:
                 halves[label] = asyncio.run(answers(engine, messages, ban))
@@ -116,7 +135,7 @@ def main() -> None:
     totals["statements"] = len(messages) * len(seeds)
     print(f"totals: {totals}")
     benchlib.write_result(
-        "refusal_openings",
+        "refusal_openings" + (".whole-sorry" if args.whole_sorry else ""),
         {"model": model_path.name, "max_tokens": MAX_TOKENS, "totals": totals, "runs": runs},
         quick=args.quick,
     )

@@ -50,6 +50,7 @@ from agenvoy_desktop.ui.model_switcher import ModelSwitcher
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp
 from agenvoy_desktop.ui.session_actions import PathChooser, SessionActions
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
+from agenvoy_desktop.ui.sessions_watch import SessionsWatch
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
 from agenvoy_desktop.ui.theme import apply_appearance
 from agenvoy_desktop.ui.timeline_panel import TimelinePanel
@@ -73,6 +74,8 @@ class MainWindow(QMainWindow):
     closed = Signal()
     document_watch: DocumentWatch | None = None
     """Follows watched document folders once the window has started."""
+    sessions_watch: SessionsWatch | None = None
+    """Shows sessions other processes add or remove, once the window has started."""
 
     def __init__(
         self,
@@ -274,6 +277,9 @@ class MainWindow(QMainWindow):
             self.services, self.runner, self.inspector.documents_tab, parent=self
         )
         self.document_watch.start()
+        self.sessions_watch = SessionsWatch(
+            self.services.paths.sessions_dir, self.runner, parent=self
+        )
         if self.services.settings.documents.enabled:
             self.inspector.documents_tab.resume_interrupted()
         count = self.services.missing_vectors()
@@ -516,6 +522,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.document_watch is not None:
             self.document_watch.stop()
+        if self.sessions_watch is not None:
+            self.sessions_watch.stop()
         self.save_layout()
         super().closeEvent(event)
         self.closed.emit()

@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.core.summary import (
     KeyDecision,
+    PastDiscussion,
     Summary,
     load_summary,
     read_records,
@@ -28,7 +29,7 @@ from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector import InspectorPanel
 from agenvoy_desktop.ui.inspector.errors_tab import COLUMNS, ErrorsTab
 from agenvoy_desktop.ui.inspector.recall_tab import clip_around, highlight, query_terms
-from agenvoy_desktop.ui.inspector.summary_tab import describe_run
+from agenvoy_desktop.ui.inspector.summary_tab import FIRST_COLUMN_SHARE, describe_run
 from tests.tiny_gguf import write_tiny_llama
 from tests.ui.conftest import Wait
 from tests.ui.inspector_profile import Profile
@@ -50,7 +51,7 @@ def test_summary_tab_shows_sections_cursor_and_history(
     assert tab.decisions.item(0, 0).text().startswith("Stay two nights in a ryokan")
     assert tab.decisions.item(0, 1).text() == "2023-11-14"
     assert tab.discussions.rowCount() == 2
-    assert tab.discussions.item(1, 0).text() == "Food"
+    assert tab.discussions.item(1, 0).text().splitlines()[0] == "Food"
     assert "cherry-blossom" in tab.current_label.text()
     info = tab.info_label.text()
     assert "Cursor:" in info
@@ -97,6 +98,35 @@ def test_a_key_decision_links_to_its_source_message(
     assert tab.decisions.item(1, 2).text() == "you"
     assert tab.decisions.item(2, 2).text() == "—"
     assert "not binding" in tab.decisions.item(2, 0).toolTip()
+
+
+def test_a_long_topic_leaves_room_for_what_was_said(
+    panel: InspectorPanel, inspected: Profile, qtbot: QtBot, wait_for: Wait
+) -> None:
+    """In a side panel's width every column of the discussions stays in sight."""
+    tab = panel.summary_tab
+    long_topic = "Positive reinforcement can really help you bond with your dogs"
+    save_summary(
+        inspected.folder(inspected.main),
+        Summary(
+            past_discussions=(
+                PastDiscussion(long_topic, "A workshop at the local pet store.", "2023-05-11"),
+            ),
+            current_discussion="Dogs.",
+        ),
+    )
+    panel.resize(330, 700)
+    open_tab(panel, "summary", inspected.main)
+    wait_for(lambda: tab.discussions.rowCount() == 1)
+    table = tab.discussions
+    width = table.viewport().width()
+    header = table.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(0) <= width * FIRST_COLUMN_SHARE + 1)
+    assert header.sectionViewportPosition(1) < width / 2  # "What was said" has half or more
+    assert tab.discussions.item(0, 0).text().splitlines()[1] == "2023-05-11"
+    narrow = header.sectionSize(0)
+    panel.resize(1000, 700)  # wider: the topic takes more of it, wrapped over fewer lines
+    qtbot.waitUntil(lambda: header.sectionSize(0) > narrow)
 
 
 def test_summary_pass_history_row_activates_its_first_message(

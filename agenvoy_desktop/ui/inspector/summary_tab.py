@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, cast
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -188,9 +188,13 @@ class SummaryTab(InspectorTab):
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setStyleSheet(f"color: {colors(self.palette()).muted}; padding: 16px;")
         buttons = self._decision_controls()
-        self.discussions = QTableWidget(0, 3)
-        self.discussions.setHorizontalHeaderLabels(["Topic", "Last discussed", "What was said"])
+        self.discussions = QTableWidget(0, 2)
+        self.discussions.setHorizontalHeaderLabels(["Topic", "What was said"])
+        header_item = self.discussions.horizontalHeaderItem(0)
+        if header_item is not None:
+            header_item.setToolTip("The topic, and the day it was last discussed")
         _stretch_last(self.discussions)
+        self._topic_cap = _FirstColumnCap(self.discussions)
         self.discussions.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.discussions.setWordWrap(True)
 
@@ -408,12 +412,14 @@ class SummaryTab(InspectorTab):
     def _fill_discussions(self, summary: Summary) -> None:
         self.discussions.setRowCount(len(summary.past_discussions))
         for row, item in enumerate(summary.past_discussions):
-            for col, value in enumerate((item.topic, item.last_discussed, item.description)):
+            # The date under the topic: a column of its own left "What was said" a third
+            # of a side panel's width.
+            topic = f"{item.topic}\n{item.last_discussed}"
+            for col, value in enumerate((topic, item.description)):
                 cell = QTableWidgetItem(value)
                 cell.setToolTip(value)
                 self.discussions.setItem(row, col, cell)
-        self.discussions.resizeRowsToContents()
-        _fit_height(self.discussions, placeholder_rows=1)
+        self._topic_cap.apply()
 
     def _fill_history(self, records: list[PassRecord]) -> None:
         newest = list(reversed(records))
@@ -696,6 +702,39 @@ def _stretch_last(table: QTableWidget, *, fit_rows: bool = True) -> None:
         header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
     header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
     table.verticalHeader().hide()
+
+
+FIRST_COLUMN_SHARE = 0.35
+"""The share of the discussions table a topic may take."""
+
+
+class _FirstColumnCap(QObject):
+    """The first column of *table* at most *share* of its width, its text wrapped.
+
+    Sized to its contents, a long topic ("Positive reinforcement can really
+    help…") took the whole width of a side panel and pushed "What was said"
+    out of sight; capped, every column stays on screen and rows grow instead.
+    """
+
+    def __init__(self, table: QTableWidget, share: float = FIRST_COLUMN_SHARE) -> None:
+        super().__init__(table)
+        self.table = table
+        self.share = share
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        table.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.apply()
+        return False
+
+    def apply(self) -> None:
+        """Size the first column for the current width, then the rows to their text."""
+        table = self.table
+        cap = max(int(table.viewport().width() * self.share), 60)
+        table.horizontalHeader().resizeSection(0, min(table.sizeHintForColumn(0), cap))
+        table.resizeRowsToContents()
+        _fit_height(table, placeholder_rows=1)
 
 
 def _fit_height(table: QTableWidget, placeholder_rows: int = 0) -> None:

@@ -126,6 +126,7 @@ class ContextTab(InspectorTab):
         self.meter.setTextVisible(False)
         self.meter.setFixedHeight(8)
         self.meter_label = QLabel()
+        self.meter_label.setWordWrap(True)  # "… 7,006 free after 1,024 reserved …" was clipped
         self.answered_label = QLabel()
         self.answered_label.setWordWrap(True)
         self.answered_label.setTextFormat(Qt.TextFormat.RichText)

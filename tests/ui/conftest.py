@@ -247,6 +247,8 @@ def make_window(qtbot: QtBot, make_services: ServicesFactory) -> Iterator[Window
     yield factory
     running: list[str] = []
     for runner, window in made:  # stop the work first, then the widgets it reports to
+        if window.sessions_watch is not None:  # its delayed reload would start new work
+            window.sessions_watch.stop()
         running += still_running(qtbot, runner)
         run(qtbot, runner.shutdown())
         window.close()

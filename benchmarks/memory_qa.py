@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import time
@@ -283,6 +284,17 @@ async def ask_unrelated(services: AppServices, questions: Sequence[str]) -> list
     return rows
 
 
+USERS_VOICE = re.compile(r"\s*(?:(?:My|I|I'm|I’m|I've|Mein|Meine|Ich)\b|我的|我们的|我們的)")
+
+
+def in_users_voice(answer: str) -> bool:
+    """The answer opens as the user would say it ("My bike lock code is 4721.").
+
+    Banning these openings (2026-12-02) made it worse: RESULTS §10.
+    """
+    return USERS_VOICE.match(answer) is not None
+
+
 def rate(rows: Sequence[dict[str, Any]], key: str) -> float | None:
     return round(sum(bool(r[key]) for r in rows) / len(rows), 3) if rows else None
 
@@ -297,6 +309,7 @@ def totals(facts: Sequence[dict[str, Any]], unrelated: Sequence[dict[str, Any]])
         "in_recall_block_rate": rate(facts, "in_recall"),
         "in_tool_result_rate": rate(facts, "in_tool_result"),
         "answered_when_in_recall": _answered_given(facts, "in_recall"),
+        "answers_in_the_users_voice": sum(1 for r in facts if in_users_voice(r["answer"])),
         "fact_median_turn_s": median([r["turn_s"] for r in facts]),
         "fact_median_first_token_s": median([r["first_token_s"] for r in facts]),
         "fact_tool_calls_per_turn": _per_turn(facts),

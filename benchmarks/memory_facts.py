@@ -727,3 +727,44 @@ NAMED_UNRELATED: tuple[str, ...] = (
 )
 """General questions that name people, places and works: a floor that trusts
 capitalised names must not recall the user's own lines for these."""
+
+# -- facts never told ------------------------------------------------------------------------
+UNKNOWN_FACTS: tuple[str, ...] = (
+    "What is my daughter's name?",
+    "When is my wife's birthday?",
+    "What's the code for my garage door?",
+    "Which hotel did I book in Lisbon?",
+    "Where did I park my car this morning?",
+    "How old is my son?",
+    "What's my brother's phone number?",
+    "Who is my family doctor?",
+    "What is my employee ID?",
+    "Which gym am I a member of?",
+    "我女儿叫什么名字？她的生日是哪天？",
+    "我老婆的生日是哪天？",
+    "我住在哪个城市？",
+    "我的车停在哪里？",
+    "我儿子几岁了？",
+    "Wie lautet mein WLAN-Passwort im Büro?",
+    "Wann hat meine Mutter Geburtstag?",
+    "Wo arbeitet mein Bruder?",
+    "私の血液型は何ですか？",
+    "私の娘の名前は何ですか？",
+)
+"""Questions about the user's own life whose answer was never told (``unknown_facts.py``).
+
+None of them is about a fact of :data:`FACTS`, so the honest answer is "I don't know"."""
+
+OWN_ADVICE: tuple[str, ...] = (
+    "How can I improve my sleep?",
+    "What should I cook for my kids tonight?",
+    "How do I fix a flat tyre on my bike?",
+    "Can you suggest a name for my new puppy?",
+    "What's a good birthday gift for my wife?",
+    "How do I tell my boss I need a day off?",
+    "我怎么才能提高我的英语口语？",
+    "Wie kann ich meine Wohnung energiesparender machen?",
+    "What are some ways to keep my plants alive in winter?",
+    "Which exercises help my back pain?",
+)
+"""Questions in the first person that ask for help, not for a remembered fact."""

@@ -129,6 +129,8 @@ class Turn:
     turn_s: float
     model_s: float
     first_token_s: float | None
+    not_remembered: bool = False
+    """The turn showed the model how to say it does not know (``agent/not_remembered.py``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -174,6 +176,7 @@ async def ask(services: AppServices, question: str) -> Turn:
         turn_s=result.total_s,
         model_s=result.model_s,
         first_token_s=reported if reported is not None else (first[0] if first else None),
+        not_remembered=bool(getattr(result, "not_remembered", False)),
     )
 
 

@@ -9,12 +9,14 @@ the floor is applied offline, so a whole grid costs one search per question.
 - **hit rate**: facts whose planted message lands in the recall block
   (after the floor and the block's item/character budget);
 - **false injection**: unrelated questions (``UNRELATED``) and small talk
-  (``CHITCHAT``) whose block is not empty.
+  (``CHITCHAT``) whose block is not empty; with ``--unknown``, questions about
+  the user's own life whose answer was never told (``UNKNOWN_FACTS``), the
+  hardest negatives: they share "my", "code", "son" with planted facts.
 
 The shipped floor (``RecallFloor()``) is reported first, then one-parameter
 sweeps around it.  Results: ``benchmarks/results/recall_floor.json``.
 
-    .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named]
+    .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named | --unknown]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from memory_facts import (
     HELDOUT_UNRELATED,
     NAMED_FACTS,
     NAMED_UNRELATED,
+    UNKNOWN_FACTS,
     UNRELATED,
     Fact,
 )
@@ -155,8 +158,15 @@ def main() -> None:
         action="store_true",
         help="score the shipped floor on questions that name people and places (no sweeps)",
     )
+    parser.add_argument(
+        "--unknown",
+        action="store_true",
+        help="sweep with questions about facts never told as the negatives",
+    )
     args = parser.parse_args()
-    if args.named:
+    if args.unknown:
+        sets = (FACTS[: args.facts], UNKNOWN_FACTS, ())
+    elif args.named:
         sets = (NAMED_FACTS, NAMED_UNRELATED, ())
     elif args.heldout:
         sets = (HELDOUT_FACTS, HELDOUT_UNRELATED, ())
@@ -196,7 +206,13 @@ def main() -> None:
         result["sweeps"][name] = rows
         line = "  ".join(f"{r['value']}: {r['hit_rate']}/{r['false_injection']}" for r in rows)
         print(f"{name:>17} (hit/false) {line}")
-    name = "recall_floor_named" if args.named else "recall_floor"
+    name = (
+        "recall_floor_named"
+        if args.named
+        else "recall_floor_unknown"
+        if args.unknown
+        else "recall_floor"
+    )
     benchlib.write_result(name, result, quick=False)
 
 

@@ -24,7 +24,13 @@ from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.agent.turn import current_session
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult, search_chat_history
+from agenvoy_desktop.core.search import (
+    MODES,
+    NO_MATCHES,
+    SearchQuery,
+    SearchResult,
+    search_chat_history,
+)
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import format_local, parse_iso_in_range
 
@@ -126,7 +132,7 @@ def _time_arg(args: dict[str, Any], key: str) -> int | None:
 def format_search(result: SearchResult) -> str:
     """Excerpts as the model reads them: one block per excerpt, hits marked."""
     if not result.hits:
-        return "no matching messages"
+        return NO_MATCHES
     blocks: list[str] = []
     for excerpt in result.excerpts:
         lines = [f"From session {excerpt.session_id}:"]

@@ -197,9 +197,10 @@ def build_messages(
     extra_system: str = "",
     guidance: str = "",
     recall: str = "",
+    examples: Sequence[ChatMessage] = (),
     clock: Clock = "time",
 ) -> list[ChatMessage]:
-    """The full prompt of one model call (system + window)."""
+    """The full prompt of one model call: system, made-up *examples* (if any), window."""
     system = system_message(
         base_prompt,
         summary_text,
@@ -209,6 +210,6 @@ def build_messages(
         recall=recall,
         clock=clock,
     )
-    messages = [system]
+    messages = [system, *examples]
     messages.extend(to_chat_message(m) for m in window if m.role != "system")
     return messages

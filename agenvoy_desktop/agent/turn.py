@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from agenvoy_desktop.agent import not_remembered
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     Clock,
@@ -46,9 +47,19 @@ from agenvoy_desktop.agent.context import (
     tool_results_note,
 )
 from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
+from agenvoy_desktop.agent.not_remembered import (
+    Example,
+    asks_for_own_fact,
+    example_for,
+    example_from_json,
+    example_messages,
+    example_to_json,
+    window_may_answer,
+)
 from agenvoy_desktop.agent.policy import (
     DOCUMENT_SEARCH_TOOL,
     FULL,
+    SEARCH_TOOL,
     TurnPlan,
     clock_in_prompt,
     filter_specs,
@@ -60,6 +71,7 @@ from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallFloor,
     apply_floor,
+    content_terms,
     format_block,
     header_for,
     query_kind,
@@ -77,6 +89,7 @@ from agenvoy_desktop.core.model_api import (
     TextDelta,
     ToolCallRequest,
 )
+from agenvoy_desktop.core.search import NO_MATCHES
 from agenvoy_desktop.core.session_settings import (
     DEFAULT_SETTINGS,
     SessionSettings,
@@ -192,6 +205,8 @@ class TurnResult:
     recall_text: str = ""
     """The proactive-recall block as sent ("" when nothing cleared the floor)."""
     recall_ids: list[str] = field(default_factory=list)
+    not_remembered: bool = False
+    """The model was shown how to say it does not know (``agent/not_remembered.py``)."""
     tools_offered: list[str] = field(default_factory=list)
     """Tool names offered in the first round."""
     saved: list[Message] = field(default_factory=list)
@@ -371,6 +386,7 @@ class Agent:
         inline_results: Sequence[Message] = (),
         offered: Sequence[str] | None = None,
         recall: str | None = None,
+        example: Example | None = None,
         settings: SessionSettings | None = None,
         clock: Clock | None = None,
     ) -> list[ChatMessage]:
@@ -381,15 +397,18 @@ class Agent:
         :func:`context.tool_results_note`).  ``offered`` names the tools of
         this round (None: every available tool, or none for a small model, whose
         tools are chosen per message).  ``recall`` is this turn's
-        recall block; None shows the block sent with the session's last turn
-        while that turn is still in the window.  ``settings`` are the session's
+        recall block and ``example`` its made-up exchange (:mod:`agent.not_remembered`);
+        a None recall shows the block and the exchange sent with the session's
+        last turn while that turn is still in the window.  ``settings`` are the session's
         own (persona, tools on or off); None reads them in the same storage hop.
         ``clock`` is this turn's (:func:`~agenvoy_desktop.agent.policy.clock_in_prompt`);
         None shows what a message without a time cue would get.
         """
-        window, summary, last_recall, stored = await self.storage.run(
+        window, summary, (last_recall, last_example), stored = await self.storage.run(
             self._prompt_parts, session_id, recall is None
         )
+        if recall is None:
+            recall, example = last_recall, last_example
         settings = stored if settings is None else settings
         note = ""
         if inline_results:
@@ -406,7 +425,8 @@ class Agent:
             now_ns=self.store.clock(),
             extra_system=note,
             guidance=tool_guidance(offered),
-            recall=last_recall if recall is None else recall,
+            recall=recall,
+            examples=example_messages(example),
             clock=clock_in_prompt("", small_model=self.config.small_model)
             if clock is None
             else clock,
@@ -414,13 +434,13 @@ class Agent:
 
     def _prompt_parts(
         self, session_id: str, with_last_recall: bool
-    ) -> tuple[list[Message], str, str, SessionSettings]:
+    ) -> tuple[list[Message], str, tuple[str, Example | None], SessionSettings]:
         """Storage thread, one hop: window, summary, (optionally) last recall, session settings."""
         window = self.store.window(session_id, self.config.window_messages)
         settings = session_settings(self.store, session_id)
-        recall = ""
+        recall: tuple[str, Example | None] = ("", None)
         if with_last_recall and self.config.proactive_recall and settings.tools:
-            recall = last_recall_text(self.store, session_id, window)
+            recall = last_recall(self.store, session_id, window)
         return window, self.summary_text(session_id), recall, settings
 
     async def run_turn(
@@ -471,14 +491,18 @@ class Agent:
         )
 
 
-def last_recall_text(store: MemoryStore, session_id: str, window: Sequence[Message]) -> str:
-    """Storage thread: the recall block of the newest turn, if its message is in *window*."""
+def last_recall(
+    store: MemoryStore, session_id: str, window: Sequence[Message]
+) -> tuple[str, Example | None]:
+    """Storage thread: the newest turn's recall block and example, if its message is in *window*."""
     event = store.archive.last_event(session_id, "recall")
     if event is None:
-        return ""
+        return "", None
     detail = event[1]
-    ids = {m.id for m in window}
-    return str(detail.get("text", "")) if detail.get("message_id") in ids else ""
+    if detail.get("message_id") not in {m.id for m in window}:
+        return "", None
+    shown = example_from_json(detail.get("example"))
+    return str(detail.get("text", "")), shown
 
 
 _TOOL_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
@@ -519,6 +543,8 @@ class _Turn:
         self.answered = False
         self.recall = RecallBlock()
         self.passages = DocumentPassages()
+        self.example: Example | None = None
+        """The "I don't know" exchange this turn shows the model (``agent/not_remembered.py``)."""
         self.question = ""
         self.plan: TurnPlan = FULL
         self.clock: Clock = "time"
@@ -562,15 +588,19 @@ class _Turn:
                 self._find_passages(user.content),
             )
             self.result.recall_s = time.perf_counter() - began
-        text = self.recall_text
-        if text:
-            self.result.recall_text = text
-            self.result.recall_ids = self.recall.message_ids
-            await self.agent.storage.run(self._log_recall, user, text)
-            self.emit(RecallInjected(text, self.recall.message_ids, self.passages.citations))
         self.plan = plan_turn(
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
+        text = self.recall_text
+        if (not text or not_remembered.EVEN_WITH_RECALL) and await self._shows_not_remembered(user):
+            self.example = example_for(user.content)
+            self.result.not_remembered = True
+        if text or self.example is not None:
+            await self.agent.storage.run(self._log_recall, user, text)
+        if text:
+            self.result.recall_text = text
+            self.result.recall_ids = self.recall.message_ids
+            self.emit(RecallInjected(text, self.recall.message_ids, self.passages.citations))
         self.clock = clock_in_prompt(user.content, small_model=config.small_model)
         if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
             self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
@@ -606,14 +636,36 @@ class _Turn:
     def _wants_recall(self, user: Message) -> bool:
         return wants_recall(user.content, small_model=self.agent.config.small_model)
 
+    async def _shows_not_remembered(self, user: Message) -> bool:
+        """Whether this turn shows the model how to say "I don't know" (see the module).
+
+        Called once recall found nothing; the window is read only for a
+        question about the user's own life.
+        """
+        config = self.agent.config
+        if not (config.small_model and config.proactive_recall and self.settings.tools):
+            return False
+        if not not_remembered.SHOW_EXAMPLE:
+            return False
+        if self.plan.tools is None:
+            return False
+        if not asks_for_own_fact(user.content):
+            return False
+        window = await self.agent.storage.run(
+            self.agent.store.window, self.sid, config.window_messages
+        )
+        return not window_may_answer(content_terms(user.content), window)
+
     def _log_recall(self, user: Message, text: str) -> None:
         """Storage thread: the timeline's record of what recall put in the prompt."""
-        detail = {
+        detail: dict[str, object] = {
             "message_id": user.id,
             "text": text,
             "ids": self.recall.message_ids,
             "citations": self.passages.citations,
         }
+        if self.example is not None:
+            detail["example"] = example_to_json(self.example)
         try:
             self.agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
         except Exception:  # the block is still sent; only the record of it is missing
@@ -636,6 +688,13 @@ class _Turn:
         kind = query_kind(user.content)
         kept = apply_floor(candidates, agent.config.recall_floor, kind=kind)
         return format_block(kept, header=header_for(user.content))
+
+    def _search_found(self) -> bool:
+        """This turn's history search found something: the "I don't know" exchange goes."""
+        return any(
+            outcome.name == SEARCH_TOOL and not outcome.is_error and outcome.content != NO_MATCHES
+            for outcome in self.seen_calls.values()
+        )
 
     def _tool_rounds(self) -> int:
         """Rounds that may call tools; one more round always remains to answer."""
@@ -687,6 +746,7 @@ class _Turn:
             inline_results=inline,
             offered=self.offered,
             recall=self.recall_text,
+            example=None if self._search_found() else self.example,
             settings=self.settings,
             clock=self.clock,
         )

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["semantic", "keyword", "hybrid"]
 MODES: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+NO_MATCHES = "no matching messages"
+"""What search_chat_history tells the model when nothing matched."""
 EXCERPT_BEFORE = 2
 EXCERPT_AFTER = 1
 

@@ -42,7 +42,7 @@ def recalls_for(
     found: dict[str, tuple[str, int, int]] = {}
     for _time, kind, detail in store.archive.events(session_id):
         target = detail.get("message_id")
-        if kind == "recall" and target in ids:
+        if kind == "recall" and target in ids and detail.get("text"):
             found[str(target)] = (
                 str(detail.get("text", "")),
                 len(detail.get("ids") or []),

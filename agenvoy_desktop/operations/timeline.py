@@ -63,6 +63,8 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
     """What proactive recall put in the prompt: earlier messages, document passages, or both."""
     ids = detail.get("ids") or []
     citations = detail.get("citations") or []
+    if not ids and not citations and detail.get("example"):
+        return "Nothing remembered answers this question; the model was shown how to say so"
     parts = []
     if ids or not citations:
         parts.append(f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}")

@@ -1,0 +1,145 @@
+"""Facts never told: does the starter say it does not know, or invent an answer?
+
+Asked "What is my daughter's name?" with nothing about her in memory, the
+0.5B starter answered "My daughter's name is Emily."  A small model's turn
+now shows it a made-up exchange that ends in "I don't know"
+(``agent/not_remembered.py``) when recall found nothing for a question about
+the user's own life.
+
+The profile is the one ``memory_qa.py`` builds (earlier LoCoMo sessions with
+planted facts, real MiniLM, the starter model with the app's settings and a
+fixed seed), so recall runs over real memory.  Messages, each in a new
+session, once per variant (``off``: no exchange; ``example``: as shipped;
+``always``, not shipped and not run unless asked: the exchange even when
+recall put something in the prompt), the variants interleaved message by
+message:
+
+- ``unknown``: the 20 questions of ``memory_facts.UNKNOWN_FACTS`` (English,
+  Chinese, German, Japanese), whose answers were never told;
+- ``advice``: the 10 of ``OWN_ADVICE``, first-person questions that ask for
+  help, which must still get help;
+- ``memory``: the planted facts' questions, which must still be answered.
+
+Reported per variant and set: answers that admit not knowing (``admits``),
+turns that showed the exchange, memory answers right, the median answer
+length, tool calls and median model seconds.
+
+    .venv/bin/python benchmarks/unknown_facts.py [--quick] [--tag NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import memory_qa
+from memory_facts import FACTS, OWN_ADVICE, UNKNOWN_FACTS, answer_matches
+from statement_echo import words_in
+
+from agenvoy_desktop.agent import not_remembered
+from agenvoy_desktop.agent.services import AppServices
+
+VARIANTS: tuple[str, ...] = ("off", "example", "always")
+QUICK_PER_SET = 4
+SETS = ("unknown", "advice", "memory")
+ADMITS = re.compile(
+    r"don't know|do not know|don’t know|not know|can't find|cannot find|can’t find|"
+    r"haven't (?:told|mentioned|shared|said)|have not (?:told|mentioned)|"
+    r"didn't (?:tell|mention)|not sure|no information|don't have|do not have|"
+    r"can't recall|cannot recall|not mentioned|not provided|"
+    r"(?:could|can) you (?:tell|let|share|provide)|please (?:tell|let|share|provide)|"
+    r"不知道|没有告诉|沒有告訴|还没有告诉|没有提到|不清楚|告诉我|"
+    r"weiß (?:ich )?nicht|keine Information|nicht gesagt|nicht bekannt|"
+    r"わかりません|分かりません|知りません|教えてもらっていません",
+    re.IGNORECASE,
+)
+"""An answer that says it does not know, or asks to be told."""
+
+
+def admits(answer: str) -> bool:
+    return ADMITS.search(answer) is not None
+
+
+@contextmanager
+def variant(name: str) -> Iterator[None]:
+    shipped = not_remembered.SHOW_EXAMPLE, not_remembered.EVEN_WITH_RECALL
+    not_remembered.SHOW_EXAMPLE = name != "off"
+    not_remembered.EVEN_WITH_RECALL = name == "always"
+    try:
+        yield
+    finally:
+        not_remembered.SHOW_EXAMPLE, not_remembered.EVEN_WITH_RECALL = shipped
+
+
+def messages(quick: bool) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(set, text, accepted memory answers) per message."""
+    n = QUICK_PER_SET if quick else None
+    rows: list[tuple[str, str, tuple[Any, ...]]] = []
+    rows += [("unknown", text, ()) for text in UNKNOWN_FACTS[:n]]
+    rows += [("advice", text, ()) for text in OWN_ADVICE[:n]]
+    rows += [("memory", f.question, f.accept) for f in FACTS[:n]]
+    return rows
+
+
+async def ask_all(services: AppServices, args: argparse.Namespace) -> list[dict[str, Any]]:
+    todo = messages(args.quick)
+    variants = tuple(args.variants.split(","))
+    rows = []
+    for index, (kind, text, accept) in enumerate(todo):
+        turn_by = index % len(variants)
+        order = variants[turn_by:] + variants[:turn_by]
+        for name in order:
+            with variant(name):
+                turn = await memory_qa.ask(services, text)
+            turn.extra = {
+                "variant": name,
+                "set": kind,
+                "admits": admits(turn.answer),
+                "answer_words": words_in(turn.answer),
+            }
+            if accept:
+                turn.extra["answered"] = answer_matches(turn.answer, accept)
+            verdict = "ADMITS" if turn.extra["admits"] else "-"
+            memory_qa.progress(f"{name:7s} {kind}", index, len(todo), turn, verdict)
+            rows.append(turn.row())
+    return rows
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in VARIANTS:
+        mine = [r for r in rows if r["variant"] == name]
+        if not mine:
+            continue
+        per_set: dict[str, Any] = {}
+        for kind in SETS:
+            group = [r for r in mine if r["set"] == kind]
+            if not group:
+                continue
+            per_set[kind] = {
+                "n": len(group),
+                "admits": sum(1 for r in group if r["admits"]),
+                "example_shown": sum(1 for r in group if r["not_remembered"]),
+                "with_recall_block": sum(1 for r in group if r["recall_chars"]),
+                "median_answer_words": memory_qa.median([r["answer_words"] for r in group]),
+            }
+            if kind == "memory":
+                per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
+        out[name] = {**per_set, **memory_qa.turn_costs(mine)}
+    return out
+
+
+def main() -> None:
+    ap = memory_qa.arguments(__doc__.splitlines()[0])
+    ap.add_argument(
+        "--variants", default="off,example", help=f"comma-separated, of {', '.join(VARIANTS)}"
+    )
+    run = memory_qa.run_variants("unknown facts", ask_all, totals)
+    memory_qa.run_in_profile("unknown_facts", ap.parse_args(), run)
+
+
+if __name__ == "__main__":
+    main()

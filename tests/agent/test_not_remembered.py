@@ -1,0 +1,178 @@
+"""A small model shown how to say "I don't know" when memory has nothing (agent/not_remembered)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agenvoy_desktop.agent.not_remembered import (
+    EXAMPLES,
+    asks_for_own_fact,
+    example_messages,
+    language_of,
+    window_may_answer,
+)
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import Tool, ToolRegistry
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnResult
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.operations.chat import recalls_for
+from agenvoy_desktop.operations.timeline import load_timeline
+from tests.conftest import msg
+from tests.scripted_chat import Call, ScriptedChatModel
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is my daughter's name?",
+        "When is my wife's birthday?",
+        "Which hotel did I book in Lisbon?",
+        "How old is my son?",
+        "Thanks. And what's my employee ID?",
+        "我女儿叫什么名字？",
+        "我住在哪个城市？",
+        "Wie lautet mein WLAN-Passwort?",
+        "Wann hat meine Mutter Geburtstag?",
+        "私の血液型は何ですか？",
+    ],
+)
+def test_questions_about_the_users_own_life(text: str) -> None:
+    assert asks_for_own_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How can I improve my sleep?",
+        "What should I cook for my kids tonight?",
+        "Can you suggest a name for my new puppy?",
+        "What's a good birthday gift for my wife?",
+        "Which exercises help my back pain?",
+        "我怎么才能提高我的英语口语？",
+        "我在想给妈妈买什么生日礼物。",
+        "Wie kann ich meine Wohnung energiesparender machen?",
+        "What is the capital of Australia?",
+        "My daughter's name is Eva.",
+        "Hi!",
+    ],
+)
+def test_advice_general_questions_and_statements_are_not(text: str) -> None:
+    assert not asks_for_own_fact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("What is my daughter's name?", "en"),
+        ("我女儿叫什么名字？", "zh"),
+        ("私の血液型は何ですか？", "ja"),
+        ("Wo arbeitet mein Bruder?", "de"),
+        ("Where is Wo Hop restaurant?", "en"),
+    ],
+)
+def test_the_example_follows_the_message_language(text: str, language: str) -> None:
+    assert language_of(text) == language
+
+
+def test_the_window_may_already_answer() -> None:
+    told = msg("user", "My daughter is called Eva.", 1)
+    asked = msg("user", "What is my daughter's name?", 3)
+    assert window_may_answer(["daughter", "name"], [told, msg("assistant", "Nice!", 2), asked])
+    assert not window_may_answer(["daughter", "name"], [asked])
+    assert not window_may_answer(["daughter"], [msg("assistant", "Your daughter?", 1), asked])
+
+
+# -- in a turn -------------------------------------------------------------------------------
+def _registry() -> ToolRegistry:
+    async def found(_args: dict[str, Any]) -> str:
+        return 'From session s1:\n- 2026-03-01 10:00, the user said: "Eva is 7." (match)'
+
+    empty = {"type": "object", "properties": {"query": {"type": "string"}}}
+    return ToolRegistry([Tool("search_chat_history", "search", empty, found)])
+
+
+def _run(
+    store: MemoryStore,
+    script: list[list[object]],
+    texts: list[str],
+    *,
+    small: bool = True,
+) -> tuple[ScriptedChatModel, TurnResult, Agent, str]:
+    sid = store.create_session("t")
+    model = ScriptedChatModel(script)
+    storage = Storage()
+    try:
+        agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=small))
+        result = TurnResult(sid)
+        for text in texts:
+            result = asyncio.run(agent.run_turn(sid, text))
+    finally:
+        storage.close()
+    return model, result, agent, sid
+
+
+def _example_in(messages: list[Any]) -> bool:
+    return messages[1:5] == example_messages(EXAMPLES["en"])
+
+
+def test_an_unknown_fact_gets_the_example_and_the_context_tab_shows_it(
+    store: MemoryStore,
+) -> None:
+    model, result, agent, sid = _run(store, [["I don't know."]], ["What is my daughter's name?"])
+    assert result.not_remembered
+    sent = model.seen[0].messages
+    assert _example_in(sent)
+    assert sent[-1] == {"role": "user", "content": "What is my daughter's name?"}
+    storage = Storage()
+    try:
+        agent.storage = storage
+        shown = asyncio.run(agent.context_messages(sid))
+    finally:
+        storage.close()
+    assert _example_in(shown)  # the Context tab: exactly as sent
+    assert recalls_for(store, sid, store.history(sid).messages) == {}  # no "found 0" chip
+    (line,) = [e for e in load_timeline(store, sid) if e.kind == "recall"]
+    assert "Nothing remembered" in line.text
+
+
+def test_chinese_question_gets_the_chinese_example(store: MemoryStore) -> None:
+    model, _result, _agent, _sid = _run(store, [["我不知道。"]], ["我住在哪个城市？"])
+    assert model.seen[0].messages[1:5] == example_messages(EXAMPLES["zh"])
+
+
+def test_no_example_when_the_window_holds_the_answer(store: MemoryStore) -> None:
+    model, result, _agent, _sid = _run(
+        store, [["Nice!"], ["Eva."]], ["My daughter is called Eva.", "What is my daughter's name?"]
+    )
+    assert not result.not_remembered
+    assert not _example_in(model.seen[-1].messages)
+
+
+def test_no_example_once_the_search_found_something(store: MemoryStore) -> None:
+    script: list[list[object]] = [[Call("search_chat_history", {"query": "daughter"})], ["7."]]
+    model, _result, _agent, _sid = _run(store, script, ["What is my daughter's age?"])
+    assert _example_in(model.seen[0].messages)
+    assert not _example_in(model.seen[1].messages)
+    assert any("Eva is 7." in str(m.get("content")) for m in model.seen[1].messages)
+
+
+def test_no_example_for_advice_or_a_capable_model(store: MemoryStore) -> None:
+    model, result, _agent, _sid = _run(store, [["Sleep more."]], ["How can I improve my sleep?"])
+    assert not result.not_remembered
+    model, result, _agent, _sid = _run(
+        store, [["I don't know."]], ["What is my daughter's name?"], small=False
+    )
+    assert not result.not_remembered
+    assert not _example_in(model.seen[0].messages)
+
+
+def test_no_example_when_recall_found_something(store: MemoryStore) -> None:
+    earlier = store.create_session("earlier")
+    store.append(earlier, [msg("user", "My daughter's name is Eva and she is seven.", 1)])
+    model, result, _agent, _sid = _run(store, [["Eva."]], ["What is my daughter's name?"])
+    assert result.recall_text
+    assert not result.not_remembered
+    assert not _example_in(model.seen[0].messages)

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import memory_qa
-from memory_facts import CHITCHAT, FACTS, STATEMENTS, answer_matches
+from memory_facts import CHITCHAT, FACTS, STATEMENTS
 from statement_echo import echoed, parroted, refused, third_person, words_in
 
 from agenvoy_desktop.agent.services import AppServices
@@ -59,59 +59,32 @@ def messages(quick: bool) -> list[tuple[str, str, tuple[Any, ...]]]:
     return rows
 
 
+def judge(answer: str, text: str) -> tuple[dict[str, Any], str]:
+    said = {
+        "parrot": parroted(answer, text),
+        "echo": echoed(answer, text),
+        "refused": refused(answer),
+        "third_person": third_person(answer),
+        "answer_words": words_in(answer),
+    }
+    return said, "PARROT" if said["parrot"] else "-"
+
+
 async def ask_all(services: AppServices, args: argparse.Namespace) -> list[dict[str, Any]]:
-    todo = messages(args.quick)
     variants = tuple(args.variants.split(","))
-    rows = []
-    for index, (kind, text, accept) in enumerate(todo):
-        turn_by = index % len(variants)
-        order = variants[turn_by:] + variants[:turn_by]
-        for name in order:
-            with variant(name):
-                turn = await memory_qa.ask(services, text)
-            turn.extra = {
-                "variant": name,
-                "set": kind,
-                "parrot": parroted(turn.answer, text),
-                "echo": echoed(turn.answer, text),
-                "refused": refused(turn.answer),
-                "third_person": third_person(turn.answer),
-                "answer_words": words_in(turn.answer),
-            }
-            if accept:
-                turn.extra["answered"] = answer_matches(turn.answer, accept)
-            verdict = "PARROT" if turn.extra["parrot"] else "-"
-            memory_qa.progress(f"{name:5s} {kind}", index, len(todo), turn, verdict)
-            rows.append(turn.row())
-    return rows
+    return await memory_qa.ask_interleaved(services, messages(args.quick), variants, variant, judge)
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in VARIANTS:
-        mine = [r for r in rows if r["variant"] == name]
-        if not mine:
-            continue
-        per_set: dict[str, Any] = {}
-        for kind in SETS:
-            group = [r for r in mine if r["set"] == kind]
-            if not group:
-                continue
-            per_set[kind] = {
-                "n": len(group),
-                "parrots": sum(1 for r in group if r["parrot"]),
-                "echoes": sum(1 for r in group if r["echo"]),
-                "refusals": sum(1 for r in group if r["refused"]),
-                "speaks_of_the_user": sum(1 for r in group if r["third_person"]),
-                "median_answer_words": memory_qa.median([r["answer_words"] for r in group]),
-            }
-            if kind == "memory":
-                per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
-        out[name] = {
-            **per_set,
-            **memory_qa.turn_costs(mine),
+    def counts(group: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "parrots": sum(1 for r in group if r["parrot"]),
+            "echoes": sum(1 for r in group if r["echo"]),
+            "refusals": sum(1 for r in group if r["refused"]),
+            "speaks_of_the_user": sum(1 for r in group if r["third_person"]),
         }
-    return out
+
+    return memory_qa.totals_by_variant(rows, VARIANTS, SETS, counts)
 
 
 def main() -> None:

@@ -42,6 +42,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -426,6 +427,70 @@ def turn_costs(rows: Rows) -> dict[str, Any]:
         "median_model_s": median([r["model_s"] for r in rows]),
         "median_first_token_s": median([r["first_token_s"] for r in rows]),
     }
+
+
+Todo = list[tuple[str, str, tuple[Any, ...]]]
+"""(set, message, accepted memory answers) per message of a variants benchmark."""
+Judge = Callable[[str, str], tuple[dict[str, Any], str]]
+"""(answer, message) -> (what the row records of it, the progress line's verdict)."""
+
+
+async def ask_interleaved(
+    services: AppServices,
+    todo: Todo,
+    variants: Sequence[str],
+    switch: Callable[[str], AbstractContextManager[None]],
+    judge: Judge,
+) -> Rows:
+    """Each message once per variant, the variants' order turning message by message.
+
+    *switch* puts a variant in force for one turn; rows carry ``variant``,
+    ``set``, what *judge* says and, for memory questions, ``answered``."""
+    rows: Rows = []
+    width = max(len(v) for v in variants)
+    for index, (kind, text, accept) in enumerate(todo):
+        turn_by = index % len(variants)
+        for name in [*variants[turn_by:], *variants[:turn_by]]:
+            with switch(name):
+                turn = await ask(services, text)
+            judged, verdict = judge(turn.answer, text)
+            turn.extra = {"variant": name, "set": kind, **judged}
+            if accept:
+                turn.extra["answered"] = answer_matches(turn.answer, accept)
+            progress(f"{name:{width}s} {kind}", index, len(todo), turn, verdict)
+            rows.append(turn.row())
+    return rows
+
+
+def totals_by_variant(
+    rows: Rows,
+    variants: Sequence[str],
+    sets: Sequence[str],
+    counts: Callable[[Rows], dict[str, Any]],
+) -> dict[str, Any]:
+    """Per variant and set: n, *counts*, median answer words (and memory answers right),
+    then the variant's tool calls and median seconds (:func:`turn_costs`).
+
+    Rows carry ``variant``, ``set`` and ``answer_words`` (and ``answered`` for memory)."""
+    out: dict[str, Any] = {}
+    for name in variants:
+        mine = [r for r in rows if r["variant"] == name]
+        if not mine:
+            continue
+        per_set: dict[str, Any] = {}
+        for kind in sets:
+            group = [r for r in mine if r["set"] == kind]
+            if not group:
+                continue
+            per_set[kind] = {
+                "n": len(group),
+                **counts(group),
+                "median_answer_words": median([r["answer_words"] for r in group]),
+            }
+            if kind == "memory":
+                per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
+        out[name] = {**per_set, **turn_costs(mine)}
+    return out
 
 
 def run_variants(

@@ -64,12 +64,23 @@ WINDOW = Settings().memory.window_messages
 SWEEPS: dict[str, list[float]] = {
     "personal_cosine": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6],
     "personal_keyword": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
+    "personal_cosine_share": [0.0, 0.2, 0.3, 0.4, 0.5],
     "personal_cosine_alone": [0.6, 0.65, 0.7, 0.75, 0.8, 0.9],
     "general_score": [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0],
     "general_min_query_terms": [1, 2, 3],
     "cjk_keyword": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5],
     "named_keyword": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
 }
+
+
+ALTERNATIVES: dict[str, dict[str, float]] = {
+    "strict personal": {
+        "personal_cosine": 0.5,
+        "personal_cosine_share": 0.4,
+        "personal_keyword": 0.7,
+    },
+}
+"""Whole floors scored beside the shipped one in every mode (several values at once)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -192,6 +203,11 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(f"shipped floor {dataclasses.asdict(shipped)}: {result['shipped']}")
+    result["alternatives"] = {}
+    for label, values in ALTERNATIVES.items():
+        scored = score(asked, dataclasses.replace(shipped, **values))
+        result["alternatives"][label] = {"floor": values, **scored}
+        print(f"{label} {values}: {scored}")
     if args.heldout:
         near = [a for a in asked if a.text in HELDOUT_UNRELATED[20:]]
         result["near_topic"] = score(near, shipped)

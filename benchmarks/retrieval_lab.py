@@ -533,6 +533,46 @@ def evaluate_doc_side(items: list[Prepared], data: Dump) -> None:
             held_out(f"rrf + neighbour sum, {label}", group, neighbour_sum(rrf), ns)
 
 
+def sentence_cosines(items: list[Prepared], data: Dump) -> list[FloatArray]:
+    """Each question's best cosine with one vector per sentence of each turn of its
+    conversation (turns of one sentence reuse their bare vector's sentence)."""
+    texts: list[str] = []
+    owner: list[int] = []  # global turn index of each sentence
+    turn = 0
+    for conv in data.convs:
+        for rowid in conv.rowids:
+            for sentence in benchlib.split_sentences(conv.text[rowid]) or [conv.text[rowid]]:
+                texts.append(sentence)
+                owner.append(turn)
+            turn += 1
+    vectors, _ = benchlib.cached_embeddings("locomo-sentences", texts, benchlib.embedding_model())
+    matrix = vectors.astype(np.float32)
+    owners = np.array(owner)
+    starts = np.cumsum([0] + [len(c.rowids) for c in data.convs])
+    out: list[FloatArray] = []
+    for p in items:
+        lo, hi = starts[p.conversation], starts[p.conversation + 1]
+        mask = (owners >= lo) & (owners < hi)
+        sims = matrix[mask] @ p.qvec
+        out.append(best_per_message(sims, owners[mask] - lo, int(hi - lo)))
+    return out
+
+
+def evaluate_sentences(items: list[Prepared], data: Dump) -> None:
+    """One vector per sentence of a turn, pooled (max) with the shipped vector."""
+    per_sentence = sentence_cosines(items, data)
+    rr = [{"k": k, "depth": 40, "w_sem": w} for k in (3, 10) for w in (0.5, 0.75, 1.0)]
+    ns = [{**b, "bp": 0.25, "bn": x, "b2": 0.1} for b in rr for x in (0.25, 0.5)]
+    for label, pool in (("sentences alone", False), ("max(shipped, sentences)", True)):
+        group = [
+            replace(p, sem=(np.maximum(p.sem, sent) if pool else sent).astype(np.float32))
+            for p, sent in zip(items, per_sentence, strict=True)
+        ]
+        held_out(f"semantic only, {label}", group, lambda p, c: p.sem, [{}])
+        held_out(f"rrf, {label}", group, rrf, rr)
+        held_out(f"rrf + neighbour sum, {label}", group, neighbour_sum(rrf), ns)
+
+
 def features(p: Prepared, extras: Sequence[FloatArray]) -> FloatArray:
     """Per-message features for a learned linear re-scorer: each route's
     reciprocal rank and normalised score, and the neighbours' keyword and
@@ -749,6 +789,7 @@ GROUPS: dict[str, Callable[[list[Prepared], Dump], None]] = {
     "query": evaluate_query,
     "neighbours": lambda items, _data: evaluate_neighbours(items),
     "doc": evaluate_doc_side,
+    "sentences": evaluate_sentences,
     "learned": evaluate_learned,
     "speaker": evaluate_speaker,
     "names": evaluate_names,

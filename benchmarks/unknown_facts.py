@@ -24,19 +24,19 @@ Reported per variant and set: answers that admit not knowing (``admits``),
 turns that showed the exchange, memory answers right, the median answer
 length, tool calls and median model seconds.
 
-    .venv/bin/python benchmarks/unknown_facts.py [--quick] [--tag NAME]
+    .venv/bin/python benchmarks/unknown_facts.py [--quick] [--variants A,B] [--sets S] [--tag X]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import memory_qa
-from memory_facts import FACTS, OWN_ADVICE, UNKNOWN_FACTS, answer_matches
+from memory_facts import FACTS, OWN_ADVICE, UNKNOWN_FACTS
 from statement_echo import words_in
 
 from agenvoy_desktop.agent import not_remembered
@@ -74,62 +74,36 @@ def variant(name: str) -> Iterator[None]:
         not_remembered.SHOW_EXAMPLE, not_remembered.EVEN_WITH_RECALL = shipped
 
 
-def messages(quick: bool) -> list[tuple[str, str, tuple[Any, ...]]]:
-    """(set, text, accepted memory answers) per message."""
+def messages(quick: bool, sets: Sequence[str] = SETS) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(set, text, accepted memory answers) per message of *sets*."""
     n = QUICK_PER_SET if quick else None
     rows: list[tuple[str, str, tuple[Any, ...]]] = []
     rows += [("unknown", text, ()) for text in UNKNOWN_FACTS[:n]]
     rows += [("advice", text, ()) for text in OWN_ADVICE[:n]]
     rows += [("memory", f.question, f.accept) for f in FACTS[:n]]
-    return rows
+    return [row for row in rows if row[0] in sets]
+
+
+def judge(answer: str, _text: str) -> tuple[dict[str, Any], str]:
+    said = {"admits": admits(answer), "answer_words": words_in(answer)}
+    return said, "ADMITS" if said["admits"] else "-"
 
 
 async def ask_all(services: AppServices, args: argparse.Namespace) -> list[dict[str, Any]]:
-    todo = messages(args.quick)
+    todo = messages(args.quick, args.sets.split(","))
     variants = tuple(args.variants.split(","))
-    rows = []
-    for index, (kind, text, accept) in enumerate(todo):
-        turn_by = index % len(variants)
-        order = variants[turn_by:] + variants[:turn_by]
-        for name in order:
-            with variant(name):
-                turn = await memory_qa.ask(services, text)
-            turn.extra = {
-                "variant": name,
-                "set": kind,
-                "admits": admits(turn.answer),
-                "answer_words": words_in(turn.answer),
-            }
-            if accept:
-                turn.extra["answered"] = answer_matches(turn.answer, accept)
-            verdict = "ADMITS" if turn.extra["admits"] else "-"
-            memory_qa.progress(f"{name:7s} {kind}", index, len(todo), turn, verdict)
-            rows.append(turn.row())
-    return rows
+    return await memory_qa.ask_interleaved(services, todo, variants, variant, judge)
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in VARIANTS:
-        mine = [r for r in rows if r["variant"] == name]
-        if not mine:
-            continue
-        per_set: dict[str, Any] = {}
-        for kind in SETS:
-            group = [r for r in mine if r["set"] == kind]
-            if not group:
-                continue
-            per_set[kind] = {
-                "n": len(group),
-                "admits": sum(1 for r in group if r["admits"]),
-                "example_shown": sum(1 for r in group if r["not_remembered"]),
-                "with_recall_block": sum(1 for r in group if r["recall_chars"]),
-                "median_answer_words": memory_qa.median([r["answer_words"] for r in group]),
-            }
-            if kind == "memory":
-                per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
-        out[name] = {**per_set, **memory_qa.turn_costs(mine)}
-    return out
+    def counts(group: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "admits": sum(1 for r in group if r["admits"]),
+            "example_shown": sum(1 for r in group if r["not_remembered"]),
+            "with_recall_block": sum(1 for r in group if r["recall_chars"]),
+        }
+
+    return memory_qa.totals_by_variant(rows, VARIANTS, SETS, counts)
 
 
 def main() -> None:
@@ -137,6 +111,7 @@ def main() -> None:
     ap.add_argument(
         "--variants", default="off,example", help=f"comma-separated, of {', '.join(VARIANTS)}"
     )
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated, of the three")
     run = memory_qa.run_variants("unknown facts", ask_all, totals)
     memory_qa.run_in_profile("unknown_facts", ap.parse_args(), run)
 

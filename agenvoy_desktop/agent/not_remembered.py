@@ -3,28 +3,34 @@
 Asked about a fact of their life that the user never told ("What is my
 daughter's name?"), the 0.5B starter invents one ("My daughter's name is
 Emily.", "我女儿的名字是小明。") — the worst answer a memory-keeping assistant
-can give.  Telling it not to guess does little: one line in the system
-prompt turned 1 of 16 such answers into an admission, 2 with the line
-(``benchmarks/unknown_facts.py``).  Showing it helps: one made-up exchange
-before the conversation (two, in fact), a question about a fact and the
-answer "I don't know: I can't find it in what you've told me", and it
-answers that way.
+can give.  Telling it not to guess does little: of 16 such questions it
+admitted not knowing 1 as it was, 2 with a line saying so in the system
+prompt.  Showing it works: made-up exchanges before the conversation, each
+a question about a fact answered "I don't know: I can't find it in what
+you've told me", and it answers that way — 10 of 16 with one English
+exchange, and with two in the message's language 10 of the 11 questions
+of ``benchmarks/unknown_facts.py`` that reached it (benchmarks/RESULTS.md
+§11f).
 
-So a small model's turn gets that exchange, in the message's language,
-when all of these hold:
+So a small model's turn gets two such exchanges, in the message's
+language, when all of these hold:
 
 - the message asks for a fact of the user's own life (:func:`asks_for_own_fact`:
   "what/which/where/when/who … my/our …", 我…什么/哪/几…, "wie heißt mein…"),
   not for advice ("What should I cook for my kids?", 我怎么…);
 - proactive recall put nothing in front of the model (the history search
-  may still be offered; once it finds something, the exchange is left out
+  may still be offered; once it finds something, the exchanges are left out
   of the next round, whose prompt then holds the result);
 - no earlier user message in the current window shares a content word with
   the question (the answer may be right there: "My daughter is Eva." … "What
   is my daughter's name?").
 
-The exchange is part of what the model was sent, so it is recorded with
-the turn's recall event and the Context tab shows it.
+The exchanges are part of what the model was sent, so they are recorded
+with the turn's recall event and the Context tab shows them, labelled as
+made up.  Not shown when recall found something, even something weak:
+with a recall block beside them the starter said "I don't know" to "What
+is my bike lock code?" with the code in the block (planted facts answered
+30 → 13 of 32).
 """
 
 from __future__ import annotations
@@ -159,6 +165,15 @@ def example_messages(example: Example | None) -> list[ChatMessage]:
         messages.append({"role": "user", "content": question})
         messages.append({"role": "assistant", "content": answer})
     return messages
+
+
+def example_count(messages: Sequence[ChatMessage]) -> int:
+    """How many messages after the system prompt are a made-up exchange (the Context tab)."""
+    for example in EXAMPLES.values():
+        shown = example_messages(example)
+        if [dict(m) for m in messages[1 : 1 + len(shown)]] == shown:
+            return len(shown)
+    return 0
 
 
 def example_to_json(example: Example) -> list[list[str]]:

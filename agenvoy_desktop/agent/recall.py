@@ -106,9 +106,19 @@ class RecallFloor:
     personal_min_terms: int = 1
     """Content words of the message a personal hit must share, and then either..."""
     personal_cosine: float = 0.35
-    """...this similarity, or..."""
+    """...this similarity (with ``personal_cosine_share`` of the words), or..."""
     personal_keyword: float = 0.5
     """...this rarity-weighted share of the message's content words."""
+    personal_cosine_share: float = 0.0
+    """The word share a hit passing on ``personal_cosine`` must also have.
+
+    Measured and left at 0: cosine 0.5 with a share of 0.4 (or a share of
+    0.7) kept questions about facts never told from finding loosely related
+    lines (9 of 20 → 4), but missed "When is my daughter's birthday?" in
+    "Hi, I'm Tomas. I work as a baker in Brno and my daughter Eva turns 7 on
+    14 March." (cosine 0.49, share 0.45): one message that tells several
+    things is far in meaning from a question about one of them
+    (benchmarks/RESULTS.md §12)."""
     personal_cosine_alone: float = 0.75
     """A hit sharing no word needs this similarity.  A message's vector also holds the
     message before it (dialogue context), so the line after a fact scores nearly as
@@ -289,7 +299,9 @@ def clears(item: RecallItem, floor: RecallFloor, kind: QueryKind) -> bool:
     if kind == "personal":
         if item.matched_terms < floor.personal_min_terms:
             return cosine >= floor.personal_cosine_alone
-        return cosine >= floor.personal_cosine or coverage >= floor.personal_keyword
+        if cosine >= floor.personal_cosine and coverage >= floor.personal_cosine_share:
+            return True
+        return coverage >= floor.personal_keyword
     if item.shared_names and coverage >= floor.named_keyword:
         return True
     if item.query_terms < floor.general_min_query_terms:

@@ -135,7 +135,11 @@ def test_tool_traffic_and_empty_messages_never_recalled(store: MemoryStore) -> N
 
 def test_floor_depends_on_the_kind_of_message() -> None:
     floor = RecallFloor(
-        personal_cosine=0.35, personal_keyword=0.5, general_score=0.95, cjk_keyword=0.2
+        personal_cosine=0.35,
+        personal_cosine_share=0.0,
+        personal_keyword=0.5,
+        general_score=0.95,
+        cjk_keyword=0.2,
     )
     semantic = _item(cosine=0.5, coverage=0.2, matched_terms=1)
     keyword = _item(cosine=0.1, coverage=0.8, matched_terms=1)
@@ -154,6 +158,15 @@ def test_floor_depends_on_the_kind_of_message() -> None:
     cjk_close = _item(cosine=0.8, coverage=0.1, matched_terms=1)
     cjk_words = _item(cosine=0.2, coverage=0.3, matched_terms=2)
     assert apply_floor([cjk_close, cjk_words], floor, kind="cjk") == [cjk_words]
+
+
+def test_a_personal_hit_in_a_message_that_tells_several_things() -> None:
+    """ "When is my daughter's birthday?" against "Hi, I'm Tomas. I work as a baker in Brno
+    and my daughter Eva turns 7 on 14 March." (measured with MiniLM): kept."""
+    intro = _item(cosine=0.49, coverage=0.45, matched_terms=1)
+    assert apply_floor([intro], RecallFloor(), kind="personal") == [intro]
+    strict = RecallFloor(personal_cosine=0.5, personal_cosine_share=0.4, personal_keyword=0.7)
+    assert apply_floor([intro], strict, kind="personal") == []  # why the floor is not stricter
 
 
 @pytest.mark.parametrize(
@@ -287,7 +300,7 @@ def test_a_small_models_statement_gets_no_recall(
     storage = Storage()
     try:
         agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=small))
-        result = asyncio.run(agent.run_turn(now, "I am taking my bike lock to the shop today."))
+        result = asyncio.run(agent.run_turn(now, "I know my bike lock code by heart."))
     finally:
         storage.close()
     assert (LOCK_FACT in result.recall_text) is recalled

@@ -1,4 +1,5 @@
-"""The Context tab names who answers next and who wrote the last answer."""
+"""The Context tab names who answers next and who wrote the last answer, and labels what
+it shows."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
+from agenvoy_desktop.agent.not_remembered import EXAMPLES, example_count, example_messages
 from agenvoy_desktop.agent.recall import BLOCK_HEADERS, RecallItem, format_block
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.operations.context import ContextView
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector import InspectorPanel
-from agenvoy_desktop.ui.inspector.context_tab import recalled_count
+from agenvoy_desktop.ui.inspector.context_tab import recalled_count, render_html
 from tests.conftest import T0
 from tests.scripted_chat import ScriptedChatModel
 from tests.ui.conftest import ServicesFactory, Wait, seed
@@ -61,3 +65,16 @@ def test_the_context_tab_counts_recalled_lines_under_any_header() -> None:
     block = format_block([RecallItem("m", "s", "t", 0, "user", "4721")], header=BLOCK_HEADERS["zh"])
     assert recalled_count("You are Agenvoy.\n\n" + block.text) == 1
     assert recalled_count("You are Agenvoy.") == 0
+
+
+def test_the_context_tab_labels_the_made_up_exchanges() -> None:
+    """The "I don't know" exchanges are sent as messages; the tab says they are made up."""
+    sent: list[ChatMessage] = [
+        {"role": "system", "content": "You are Agenvoy."},
+        *example_messages(EXAMPLES["zh"]),
+        {"role": "user", "content": "我住在哪个城市？"},
+    ]
+    assert example_count(sent) == 4
+    page = render_html(ContextView(sent, 16))
+    assert page.count("made-up example") == 4
+    assert example_count(sent[:1] + sent[5:]) == 0

@@ -42,12 +42,18 @@ def panel(qtbot: QtBot, services: AppServices, runner: AsyncRunner) -> SessionsP
     return widget
 
 
-def scroll_to_end(qtbot: QtBot, panel: SessionsPanel) -> None:
-    """Scroll as a person would, once the view has laid out the rows it has."""
+def scroll_to_end(qtbot: QtBot, panel: SessionsPanel, past: int = 0) -> int:
+    """Scroll as a person would, once the view has laid out the rows it has.
+
+    *past*: the end scrolled to before; the bar must reach beyond it (rows
+    just added may not be laid out yet, and scrolling to the old end again
+    moves nothing, so nothing asks for the next page).  Returns the new end.
+    """
     panel.list.doItemsLayout()
     bar = panel.list.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    qtbot.waitUntil(lambda: bar.maximum() > past)
     bar.setValue(bar.maximum())
+    return bar.maximum()
 
 
 def settle(qtbot: QtBot, runner: AsyncRunner) -> None:
@@ -78,9 +84,9 @@ def test_scrolling_near_the_end_loads_the_next_page(
 ) -> None:
     sids = make_sessions(services, COUNT)
     wait_op(qtbot, panel.load_first())
-    scroll_to_end(qtbot, panel)
+    end = scroll_to_end(qtbot, panel)
     qtbot.waitUntil(lambda: panel.model.rowCount() == 2 * PAGE_SIZE)
-    scroll_to_end(qtbot, panel)
+    scroll_to_end(qtbot, panel, past=end)
     qtbot.waitUntil(lambda: panel.model.rowCount() == COUNT)
     settle(qtbot, runner)
     assert panel.model.session_ids() == sids[::-1]

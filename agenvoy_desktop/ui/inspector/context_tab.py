@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.agent.not_remembered import example_count
 from agenvoy_desktop.agent.recall import BLOCK_HEADERS
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
@@ -57,6 +58,7 @@ def recalled_count(system_prompt: str) -> int:
 def render_html(view: ContextView, *, dark: bool = False) -> str:
     """The messages as one readable page: a coloured role line, then the text."""
     blocks: list[str] = []
+    made_up = example_count(view.messages)
     for number, message in enumerate(view.messages):
         role = message.get("role", "?")
         colour = ROLE_COLOURS.get(role, ("#455a64", "#b0bec5"))[int(dark)]
@@ -65,6 +67,8 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
             label = "System prompt" + (" · custom" if view.settings.custom_prompt else "")
         if role == "tool" and message.get("name"):
             label += f" · {message.get('name')}"
+        if 1 <= number <= made_up:
+            label += " · made-up example"
         count = f" · {plural(view.tokens[number], 'token')}" if view.tokens else ""
         body = esc(message.get("content", "") or "")
         calls = message.get("tool_calls") or []
@@ -204,7 +208,8 @@ class ContextTab(InspectorTab):
         if view.settings_problem:
             self.status.error(f"{view.settings_problem}; the default settings are used.")
         self.copy_button.setEnabled(True)
-        window = sum(1 for m in view.messages[1:])
+        made_up = example_count(view.messages)
+        window = len(view.messages[1:]) - made_up
         has_summary = "Summary of the earlier conversation" in (
             view.messages[0].get("content", "") if view.messages else ""
         )
@@ -219,7 +224,13 @@ class ContextTab(InspectorTab):
                 else ""
             )
             + ")",
-            f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})",
+            f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})"
+            + (
+                f" after {plural(made_up // 2, 'made-up exchange')} that show how to say "
+                "\u201cI don't know\u201d"
+                if made_up
+                else ""
+            ),
             _tools_part(view),
         ]
         total = view.total_tokens

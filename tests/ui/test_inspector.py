@@ -361,6 +361,8 @@ def test_recall_shows_hits_with_scores_and_highlighted_excerpts(
 ) -> None:
     tab = panel.recall_tab
     open_tab(panel, "recall", inspected.main)
+    assert tab.mode_combo.currentData() == "hybrid"  # as the assistant's search does
+    assert tab.scope_combo.currentData() == "current"
     wait_for(lambda: "vectors" in tab.stats_label.text())
     assert "28 messages in the archive" in tab.stats_label.text()
     assert "28 vectors" in tab.stats_label.text()

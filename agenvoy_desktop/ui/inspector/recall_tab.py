@@ -214,6 +214,8 @@ class RecallTab(InspectorTab):
         self.mode_combo = QComboBox()
         for mode in MODES:
             self.mode_combo.addItem(MODE_LABELS[mode], mode)
+        # What the assistant's search_chat_history does unless told otherwise.
+        self.mode_combo.setCurrentIndex(self.mode_combo.findData("hybrid"))
         self.scope_combo = QComboBox()
         self.scope_combo.addItem("This session", "current")
         self.scope_combo.addItem("All sessions", "all")

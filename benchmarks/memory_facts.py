@@ -748,12 +748,14 @@ UNKNOWN_FACTS: tuple[str, ...] = (
     "Wie lautet mein WLAN-Passwort im Büro?",
     "Wann hat meine Mutter Geburtstag?",
     "Wo arbeitet mein Bruder?",
-    "私の血液型は何ですか？",
+    "私の上司の名前は何ですか？",
     "私の娘の名前は何ですか？",
 )
 """Questions about the user's own life whose answer was never told (``unknown_facts.py``).
 
-None of them is about a fact of :data:`FACTS`, so the honest answer is "I don't know"."""
+None of them is about a fact of :data:`FACTS`, so the honest answer is "I don't know".
+(Until 2026-12-02 06:10 UTC the 19th was 私の血液型は何ですか？, which :data:`FACTS` answers
+in English — "My blood type is B negative." — found once questions were translated.)"""
 
 OWN_ADVICE: tuple[str, ...] = (
     "How can I improve my sleep?",
@@ -768,3 +770,90 @@ OWN_ADVICE: tuple[str, ...] = (
     "Which exercises help my back pain?",
 )
 """Questions in the first person that ask for help, not for a remembered fact."""
+
+# -- told in English, asked in another language ---------------------------------------------
+CROSS_FACTS: tuple[Fact, ...] = (
+    Fact(
+        "bike-lock-x",
+        "By the way, my bike lock code is 4721.",
+        "我的自行车锁密码是多少？",
+        ("4721",),
+        "code",
+        "zh",
+    ),
+    Fact(
+        "dentist-x",
+        "My new dentist is called Dr. Okafor, her practice is near the station.",
+        "Wie heißt meine Zahnärztin?",
+        ("okafor",),
+        "name",
+        "de",
+    ),
+    Fact(
+        "passport-x",
+        "Note to self: my passport expires on 14 March 2027.",
+        "我的护照什么时候过期？",
+        ("2027",),
+        "date",
+        "zh",
+    ),
+    Fact(
+        "landlord-x",
+        "My landlord's name is Mrs. Haverford, she lives upstairs.",
+        "我的房东叫什么名字？",
+        ("haverford",),
+        "name",
+        "zh",
+    ),
+    Fact(
+        "blood-x",
+        "My blood type is B negative.",
+        "私の血液型は何ですか？",
+        ("bneg", "b型", "brh"),
+        "code",
+        "ja",
+    ),
+    Fact(
+        "library-pin-x",
+        "My library card PIN is 9052.",
+        "Wie lautet die PIN meiner Bibliothekskarte?",
+        ("9052",),
+        "code",
+        "de",
+    ),
+    Fact(
+        "shoe-x",
+        "I wear shoe size 44, in case you ever order shoes for me.",
+        "我穿多大码的鞋？",
+        ("44",),
+        "code",
+        "zh",
+    ),
+    Fact(
+        "car-service-x",
+        "My car's next service is booked for 9 September.",
+        "Wann ist der nächste Service für mein Auto?",
+        ("9",),
+        "date",
+        "de",
+    ),
+    Fact(
+        "piano-x",
+        "My daughter's piano teacher is Ms. Lindqvist.",
+        "我女儿的钢琴老师叫什么名字？",
+        ("lindqvist",),
+        "name",
+        "zh",
+    ),
+    Fact(
+        "camper-x",
+        "I parked the camper van at the Lakeside storage yard on Birch Road.",
+        "Wo habe ich das Wohnmobil geparkt?",
+        ("birch", "lakeside"),
+        "place",
+        "de",
+    ),
+)
+"""Facts told in English and asked in Chinese, German or Japanese (``memory_qa.py --cross``):
+what a user who writes in two languages does.  The accepted strings are the ones an
+answer in any language keeps (digits, names)."""

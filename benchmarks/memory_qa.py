@@ -31,6 +31,7 @@ have no ``recall_text``; they count as an empty block.
 Goal (starter model, 2 cores): accuracy >= 0.80, median turn <= 30 s.
 
     .venv/bin/python benchmarks/memory_qa.py [--quick] [--facts N] [--unrelated N] [--tag NAME]
+        [--named | --cross [--no-translate]]
 """
 
 from __future__ import annotations
@@ -48,8 +49,17 @@ from pathlib import Path
 from typing import Any
 
 import benchlib
-from memory_facts import FACTS, NAMED_FACTS, NAMED_UNRELATED, UNRELATED, Fact, answer_matches
+from memory_facts import (
+    CROSS_FACTS,
+    FACTS,
+    NAMED_FACTS,
+    NAMED_UNRELATED,
+    UNRELATED,
+    Fact,
+    answer_matches,
+)
 
+from agenvoy_desktop.agent import query_translation
 from agenvoy_desktop.agent import recall as recall_module
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT
 from agenvoy_desktop.agent.services import AppServices
@@ -132,6 +142,8 @@ class Turn:
     first_token_s: float | None
     not_remembered: bool = False
     """The turn showed the model how to say it does not know (``agent/not_remembered.py``)."""
+    searched_as: str = ""
+    """The English translation recall searched with (``agent/query_translation.py``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -178,6 +190,7 @@ async def ask(services: AppServices, question: str) -> Turn:
         model_s=result.model_s,
         first_token_s=reported if reported is not None else (first[0] if first else None),
         not_remembered=bool(getattr(result, "not_remembered", False)),
+        searched_as=str(getattr(result, "searched_as", "") or ""),
     )
 
 
@@ -314,6 +327,8 @@ def totals(facts: Sequence[dict[str, Any]], unrelated: Sequence[dict[str, Any]])
         "in_tool_result_rate": rate(facts, "in_tool_result"),
         "answered_when_in_recall": _answered_given(facts, "in_recall"),
         "answers_in_the_users_voice": sum(1 for r in facts if in_users_voice(r["answer"])),
+        "searched_in_english_too": sum(1 for r in facts if r.get("searched_as")),
+        "shown_the_dont_know_exchanges": sum(1 for r in facts if r.get("not_remembered")),
         "fact_median_turn_s": median([r["turn_s"] for r in facts]),
         "fact_median_first_token_s": median([r["first_token_s"] for r in facts]),
         "fact_tool_calls_per_turn": _per_turn(facts),
@@ -381,7 +396,13 @@ def setup_summary(
 
 
 async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
-    all_facts, all_unrelated = (NAMED_FACTS, NAMED_UNRELATED) if args.named else (FACTS, UNRELATED)
+    all_facts, all_unrelated = (
+        (NAMED_FACTS, NAMED_UNRELATED)
+        if args.named
+        else (CROSS_FACTS, ())
+        if args.cross
+        else (FACTS, UNRELATED)
+    )
     facts = all_facts[: args.facts or (QUICK_FACTS if args.quick else len(all_facts))]
     unrelated = all_unrelated[
         : args.unrelated or (QUICK_UNRELATED if args.quick else len(all_unrelated))
@@ -545,8 +566,21 @@ def main() -> None:
         action="store_true",
         help="ask NAMED_FACTS and NAMED_UNRELATED (people and places by name) instead",
     )
+    ap.add_argument(
+        "--cross",
+        action="store_true",
+        help="ask CROSS_FACTS (told in English, asked in Chinese, German or Japanese) instead",
+    )
+    ap.add_argument(
+        "--no-translate",
+        action="store_true",
+        help="recall does not retry with an English translation (before 2026-12-02)",
+    )
     args = ap.parse_args()
-    run_in_profile("memory_qa_named" if args.named else "memory_qa", args, run)
+    if args.no_translate:
+        query_translation.TRANSLATE = False
+    name = "memory_qa_named" if args.named else "memory_qa_cross" if args.cross else "memory_qa"
+    run_in_profile(name, args, run)
 
 
 if __name__ == "__main__":

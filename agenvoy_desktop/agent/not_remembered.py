@@ -106,7 +106,7 @@ _DE_ADVICE = re.compile(
     re.IGNORECASE,
 )
 _ZH_OWN = re.compile("我")
-_ZH_ASK = re.compile("什么|什麼|多少|哪|几|幾|谁|誰")
+_ZH_ASK = re.compile("什么|什麼|多少|多大|哪|几|幾|谁|誰")
 _ZH_ADVICE = re.compile(
     "怎么|怎麼|如何|建议|建議|推荐|推薦|应该|應該|可以|能不能|帮我|幫我|该|該|为什么|為什麼|礼物|禮物"
 )

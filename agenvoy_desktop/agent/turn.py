@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from agenvoy_desktop.agent import not_remembered
+from agenvoy_desktop.agent import not_remembered, query_translation
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     Clock,
@@ -54,6 +54,7 @@ from agenvoy_desktop.agent.not_remembered import (
     example_from_json,
     example_messages,
     example_to_json,
+    language_of,
     window_may_answer,
 )
 from agenvoy_desktop.agent.policy import (
@@ -205,6 +206,8 @@ class TurnResult:
     recall_text: str = ""
     """The proactive-recall block as sent ("" when nothing cleared the floor)."""
     recall_ids: list[str] = field(default_factory=list)
+    searched_as: str = ""
+    """The English translation recall searched with (``agent/query_translation.py``)."""
     not_remembered: bool = False
     """The model was shown how to say it does not know (``agent/not_remembered.py``)."""
     tools_offered: list[str] = field(default_factory=list)
@@ -631,7 +634,40 @@ class _Turn:
         """
         if not self._wants_recall(user):
             return RecallBlock()
-        return await self.agent.storage.run(self._find_recall, user)
+        found = await self.agent.storage.run(self._find_recall, user)
+        if found.items or not self._translates(user):
+            return found
+        english = await self._translate(user.content)
+        if not english:
+            return found
+        self.result.searched_as = english
+        return await self.agent.storage.run(self._find_recall, user, english)
+
+    def _translates(self, user: Message) -> bool:
+        """A question about the user's own life in another language than English
+        (:mod:`agent.query_translation`)."""
+        return (
+            query_translation.TRANSLATE
+            and language_of(user.content) != "en"
+            and asks_for_own_fact(user.content)
+        )
+
+    async def _translate(self, text: str) -> str:
+        """The question in English, by the chat model ("" when it gives none usable)."""
+        parts: list[str] = []
+        try:
+            async for event in self.agent.model.chat(
+                query_translation.translation_prompt(text),
+                max_tokens=query_translation.MAX_TOKENS,
+                temperature=0.0,
+                stop=self.stop,
+            ):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+        except KnownError:
+            log.warning("could not translate the question for recall", exc_info=True)
+            return ""
+        return query_translation.usable("".join(parts))
 
     def _wants_recall(self, user: Message) -> bool:
         return wants_recall(user.content, small_model=self.agent.config.small_model)
@@ -666,27 +702,35 @@ class _Turn:
         }
         if self.example is not None:
             detail["example"] = example_to_json(self.example)
+        if self.result.searched_as:
+            detail["searched_as"] = self.result.searched_as
         try:
             self.agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
         except Exception:  # the block is still sent; only the record of it is missing
             log.warning("could not log the recall event", exc_info=True)
 
-    def _find_recall(self, user: Message) -> RecallBlock:
+    def _find_recall(self, user: Message, searched: str | None = None) -> RecallBlock:
         """Storage thread: search, floor and block (the record of it: :meth:`_log_recall`).
 
-        Recall helps an answer but is no precondition for one: a failing search
-        (a damaged index, a missing embedder) leaves the block empty.
+        *searched*: the text to search with instead of the message (its English
+        translation); the block's header still follows the message.  Recall
+        helps an answer but is no precondition for one: a failing search (a
+        damaged index, a missing embedder) leaves the block empty.
         """
         agent = self.agent
+        text = user.content if searched is None else searched
         try:
             candidates = recall_candidates(
-                agent.store, self.sid, user.content, agent.config.window_messages
+                agent.store, self.sid, text, agent.config.window_messages
             )
         except Exception:
             log.warning("proactive recall failed; answering without it", exc_info=True)
             return RecallBlock()
-        kind = query_kind(user.content)
-        kept = apply_floor(candidates, agent.config.recall_floor, kind=kind)
+        kind = query_kind(text)
+        floor = agent.config.recall_floor
+        if searched is not None:
+            floor = query_translation.stricter(floor)
+        kept = apply_floor(candidates, floor, kind=kind)
         return format_block(kept, header=header_for(user.content))
 
     def _search_found(self) -> bool:

@@ -63,8 +63,10 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
     """What proactive recall put in the prompt: earlier messages, document passages, or both."""
     ids = detail.get("ids") or []
     citations = detail.get("citations") or []
+    searched = detail.get("searched_as")
+    also = f" (searched in English too: “{searched}”)" if searched else ""
     if not ids and not citations and detail.get("example"):
-        return "Nothing remembered answers this question; the model was shown how to say so"
+        return f"Nothing remembered answers this question{also}; the model was shown how to say so"
     parts = []
     if ids or not citations:
         parts.append(f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}")
@@ -75,7 +77,7 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
         for line in str(detail.get("text", "")).splitlines()
         if line.startswith(("- ", "["))  # the items, not the blocks' headers
     ]
-    return " and ".join(parts) + ": " + " ".join(lines)
+    return " and ".join(parts) + also + ": " + " ".join(lines)
 
 
 def _clip(text: str) -> str:

@@ -14,6 +14,7 @@ from agenvoy_desktop.agent.not_remembered import (
     language_of,
     window_may_answer,
 )
+from agenvoy_desktop.agent.recall import BLOCK_HEADERS
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnResult
@@ -139,8 +140,41 @@ def test_an_unknown_fact_gets_the_example_and_the_context_tab_shows_it(
 
 
 def test_chinese_question_gets_the_chinese_example(store: MemoryStore) -> None:
-    model, _result, _agent, _sid = _run(store, [["我不知道。"]], ["我住在哪个城市？"])
-    assert model.seen[0].messages[1:5] == example_messages(EXAMPLES["zh"])
+    """Nothing found, in Chinese or translated (the first call translates)."""
+    script: list[list[object]] = [["Which city do I live in?"], ["我不知道。"]]
+    model, result, _agent, _sid = _run(store, script, ["我住在哪个城市？"])
+    assert result.searched_as == "Which city do I live in?"
+    assert model.seen[1].messages[1:5] == example_messages(EXAMPLES["zh"])
+
+
+def test_a_question_in_another_language_finds_what_was_told_in_english(
+    store: MemoryStore,
+) -> None:
+    earlier = store.create_session("earlier")
+    store.append(earlier, [msg("user", "My daughter's name is Eva, she turns 7 in March.", 1)])
+    script: list[list[object]] = [["What is my daughter's name?"], ["她叫Eva。"]]
+    model, result, _agent, sid = _run(store, script, ["我女儿叫什么名字？"])
+    assert model.seen[0].messages[-1] == {"role": "user", "content": "我女儿叫什么名字？"}
+    assert model.seen[0].tools is None  # the translation call
+    assert "name is Eva" in result.recall_text
+    assert result.recall_text.startswith(BLOCK_HEADERS["zh"])  # the header follows the message
+    assert not result.not_remembered
+    (line,) = [e for e in load_timeline(store, sid) if e.kind == "recall"]
+    assert "What is my daughter's name?" in line.text
+
+
+def test_an_answer_instead_of_a_translation_is_not_searched(store: MemoryStore) -> None:
+    script: list[list[object]] = [["我女儿叫小明。"], ["我不知道。"]]
+    _model, result, _agent, _sid = _run(store, script, ["我女儿叫什么名字？"])
+    assert result.searched_as == ""
+    assert result.not_remembered
+
+
+def test_english_questions_and_statements_are_not_translated(store: MemoryStore) -> None:
+    model, _result, _agent, _sid = _run(store, [["I don't know."]], ["What is my son's name?"])
+    assert len(model.seen) == 1
+    model, _result, _agent, _sid = _run(store, [["好的。"]], ["我女儿叫Eva。"])
+    assert len(model.seen) == 1
 
 
 def test_no_example_when_the_window_holds_the_answer(store: MemoryStore) -> None:

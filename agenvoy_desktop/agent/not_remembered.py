@@ -105,7 +105,10 @@ _DE_ADVICE = re.compile(
     r"idee|ideen|gut|gute|guter|gutes|beste|besten|besser)\b",
     re.IGNORECASE,
 )
-_ZH_OWN = re.compile("我")
+_ZH_OWN = re.compile(
+    "我|女儿|女兒|儿子|兒子|老婆|老公|妻子|丈夫|太太|先生|妈妈|媽媽|爸爸|孩子|哥哥|姐姐|弟弟|妹妹"
+)
+"""Chinese drops "my" before family: 女儿叫什么名字？ is "what is my daughter's name?"."""
 _ZH_ASK = re.compile("什么|什麼|多少|多大|哪|几|幾|谁|誰")
 _ZH_ADVICE = re.compile(
     "怎么|怎麼|如何|建议|建議|推荐|推薦|应该|應該|可以|能不能|帮我|幫我|该|該|为什么|為什麼|礼物|禮物"

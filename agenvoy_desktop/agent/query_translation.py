@@ -27,8 +27,8 @@ TRANSLATE = True
 MAX_TOKENS = 48
 """A question's translation; longer output is an answer, not a translation."""
 SYSTEM = "You translate questions into English word for word. You never answer them."
-SHOTS: tuple[tuple[str, str], ...] = (
-    ("我的护照什么时候过期？", "When does my passport expire?"),
+SHOTS: tuple[tuple[str, str], ...] = (  # none of them is a benchmark question
+    ("我女儿的学校在哪里？", "Where is my daughter's school?"),
     ("Wo wohnt meine Schwester?", "Where does my sister live?"),
     ("私の猫の名前は何ですか？", "What is my cat's name?"),
 )

@@ -35,6 +35,7 @@ from tests.scripted_chat import Call, ScriptedChatModel
         "Thanks. And what's my employee ID?",
         "我女儿叫什么名字？",
         "我住在哪个城市？",
+        "女儿叫什么名字？",  # Chinese drops "my" before family
         "Wie lautet mein WLAN-Passwort?",
         "Wann hat meine Mutter Geburtstag?",
         "私の血液型は何ですか？",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
+from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, asks_or_requests, sentences
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 
@@ -80,9 +80,8 @@ EXAMPLES: dict[str, Example] = {
 """Two exchanges per language: with one, the starter admitted 8 of 14 unknown facts in
 Chinese, German and Japanese; with two, 12 of 14 (it copies the second, shorter answer)."""
 
-_LEAD = r"^[\s\"'„“(]*(?:(?:and|also|so|but|now|then|ok|okay|oh|well|hey|und|na)[\s,]+)*"
 _EN_ASK = re.compile(
-    _LEAD + r"(?:what|what's|whats|which|where|where's|when|when's|who|who's|whose"
+    SENTENCE_LEAD + r"(?:what|what's|whats|which|where|where's|when|when's|who|who's|whose"
     r"|how\s+(?:old|many|much|long|tall|big))\b",
     re.IGNORECASE,
 )
@@ -95,7 +94,7 @@ _EN_ADVICE = re.compile(
     re.IGNORECASE,
 )
 _DE_ASK = re.compile(
-    _LEAD + r"(?:wie\s+(?:heißt|heisst|lautet|alt|viele|viel|lange)|wann|wo|was|wer|wessen"
+    SENTENCE_LEAD + r"(?:wie\s+(?:heißt|heisst|lautet|alt|viele|viel|lange)|wann|wo|was|wer|wessen"
     r"|welche|welcher|welches|welchen|welchem)\b",
     re.IGNORECASE,
 )
@@ -106,7 +105,7 @@ _DE_ADVICE = re.compile(
     re.IGNORECASE,
 )
 _ZH_OWN = re.compile(
-    "我|女儿|女兒|儿子|兒子|老婆|老公|妻子|丈夫|太太|先生|妈妈|媽媽|爸爸|孩子|哥哥|姐姐|弟弟|妹妹"
+    "我|女儿|女兒|儿子|兒子|老婆|老公|妻子|丈夫|太太|妈妈|媽媽|爸爸|孩子|哥哥|姐姐|弟弟|妹妹"
 )
 """Chinese drops "my" before family: 女儿叫什么名字？ is "what is my daughter's name?"."""
 _ZH_ASK = re.compile("什么|什麼|多少|多大|哪|几|幾|谁|誰")

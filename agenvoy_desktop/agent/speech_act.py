@@ -36,9 +36,10 @@ def word_alternatives(text: str) -> str:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 """After . ! ? only before a space ("todo.txt" is one word), after 。！？ always."""
-_LEAD = r"^[\s\"'„“(]*(?:(?:and|also|so|but|now|then|ok|okay|oh|well|hey|und|na)[\s,]+)*"
+SENTENCE_LEAD = r"^[\s\"'„“(]*(?:(?:and|also|so|but|now|then|ok|okay|oh|well|hey|und|na)[\s,]+)*"
+"""A sentence's opening before its first real word: quotes, "and", "so", "well", "und"…"""
 _QUESTION_START = re.compile(
-    _LEAD
+    SENTENCE_LEAD
     + r"(?:"
     + word_alternatives(
         "what what's whats which where where's when who who's whom whose why how how's "
@@ -51,7 +52,7 @@ _QUESTION_START = re.compile(
     re.IGNORECASE,
 )
 _REQUEST_START = re.compile(
-    _LEAD
+    SENTENCE_LEAD
     + r"(?:(?:"
     + word_alternatives(
         "please pls plz bitte list read show give find search look open explain suggest "

@@ -664,7 +664,7 @@ class _Turn:
             ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
-        except KnownError:
+        except Exception:  # recall helps an answer but is no precondition for one
             log.warning("could not translate the question for recall", exc_info=True)
             return ""
         return query_translation.usable("".join(parts))

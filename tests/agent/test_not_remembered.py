@@ -22,7 +22,7 @@ from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.operations.chat import recalls_for
 from agenvoy_desktop.operations.timeline import load_timeline
 from tests.conftest import msg
-from tests.scripted_chat import Call, ScriptedChatModel
+from tests.scripted_chat import Call, ScriptedChatModel, Seen
 
 
 @pytest.mark.parametrize(
@@ -211,3 +211,27 @@ def test_no_example_when_recall_found_something(store: MemoryStore) -> None:
     assert result.recall_text
     assert not result.not_remembered
     assert not _example_in(model.seen[0].messages)
+
+
+class _TranslationFails(ScriptedChatModel):
+    """Fails the first call (the translation), then follows its script."""
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        if not self.seen:
+            self.seen.append(Seen(list(messages), None))
+            raise RuntimeError("model crashed")
+        return super().chat(messages, **kwargs)
+
+
+def test_a_failed_translation_leaves_the_answer_to_the_turn(store: MemoryStore) -> None:
+    sid = store.create_session("t")
+    model = _TranslationFails([["我不知道。"]])
+    storage = Storage()
+    try:
+        agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=True))
+        result = asyncio.run(agent.run_turn(sid, "我住在哪个城市？"))
+    finally:
+        storage.close()
+    assert result.answer == "我不知道。"
+    assert result.searched_as == ""
+    assert result.not_remembered

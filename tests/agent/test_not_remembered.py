@@ -102,9 +102,10 @@ def _run(
     texts: list[str],
     *,
     small: bool = True,
+    model_type: type[ScriptedChatModel] = ScriptedChatModel,
 ) -> tuple[ScriptedChatModel, TurnResult, Agent, str]:
     sid = store.create_session("t")
-    model = ScriptedChatModel(script)
+    model = model_type(script)
     storage = Storage()
     try:
         agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=small))
@@ -224,14 +225,9 @@ class _TranslationFails(ScriptedChatModel):
 
 
 def test_a_failed_translation_leaves_the_answer_to_the_turn(store: MemoryStore) -> None:
-    sid = store.create_session("t")
-    model = _TranslationFails([["我不知道。"]])
-    storage = Storage()
-    try:
-        agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=True))
-        result = asyncio.run(agent.run_turn(sid, "我住在哪个城市？"))
-    finally:
-        storage.close()
+    _model, result, _agent, _sid = _run(
+        store, [["我不知道。"]], ["我住在哪个城市？"], model_type=_TranslationFails
+    )
     assert result.answer == "我不知道。"
     assert result.searched_as == ""
     assert result.not_remembered

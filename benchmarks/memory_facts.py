@@ -857,3 +857,89 @@ CROSS_FACTS: tuple[Fact, ...] = (
 """Facts told in English and asked in Chinese, German or Japanese (``memory_qa.py --cross``):
 what a user who writes in two languages does.  The accepted strings are the ones an
 answer in any language keeps (digits, names)."""
+
+# -- told in another language, asked in English ----------------------------------------------
+REVERSE_FACTS: tuple[Fact, ...] = (
+    Fact(
+        "gym-r",
+        "我的健身房储物柜密码是3958。",
+        "What is my gym locker code?",
+        ("3958",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "coach-r",
+        "我儿子的足球教练叫Marco，每周六训练。",
+        "What is my son's football coach called?",
+        ("marco",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "plate-r",
+        "我的车牌号是沪A7K219。",
+        "What is my car's licence plate?",
+        ("7k219",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "wifi-r",
+        "我家的无线网密码是lotus-river-88。",
+        "What is the Wi-Fi password at my home?",
+        ("lotusriver88",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "insurance-r",
+        "我的医保卡号是H27730915。",
+        "What is my health insurance card number?",
+        ("h27730915",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "vet-r",
+        "我们家的狗看的兽医是Dr. Brandt。",
+        "Who is our dog's vet?",
+        ("brandt",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "bike-r",
+        "私の自転車の鍵の番号は6614です。",
+        "What is my bike lock number?",
+        ("6614",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "teacher-r",
+        "私の娘のピアノの先生はHolm先生です。",
+        "Who is my daughter's piano teacher?",
+        ("holm",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "locker-r",
+        "Mein Spind im Büro hat die Nummer 318, ich vergesse das immer.",
+        "What number is my locker at the office?",
+        ("318",),
+        "code",
+        "en",
+    ),
+    Fact(
+        "dog-r",
+        "Der Hund meiner Schwester heißt Fridolin und ist sehr verspielt.",
+        "What is my sister's dog called?",
+        ("fridolin",),
+        "name",
+        "en",
+    ),
+)
+"""Facts told in Chinese, Japanese or German and asked in English (``memory_qa.py
+--reverse``); the accepted strings survive any answer language (digits, Latin names)."""

@@ -54,6 +54,7 @@ from memory_facts import (
     FACTS,
     NAMED_FACTS,
     NAMED_UNRELATED,
+    REVERSE_FACTS,
     UNRELATED,
     Fact,
     answer_matches,
@@ -401,6 +402,8 @@ async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
         if args.named
         else (CROSS_FACTS, ())
         if args.cross
+        else (REVERSE_FACTS, ())
+        if args.reverse
         else (FACTS, UNRELATED)
     )
     facts = all_facts[: args.facts or (QUICK_FACTS if args.quick else len(all_facts))]
@@ -518,15 +521,17 @@ def run_variants(
     title: str,
     ask_all: Callable[[AppServices, argparse.Namespace], Coroutine[Any, Any, Rows]],
     totals: Callable[[Rows], dict[str, Any]],
+    plant: Callable[[bool], Sequence[Fact]] = lambda quick: FACTS[:QUICK_FACTS] if quick else FACTS,
 ) -> Callable[[argparse.Namespace, AppPaths], Coroutine[Any, Any, dict[str, Any]]]:
     """The ``run`` of a benchmark that sends its messages once per variant.
 
-    All facts planted (the quick set with ``--quick``), *ask_all* sends the
-    messages, *totals* sums its rows per variant; the totals are printed.
+    The facts of *plant* planted (given whether ``--quick``; by default all
+    of ``FACTS``, or the quick set), *ask_all* sends the messages, *totals*
+    sums its rows per variant; the totals are printed.
     """
 
     async def run(args: argparse.Namespace, paths: AppPaths) -> dict[str, Any]:
-        facts = FACTS[:QUICK_FACTS] if args.quick else FACTS
+        facts = plant(args.quick)
         seed = None if args.seed < 0 else args.seed
         services = await asyncio.to_thread(open_services, paths, seed)
         try:
@@ -572,6 +577,11 @@ def main() -> None:
         help="ask CROSS_FACTS (told in English, asked in Chinese, German or Japanese) instead",
     )
     ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="ask REVERSE_FACTS (told in Chinese, Japanese or German, asked in English) instead",
+    )
+    ap.add_argument(
         "--no-translate",
         action="store_true",
         help="recall does not retry with an English translation (before 2026-12-02)",
@@ -579,7 +589,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.no_translate:
         query_translation.TRANSLATE = False
-    name = "memory_qa_named" if args.named else "memory_qa_cross" if args.cross else "memory_qa"
+    name = (
+        "memory_qa_named"
+        if args.named
+        else "memory_qa_cross"
+        if args.cross
+        else "memory_qa_reverse"
+        if args.reverse
+        else "memory_qa"
+    )
     run_in_profile(name, args, run)
 
 

@@ -13,10 +13,17 @@ the floor is applied offline, so a whole grid costs one search per question.
   the user's own life whose answer was never told (``UNKNOWN_FACTS``), the
   hardest negatives: they share "my", "code", "son" with planted facts.
 
+``--everything`` plants every fact set in one profile (60 earlier sessions)
+and asks every question and negative twice, with CJK questions searched as
+one phrase per run (before 2026-12-02) and also bigram by bigram
+(``fts_text.CJK_BIGRAM_TERMS``), scored with the shipped floor per query
+kind (``results/recall_floor_everything.json``).
+
 The shipped floor (``RecallFloor()``) is reported first, then one-parameter
 sweeps around it.  Results: ``benchmarks/results/recall_floor.json``.
 
-    .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named | --unknown]
+    .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named | --unknown |
+        --everything]
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from agenvoy_desktop.agent.recall import (
 )
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.lifecycle import remove_session
+from agenvoy_desktop.core.retrieval import fts_text
 from agenvoy_desktop.paths import app_paths
 from agenvoy_desktop.settings import Settings
 
@@ -114,6 +122,70 @@ def ask_all(
         asked.append(Asked(text, kind, query_kind(text), found, target))
         services.storage.run_sync(remove_session, store, sid)
     return asked
+
+
+def ask_everything(services: AppServices) -> dict[str, list[Asked]]:
+    """Every fact set planted together; each question asked with CJK runs searched as
+    phrases only and with their bigrams too (:data:`fts_text.CJK_BIGRAM_TERMS`)."""
+    planted = plant_facts(services, [*FACTS, *HELDOUT_FACTS, *NAMED_FACTS])
+    questions: list[tuple[str, str, str | None]] = [
+        (p.fact.question, "fact", p.message_id) for p in planted
+    ]
+    negatives = {
+        "unrelated": [*UNRELATED, *HELDOUT_UNRELATED, *NAMED_UNRELATED],
+        "chitchat": list(CHITCHAT),
+        "unknown": list(UNKNOWN_FACTS),
+    }
+    questions += [(q, kind, None) for kind, texts in negatives.items() for q in texts]
+    store = services.store
+    asked: dict[str, list[Asked]] = {"phrase only": [], "bigrams too": []}
+    for text, kind, target in questions:
+        sid = services.storage.run_sync(store.create_session, "ask")
+        for label, bigrams in (("phrase only", False), ("bigrams too", True)):
+            fts_text.CJK_BIGRAM_TERMS = bigrams
+            found = services.storage.run_sync(recall_candidates, store, sid, text, WINDOW)
+            asked[label].append(Asked(text, kind, query_kind(text), found, target))
+        fts_text.CJK_BIGRAM_TERMS = True
+        services.storage.run_sync(remove_session, store, sid)
+    return asked
+
+
+def score_by_kind(asked: list[Asked]) -> dict[str, Any]:
+    """The shipped floor's score for CJK questions, the others, and the negatives by kind."""
+    floor = RecallFloor()
+    out: dict[str, Any] = {}
+    for script in ("cjk", "other"):
+        mine = [a for a in asked if (a.query_kind == "cjk") == (script == "cjk")]
+        out[script] = {"n": len(mine), **score(mine, floor)}
+        for kind in ("unrelated", "chitchat", "unknown"):
+            group = [a for a in mine if a.kind == kind]
+            out[script][f"false_injection_{kind}"] = score(group, floor)["false_injection"]
+    return out
+
+
+def run_everything() -> None:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
+        paths = app_paths(Path(tmp) / "profile").ensure()
+        embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
+        services = AppServices.open(paths, settings=Settings(), embedder=embedder)
+        try:
+            asked = ask_everything(services)
+        finally:
+            services.close()
+    result: dict[str, Any] = {"seconds": 0.0}
+    for label, rows in asked.items():
+        result[label] = score_by_kind(rows)
+        print(f"{label}: {result[label]}")
+    changed = [
+        {"before": describe(a), "after": describe(b)}
+        for a, b in zip(asked["phrase only"], asked["bigrams too"], strict=True)
+        if describe(a)["shipped_block"] != describe(b)["shipped_block"]
+    ]
+    result["changed_blocks"] = changed
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    print(f"{len(changed)} blocks changed")
+    benchlib.write_result("recall_floor_everything", result, quick=False)
 
 
 def score(asked: list[Asked], floor: RecallFloor) -> dict[str, Any]:
@@ -174,7 +246,15 @@ def main() -> None:
         action="store_true",
         help="sweep with questions about facts never told as the negatives",
     )
+    parser.add_argument(
+        "--everything",
+        action="store_true",
+        help="every fact set in one profile; CJK questions as phrases vs bigrams too",
+    )
     args = parser.parse_args()
+    if args.everything:
+        run_everything()
+        return
     if args.unknown:
         sets = (FACTS[: args.facts], UNKNOWN_FACTS, ())
     elif args.named:

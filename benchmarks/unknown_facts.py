@@ -11,8 +11,9 @@ planted facts, real MiniLM, the starter model with the app's settings and a
 fixed seed), so recall runs over real memory.  Messages, each in a new
 session, once per variant (``off``: no exchange; ``example``: as shipped;
 ``always``, not shipped and not run unless asked: the exchange even when
-recall put something in the prompt), the variants interleaved message by
-message:
+recall put something in the prompt; ``one-way``: as shipped, but an English
+question is not translated into the archive's other languages, as before
+2026-12-02), the variants interleaved message by message:
 
 - ``unknown``: the 20 questions of ``memory_facts.UNKNOWN_FACTS`` (English,
   Chinese, German, Japanese), whose answers were never told;
@@ -39,10 +40,10 @@ import memory_qa
 from memory_facts import FACTS, OWN_ADVICE, UNKNOWN_FACTS
 from statement_echo import words_in
 
-from agenvoy_desktop.agent import not_remembered
+from agenvoy_desktop.agent import not_remembered, query_translation
 from agenvoy_desktop.agent.services import AppServices
 
-VARIANTS: tuple[str, ...] = ("off", "example", "always")
+VARIANTS: tuple[str, ...] = ("off", "example", "always", "one-way")
 QUICK_PER_SET = 4
 SETS = ("unknown", "advice", "memory")
 ADMITS = re.compile(
@@ -65,13 +66,22 @@ def admits(answer: str) -> bool:
 
 @contextmanager
 def variant(name: str) -> Iterator[None]:
-    shipped = not_remembered.SHOW_EXAMPLE, not_remembered.EVEN_WITH_RECALL
+    shipped = (
+        not_remembered.SHOW_EXAMPLE,
+        not_remembered.EVEN_WITH_RECALL,
+        query_translation.FROM_ENGLISH,
+    )
     not_remembered.SHOW_EXAMPLE = name != "off"
     not_remembered.EVEN_WITH_RECALL = name == "always"
+    query_translation.FROM_ENGLISH = name != "one-way"
     try:
         yield
     finally:
-        not_remembered.SHOW_EXAMPLE, not_remembered.EVEN_WITH_RECALL = shipped
+        (
+            not_remembered.SHOW_EXAMPLE,
+            not_remembered.EVEN_WITH_RECALL,
+            query_translation.FROM_ENGLISH,
+        ) = shipped
 
 
 def messages(quick: bool, sets: Sequence[str] = SETS) -> list[tuple[str, str, tuple[Any, ...]]]:

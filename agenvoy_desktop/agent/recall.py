@@ -40,8 +40,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agenvoy_desktop.agent.policy import is_personal
+from agenvoy_desktop.agent.pronouns import swap_person
 from agenvoy_desktop.agent.speech_act import sentences, tells_something
-from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
+from agenvoy_desktop.core.retrieval.fts_text import (
+    CJK_FUNCTION_BIGRAMS,
+    STOPWORDS,
+    normalize,
+    query_terms,
+)
 from agenvoy_desktop.core.search import SearchError, SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import format_local
@@ -75,6 +81,13 @@ Chinese questions in English ("我决定下个月开始学什么语言？" -> "I
 learning Spanish.")."""
 LOCALISED_HEADER = True
 """Whether the header follows the message's script (benchmarks switch it)."""
+SECOND_PERSON = False
+"""Whether the user's recalled lines are turned to face them (:mod:`pronouns`).
+
+Measured and not shipped: with the starter, answers in the user's voice went
+13 → 11 of 64 and answers right 58 → 56 (``benchmarks/recall_voice.py``, two
+seeds); it read "You're allergic to kiwi fruit" in the system prompt as said
+of itself and answered "I am allergic to kiwi fruit."."""
 _KANA = re.compile("[\u3040-\u30ff]")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -322,7 +335,7 @@ def content_terms(text: str) -> list[str]:
     terms: list[str] = []
     for run in _CJK_RUN.findall(folded):
         grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-        terms.extend(g for g in grams if g not in _CJK_FUNCTION_BIGRAMS)
+        terms.extend(g for g in grams if g not in CJK_FUNCTION_BIGRAMS)
     for word in _LATIN_WORD.findall(_CJK_RUN.sub(" ", folded)):
         if len(word) >= _MIN_WORD and word not in STOPWORDS and word not in _QUESTION_WORDS:
             terms.append(_light_stem(word))
@@ -369,9 +382,6 @@ def _word_set(words: str) -> frozenset[str]:
 
 
 # Bigrams of CJK function words that every sentence has ("what is my ...").
-_CJK_FUNCTION_BIGRAMS = _word_set(
-    "我的 你的 是什 什么 是多 多少 是不 不是 了吗 的是 我是 你是 什麼 是誰 哪里 哪裡 在哪 我们 我們"
-)
 # Capitalised words that name no one: titles, weekdays, months (English, German).
 _NOT_NAMES = _word_set(
     "i i'm i've i'll i'd dr mr mrs ms prof "
@@ -470,7 +480,8 @@ def format_line(item: RecallItem) -> str:
     """``- 2026-03-14, in "Bike trip": "..."`` (the speaker is named if not the user)."""
     where = f' in "{item.session_title}"' if item.session_title else ""
     who = "" if item.role == "user" else f" ({item.role})"
-    return f'- {format_local(item.time_ns)[:10]}{where}{who}: "{clip(item.text)}"'
+    text = swap_person(item.text) if SECOND_PERSON and item.role == "user" else item.text
+    return f'- {format_local(item.time_ns)[:10]}{where}{who}: "{clip(text)}"'
 
 
 def clip(text: str, limit: int = ITEM_MAX_CHARS) -> str:

@@ -207,7 +207,9 @@ class TurnResult:
     """The proactive-recall block as sent ("" when nothing cleared the floor)."""
     recall_ids: list[str] = field(default_factory=list)
     searched_as: str = ""
-    """The English translation recall searched with (``agent/query_translation.py``)."""
+    """The translation recall searched with (``agent/query_translation.py``)."""
+    searched_in: str = ""
+    """The language of :attr:`searched_as` (``en``, ``zh``, ``ja``, ``de``)."""
     not_remembered: bool = False
     """The model was shown how to say it does not know (``agent/not_remembered.py``)."""
     tools_offered: list[str] = field(default_factory=list)
@@ -635,29 +637,43 @@ class _Turn:
         if not self._wants_recall(user):
             return RecallBlock()
         found = await self.agent.storage.run(self._find_recall, user)
-        if found.items or not self._translates(user):
+        if found.items:
             return found
-        english = await self._translate(user.content)
-        if not english:
-            return found
-        self.result.searched_as = english
-        return await self.agent.storage.run(self._find_recall, user, english)
+        for language in await self._translate_into(user):
+            translated = await self._translate(user.content, language)
+            if not translated:
+                continue
+            self.result.searched_as = translated
+            self.result.searched_in = language
+            found = await self.agent.storage.run(self._find_recall, user, translated)
+            if found.items:
+                break
+        return found
 
-    def _translates(self, user: Message) -> bool:
-        """A question about the user's own life in another language than English
+    async def _translate_into(self, user: Message) -> list[str]:
+        """The languages to search a question about the user's own life in, besides its
+        own: English for any other, the archive's other languages for English
         (:mod:`agent.query_translation`)."""
-        return (
-            query_translation.TRANSLATE
-            and language_of(user.content) != "en"
-            and asks_for_own_fact(user.content)
-        )
+        if not query_translation.TRANSLATE or not asks_for_own_fact(user.content):
+            return []
+        if language_of(user.content) != "en":
+            return ["en"]
+        if not query_translation.FROM_ENGLISH:
+            return []
+        try:
+            return await self.agent.storage.run(
+                query_translation.other_languages, self.agent.store.archive
+            )
+        except Exception:  # recall helps an answer but is no precondition for one
+            log.warning("could not read which languages the archive holds", exc_info=True)
+            return []
 
-    async def _translate(self, text: str) -> str:
-        """The question in English, by the chat model ("" when it gives none usable)."""
+    async def _translate(self, text: str, language: str) -> str:
+        """The question in *language*, by the chat model ("" when it gives none usable)."""
         parts: list[str] = []
         try:
             async for event in self.agent.model.chat(
-                query_translation.translation_prompt(text),
+                query_translation.translation_prompt(text, language),
                 max_tokens=query_translation.MAX_TOKENS,
                 temperature=0.0,
                 stop=self.stop,
@@ -667,7 +683,7 @@ class _Turn:
         except Exception:  # recall helps an answer but is no precondition for one
             log.warning("could not translate the question for recall", exc_info=True)
             return ""
-        return query_translation.usable("".join(parts))
+        return query_translation.usable("".join(parts), language, text)
 
     def _wants_recall(self, user: Message) -> bool:
         return wants_recall(user.content, small_model=self.agent.config.small_model)
@@ -704,6 +720,7 @@ class _Turn:
             detail["example"] = example_to_json(self.example)
         if self.result.searched_as:
             detail["searched_as"] = self.result.searched_as
+            detail["searched_in"] = self.result.searched_in
         try:
             self.agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
         except Exception:  # the block is still sent; only the record of it is missing

@@ -993,6 +993,20 @@ class Archive(SqliteStore):
         """Messages matching one quoted FTS term (from ``fts_text.query_terms``), up to *cap*."""
         return self._doc_freq(expr, cap)
 
+    def vocabulary_has_range(self, low: str, high: str) -> bool:
+        """Whether any indexed term lies in [*low*, *high*): which scripts the messages
+        are written in, at the cost of one seek in the FTS vocabulary."""
+        rows = self._query(
+            "SELECT 1 FROM messages_vocab WHERE term >= ? AND term < ? LIMIT 1", (low, high)
+        )
+        return bool(rows)
+
+    def vocabulary_count(self, terms: Sequence[str]) -> int:
+        """How many of *terms* (as the index writes them: folded, stemmed) are indexed."""
+        marks = ",".join("?" * len(terms))
+        rows = self._query(f"SELECT count(*) FROM messages_vocab WHERE term IN ({marks})", terms)
+        return int(rows[0][0]) if rows else 0
+
     # -- recovery and start-up counts -------------------------------------------
     def probe(self) -> None:
         """The cheap check at open: the tables every command reads can be read.

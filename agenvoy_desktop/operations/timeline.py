@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agenvoy_desktop.agent.query_translation import LANGUAGE_NAMES
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import PassRecord, read_records
@@ -64,7 +65,8 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
     ids = detail.get("ids") or []
     citations = detail.get("citations") or []
     searched = detail.get("searched_as")
-    also = f" (searched in English too: “{searched}”)" if searched else ""
+    language = LANGUAGE_NAMES.get(detail.get("searched_in") or "en", "another language")
+    also = f" (searched in {language} too: “{searched}”)" if searched else ""
     if not ids and not citations and detail.get("example"):
         return f"Nothing remembered answers this question{also}; the model was shown how to say so"
     parts = []

@@ -231,3 +231,30 @@ def test_a_failed_translation_leaves_the_answer_to_the_turn(store: MemoryStore) 
     assert result.answer == "我不知道。"
     assert result.searched_as == ""
     assert result.not_remembered
+
+
+def test_an_english_question_finds_what_was_told_in_chinese(store: MemoryStore) -> None:
+    """The archive holds Chinese, so the English question is also searched in Chinese."""
+    earlier = store.create_session("earlier")
+    store.append(earlier, [msg("user", "我女儿叫Eva，三月满七岁。", 1)])
+    script: list[list[object]] = [["我女儿叫什么名字？"], ["Her name is Eva."]]
+    model, result, _agent, sid = _run(store, script, ["What is my daughter's name?"])
+    assert (
+        model.seen[0]
+        .messages[0]["content"]
+        .endswith("into Chinese word for word. You never answer them.")
+    )
+    assert result.searched_as == "我女儿叫什么名字？"
+    assert result.searched_in == "zh"
+    assert "我女儿叫Eva" in result.recall_text
+    assert not result.not_remembered
+    (line,) = [e for e in load_timeline(store, sid) if e.kind == "recall"]
+    assert "searched in Chinese too" in line.text
+
+
+def test_an_english_archive_is_not_searched_in_another_language(store: MemoryStore) -> None:
+    earlier = store.create_session("earlier")
+    store.append(earlier, [msg("user", "We went hiking in the Alps last summer.", 1)])
+    model, result, _agent, _sid = _run(store, [["I don't know."]], ["What is my son's name?"])
+    assert len(model.seen) == 1
+    assert result.searched_as == ""

@@ -1,4 +1,5 @@
-"""The keyword route stems English (FTS5 porter) and keeps CJK substring search."""
+"""The keyword route stems English (FTS5 porter), keeps CJK substring search for words,
+and searches a CJK sentence bigram by bigram."""
 
 from __future__ import annotations
 
@@ -42,6 +43,25 @@ def test_stemming_keeps_cjk_bigram_search_exact(archive: Archive) -> None:
     }
     assert archive.keyword_search("統系", limit=5) == []
     assert _ids(archive.keyword_search("memory 記憶", limit=1)) == [messages[2].id]
+
+
+def test_a_cjk_question_finds_the_statement_that_answers_it(archive: Archive) -> None:
+    """Written without spaces, a question is one CJK run: as a phrase alone it matched only
+    messages holding the whole question; its bigrams find what shares 护照 and 号码."""
+    messages = _add(
+        archive, ["我的护照号码是E39271846。", "我的电动车锁密码是6083。", "今天天气很好"]
+    )
+    assert _ids(archive.keyword_search("我的护照号码是多少？", limit=5))[0] == messages[0].id
+    assert messages[2].id not in _ids(archive.keyword_search("我的护照号码是多少？", limit=5))
+
+
+def test_cjk_question_terms_phrase_first_then_bigrams() -> None:
+    terms = query_terms("护照号码是多少")
+    assert terms[0].expr == '"护照 照号 号码 码是 是多 多少"'
+    assert [t.expr for t in terms[1:3]] == ['"护照"', '"照号"']
+    assert {t.expr for t in terms if t.is_stopword} == {'"是多"', '"多少"'}
+    # A word typed in a search box stays one exact phrase.
+    assert [t.expr for t in query_terms("記憶系統")] == ['"記憶 憶系 系統"']
 
 
 @pytest.mark.parametrize(

@@ -88,6 +88,24 @@ def index_text(text: str) -> str:
     return " ".join(parts)
 
 
+CJK_BIGRAM_TERMS = True
+"""Whether a CJK run of :data:`CJK_SENTENCE_CHARS` or more is also searched bigram by
+bigram (benchmarks switch it)."""
+CJK_SENTENCE_CHARS = 5
+"""From this length a CJK run reads as a sentence, not a word: "記憶系統" typed in a
+search box still finds exactly that substring, and nothing ranked above it."""
+CJK_FUNCTION_BIGRAMS = frozenset(
+    re.findall(
+        r"\S+",
+        "我的 你的 是什 什么 是多 多少 是不 不是 了吗 的是 我是 你是 什麼 是誰 是谁 "
+        "哪里 哪裡 在哪 我们 我們 叫什 么名 麼名 "
+        "私の は何 何で です すか は誰 誰で ます ませ でし した",
+    )
+)
+"""Bigrams that carry no meaning of their own (Chinese, then Japanese): a CJK query's
+stopwords, and no evidence in recall's word share."""
+
+
 @dataclass(frozen=True, slots=True)
 class QueryTerm:
     """One FTS5 term: a quoted word, a quoted CJK bigram phrase, or a CJK prefix."""
@@ -100,6 +118,26 @@ def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+def _cjk_query_terms(run: str) -> list[QueryTerm]:
+    """The terms of one CJK run: the run as a phrase, then (a sentence, not a word:
+    :data:`CJK_SENTENCE_CHARS`) each of its bigrams.
+
+    As a phrase alone, a question written without spaces (我的护照号码是多少？)
+    matched only messages holding the whole question, so a CJK question never
+    reached the keyword route and its recall rested on MiniLM, an English
+    model.  Terms are joined by OR, so the bigrams find the messages that
+    share the rarest of them (护照, 号码), and the phrase still ranks an exact
+    match first.
+    """
+    if len(run) == 1:
+        return [QueryTerm(expr=_quote(run) + " *")]
+    grams = [run[i : i + 2] for i in range(len(run) - 1)]
+    terms = [QueryTerm(expr=_quote(" ".join(grams)))]
+    if CJK_BIGRAM_TERMS and len(run) >= CJK_SENTENCE_CHARS:
+        terms += [QueryTerm(_quote(g), is_stopword=g in CJK_FUNCTION_BIGRAMS) for g in grams]
+    return terms
+
+
 def query_terms(query: str) -> list[QueryTerm]:
     """Split a user's query into safe FTS5 terms (deduplicated, in order)."""
     terms: list[QueryTerm] = []
@@ -108,14 +146,10 @@ def query_terms(query: str) -> list[QueryTerm]:
         if not chunk:
             continue
         if _CJK_RUN.fullmatch(chunk):
-            if len(chunk) == 1:
-                term = QueryTerm(expr=_quote(chunk) + " *")
-            else:
-                grams = [chunk[i : i + 2] for i in range(len(chunk) - 1)]
-                term = QueryTerm(expr=_quote(" ".join(grams)))
-            if term.expr not in seen:
-                seen.add(term.expr)
-                terms.append(term)
+            for term in _cjk_query_terms(chunk):
+                if term.expr not in seen:
+                    seen.add(term.expr)
+                    terms.append(term)
             continue
         for raw_word in _WORD.findall(chunk):
             word = raw_word.strip("_")

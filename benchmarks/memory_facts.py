@@ -943,3 +943,78 @@ REVERSE_FACTS: tuple[Fact, ...] = (
 )
 """Facts told in Chinese, Japanese or German and asked in English (``memory_qa.py
 --reverse``); the accepted strings survive any answer language (digits, Latin names)."""
+
+# -- several facts in one message ------------------------------------------------------------
+MULTI_FACTS: tuple[Fact, ...] = (
+    Fact(
+        "intro-m",
+        "Hi, I'm Tomas. I work as a baker in Brno and my daughter Eva turns 7 on 14 March.",
+        "When is my daughter's birthday?",
+        (("14", "march"),),
+        "date",
+        "en",
+    ),
+    Fact(
+        "move-m",
+        "Quick update: we moved to Ghent last month, my new office is on Veldstraat, "
+        "and the kids started at De Regenboog school.",
+        "Which school do my kids go to?",
+        ("regenboog",),
+        "place",
+        "en",
+    ),
+    Fact(
+        "diet-m",
+        "My partner Sam is vegetarian, my mum can't eat gluten, and I'm trying to cut sugar.",
+        "What can't my mum eat?",
+        ("gluten",),
+        "allergy",
+        "en",
+    ),
+    Fact(
+        "bank-m",
+        "I'm 34, I run a small bike repair shop, and my bank is Triodos.",
+        "Which bank do I use?",
+        ("triodos",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "family-m",
+        "My sister Ines lives in Porto, my brother works at Siemens, and my parents "
+        "retired to Faro.",
+        "Where did my parents retire to?",
+        ("faro",),
+        "place",
+        "en",
+    ),
+    Fact(
+        "car-m",
+        "Before I forget: the car is due for inspection in June, the insurance renews "
+        "on 2 May, and my licence expires in 2029.",
+        "When does my car insurance renew?",
+        (("2", "may"),),
+        "date",
+        "en",
+    ),
+    Fact(
+        "cello-m",
+        "I play the cello, I sing in the Collegium choir on Wednesdays, and my teacher "
+        "is Mrs. Okonkwo.",
+        "Who is my cello teacher?",
+        ("okonkwo",),
+        "name",
+        "en",
+    ),
+    Fact(
+        "son-m",
+        "My son Leo is 9, he loves chess, and his best friend is called Anouk.",
+        "What is my son's best friend called?",
+        ("anouk",),
+        "name",
+        "en",
+    ),
+)
+"""Facts told several to a message, as people introduce themselves, asked one at a time
+(``unknown_facts.py --sets multi``): far in meaning from a question about one of them,
+they pass recall's floor on a few shared words (benchmarks/RESULTS.md §12)."""

@@ -511,7 +511,7 @@ def totals_by_variant(
                 **counts(group),
                 "median_answer_words": median([r["answer_words"] for r in group]),
             }
-            if kind == "memory":
+            if any("answered" in r for r in group):
                 per_set[kind]["answered"] = sum(1 for r in group if r.get("answered"))
         out[name] = {**per_set, **turn_costs(mine)}
     return out

@@ -33,9 +33,9 @@ import dataclasses
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -69,6 +69,7 @@ from agenvoy_desktop.paths import app_paths
 from agenvoy_desktop.settings import Settings
 
 WINDOW = Settings().memory.window_messages
+T = TypeVar("T")
 SWEEPS: dict[str, list[float]] = {
     "personal_cosine": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6],
     "personal_keyword": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0],
@@ -124,6 +125,18 @@ def ask_all(
     return asked
 
 
+def in_new_profile(ask: Callable[[AppServices], T]) -> T:
+    """*ask* over a throw-away profile with the real MiniLM and no chat model."""
+    with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
+        paths = app_paths(Path(tmp) / "profile").ensure()
+        embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
+        services = AppServices.open(paths, settings=Settings(), embedder=embedder)
+        try:
+            return ask(services)
+        finally:
+            services.close()
+
+
 def ask_everything(services: AppServices) -> dict[str, list[Asked]]:
     """Every fact set planted together; each question asked with CJK runs searched as
     phrases only and with their bigrams too (:data:`fts_text.CJK_BIGRAM_TERMS`)."""
@@ -165,14 +178,7 @@ def score_by_kind(asked: list[Asked]) -> dict[str, Any]:
 
 def run_everything() -> None:
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
-        paths = app_paths(Path(tmp) / "profile").ensure()
-        embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
-        services = AppServices.open(paths, settings=Settings(), embedder=embedder)
-        try:
-            asked = ask_everything(services)
-        finally:
-            services.close()
+    asked = in_new_profile(ask_everything)
     result: dict[str, Any] = {"seconds": 0.0}
     for label, rows in asked.items():
         result[label] = score_by_kind(rows)
@@ -264,14 +270,7 @@ def main() -> None:
     else:
         sets = (FACTS[: args.facts], UNRELATED, CHITCHAT)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="recall-floor-") as tmp:
-        paths = app_paths(Path(tmp) / "profile").ensure()
-        embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
-        services = AppServices.open(paths, settings=Settings(), embedder=embedder)
-        try:
-            asked = ask_all(services, *sets)
-        finally:
-            services.close()
+    asked = in_new_profile(lambda services: ask_all(services, *sets))
     shipped = RecallFloor()
     result: dict[str, Any] = {
         "facts": sum(a.kind == "fact" for a in asked),

@@ -13,13 +13,18 @@ session, once per variant (``off``: no exchange; ``example``: as shipped;
 ``always``, not shipped and not run unless asked: the exchange even when
 recall put something in the prompt; ``one-way``: as shipped, but an English
 question is not translated into the archive's other languages, as before
-2026-12-02), the variants interleaved message by message:
+2026-12-02; ``weak``: the exchange also when no recalled line clears the
+stricter floor of a translated search), the variants interleaved message by
+message:
 
 - ``unknown``: the 20 questions of ``memory_facts.UNKNOWN_FACTS`` (English,
   Chinese, German, Japanese), whose answers were never told;
 - ``advice``: the 10 of ``OWN_ADVICE``, first-person questions that ask for
   help, which must still get help;
-- ``memory``: the planted facts' questions, which must still be answered.
+- ``memory``: the planted facts' questions, which must still be answered;
+- ``multi``: questions about one of several facts told in one message
+  (``MULTI_FACTS``, planted too), the answers a stricter test of the
+  evidence loses first.
 
 Reported per variant and set: answers that admit not knowing (``admits``),
 turns that showed the exchange, memory answers right, the median answer
@@ -37,15 +42,15 @@ from contextlib import contextmanager
 from typing import Any
 
 import memory_qa
-from memory_facts import FACTS, OWN_ADVICE, UNKNOWN_FACTS
+from memory_facts import FACTS, MULTI_FACTS, OWN_ADVICE, UNKNOWN_FACTS, Fact
 from statement_echo import words_in
 
 from agenvoy_desktop.agent import not_remembered, query_translation
 from agenvoy_desktop.agent.services import AppServices
 
-VARIANTS: tuple[str, ...] = ("off", "example", "always", "one-way")
+VARIANTS: tuple[str, ...] = ("off", "example", "always", "one-way", "weak")
 QUICK_PER_SET = 4
-SETS = ("unknown", "advice", "memory")
+SETS = ("unknown", "advice", "memory", "multi")
 ADMITS = re.compile(
     r"don't know|do not know|don’t know|not know|can't find|cannot find|can’t find|"
     r"haven't (?:told|mentioned|shared|said)|have not (?:told|mentioned)|"
@@ -70,8 +75,10 @@ def variant(name: str) -> Iterator[None]:
         not_remembered.SHOW_EXAMPLE,
         not_remembered.EVEN_WITH_RECALL,
         query_translation.FROM_ENGLISH,
+        not_remembered.WITH_WEAK_RECALL,
     )
     not_remembered.SHOW_EXAMPLE = name != "off"
+    not_remembered.WITH_WEAK_RECALL = name == "weak"
     not_remembered.EVEN_WITH_RECALL = name == "always"
     query_translation.FROM_ENGLISH = name != "one-way"
     try:
@@ -81,6 +88,7 @@ def variant(name: str) -> Iterator[None]:
             not_remembered.SHOW_EXAMPLE,
             not_remembered.EVEN_WITH_RECALL,
             query_translation.FROM_ENGLISH,
+            not_remembered.WITH_WEAK_RECALL,
         ) = shipped
 
 
@@ -91,7 +99,14 @@ def messages(quick: bool, sets: Sequence[str] = SETS) -> list[tuple[str, str, tu
     rows += [("unknown", text, ()) for text in UNKNOWN_FACTS[:n]]
     rows += [("advice", text, ()) for text in OWN_ADVICE[:n]]
     rows += [("memory", f.question, f.accept) for f in FACTS[:n]]
+    rows += [("multi", f.question, f.accept) for f in MULTI_FACTS[:n]]
     return [row for row in rows if row[0] in sets]
+
+
+def planted(quick: bool) -> list[Fact]:
+    """The planted facts and the several-to-a-message ones (the first few with ``--quick``)."""
+    n = memory_qa.QUICK_FACTS if quick else None
+    return [*FACTS[:n], *MULTI_FACTS[:n]]
 
 
 def judge(answer: str, _text: str) -> tuple[dict[str, Any], str]:
@@ -121,8 +136,8 @@ def main() -> None:
     ap.add_argument(
         "--variants", default="off,example", help=f"comma-separated, of {', '.join(VARIANTS)}"
     )
-    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated, of the three")
-    run = memory_qa.run_variants("unknown facts", ask_all, totals)
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated, of the four")
+    run = memory_qa.run_variants("unknown facts", ask_all, totals, planted)
     memory_qa.run_in_profile("unknown_facts", ap.parse_args(), run)
 
 

@@ -72,6 +72,7 @@ from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallFloor,
     apply_floor,
+    clears,
     content_terms,
     format_block,
     header_for,
@@ -597,7 +598,7 @@ class _Turn:
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
         text = self.recall_text
-        if (not text or not_remembered.EVEN_WITH_RECALL) and await self._shows_not_remembered(user):
+        if self._recall_leaves_it_open(user) and await self._shows_not_remembered(user):
             self.example = example_for(user.content)
             self.result.not_remembered = True
         if text or self.example is not None:
@@ -687,6 +688,18 @@ class _Turn:
 
     def _wants_recall(self, user: Message) -> bool:
         return wants_recall(user.content, small_model=self.agent.config.small_model)
+
+    def _recall_leaves_it_open(self, user: Message) -> bool:
+        """Recall put nothing in the prompt, or (when switched on) only weak evidence."""
+        if not self.recall_text or not_remembered.EVEN_WITH_RECALL:
+            return True
+        if not not_remembered.WITH_WEAK_RECALL or self.passages.text:
+            return False
+        kind = query_kind(user.content)
+        if kind == "cjk":  # a bigram share does not tell weak from strong here
+            return False
+        floor = query_translation.stricter(self.agent.config.recall_floor)
+        return not any(clears(item, floor, kind) for item in self.recall.items)
 
     async def _shows_not_remembered(self, user: Message) -> bool:
         """Whether this turn shows the model how to say "I don't know" (see the module).

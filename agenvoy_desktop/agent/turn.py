@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from agenvoy_desktop.agent import not_remembered, query_translation
+from agenvoy_desktop.agent import not_remembered, query_translation, recap
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     Clock,
@@ -637,6 +637,10 @@ class _Turn:
         """
         if not self._wants_recall(user):
             return RecallBlock()
+        if recap.asks_for_recap(user.content):
+            said = await self.agent.storage.run(recap.last_conversation, self.agent.store, self.sid)
+            if said:
+                return recap.recap_block(said, user.content)
         found = await self.agent.storage.run(self._find_recall, user)
         if found.items:
             return found

@@ -455,6 +455,15 @@ class Archive(SqliteStore):
         )
         return [SessionMeta(*row) for row in rows]
 
+    def recent_sessions(self, limit: int) -> list[SessionMeta]:
+        """The *limit* sessions written to last, newest first."""
+        rows = self._query(
+            "SELECT session_id, title, created_ns, updated_ns, start_at_ns, cut_seq, next_seq"
+            " FROM sessions ORDER BY updated_ns DESC LIMIT ?",
+            (limit,),
+        )
+        return [SessionMeta(*row) for row in rows]
+
     def set_title(self, session_id: str, title: str) -> None:
         with self.transaction() as db:
             db.execute("UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id))

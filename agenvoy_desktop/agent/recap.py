@@ -1,0 +1,122 @@
+""" "What did we talk about last time?": the last conversation, in front of the model.
+
+Proactive recall searches by the words of the message, and this question has
+none to search with ("talk", "last", "time").  Recall found nothing, and the
+starter, shown how to say it does not know, answered "I don't know: I can't
+find it in what you've told me." with three earlier sessions in the list
+beside it.  So a question about the previous conversation gets that
+conversation instead: the last things the user said in the most recent
+other session, labelled as such, in place of the recall block.
+
+What the user said, not what the assistant answered: the answers may be the
+model's own inventions (the same rule as recall's).
+"""
+
+from __future__ import annotations
+
+import re
+
+from agenvoy_desktop.agent.recall import (
+    RecallBlock,
+    RecallItem,
+    clip,
+    content_terms,
+    format_block,
+)
+from agenvoy_desktop.core.store import MemoryStore
+
+RECAP = True
+"""Whether a recap question gets the last conversation (benchmarks switch it)."""
+RECAP_MESSAGES = 5
+"""The user's last messages of that conversation shown (within recall's budget)."""
+RECAP_ITEM_CHARS = 200
+"""Each one clipped to this: five short lines say what it was about."""
+SESSIONS_LOOKED_AT = 8
+"""Recent sessions read to find one, other than this one, where the user said something."""
+
+_KANA = re.compile("[\u3040-\u30ff]")
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+_ASKS = re.compile(
+    r"\b(?:what|which)\b.{0,30}\b(?:did|were|have)\s+we\s+(?:\w+\s+){0,2}"
+    r"(?:talk|talking|talked|chat|chatting|chatted|discuss|discussing|discussed|speak|spoke)"
+    r"|\b(?:last|previous|earlier)\s+(?:time|conversation|chat|session)\b.{0,40}\?"
+    r"|\bwhere\s+did\s+we\s+leave\s+off\b"
+    r"|\bremind\s+me\s+what\s+we\b"
+    r"|\bworüber\s+haben\s+wir\b|\bletztes\s+mal\b.{0,40}\?"
+    r"|上次|上一次|之前.{0,6}聊|刚才.{0,6}聊|我们聊了什么|我們聊了什麼"
+    r"|前回|この前.{0,10}話",
+    re.IGNORECASE,
+)
+HEADERS = {
+    "en": "Earlier, the user told you (your last conversation, oldest first):",
+    "zh": "用户以前告诉过你（你们的上一次对话，从早到晚）：",
+    "ja": "ユーザーが以前あなたに話したこと（前回の会話、古い順）：",
+}
+"""Worded as recall's header (measured with the starter); "what the user said there"
+made it answer "The user asked about the topics they discussed…"."""
+
+
+_RECAP_WORDS = frozenset(
+    content_terms(
+        "talk talking talked chat chatting chatted discuss discussing discussed speak spoke "
+        "said last time previous earlier conversation session yesterday before today week "
+        "morning evening night ago lately recently remind leave left off again "
+        "worüber haben wir gesprochen geredet besprochen letztes mal zuletzt"
+    )
+)
+"""Words of a recap question that name no topic ("talk", "last", "time", …)."""
+
+
+def asks_for_recap(text: str) -> bool:
+    """The message asks what an earlier conversation was about, and nothing more specific
+    ("What did we talk about last time?", 上次我们聊了什么？, "Worüber haben wir
+    gesprochen?"); "What did we discuss about the trip?" names a topic, which recall's
+    search finds better."""
+    if not RECAP or _ASKS.search(text) is None:
+        return False
+    if _CJK.search(text) or _KANA.search(text):
+        return True
+    return set(content_terms(text)) <= _RECAP_WORDS
+
+
+def header_for(text: str) -> str:
+    """The block's first line in the message's script (as recall's)."""
+    if _KANA.search(text):
+        return HEADERS["ja"]
+    return HEADERS["zh"] if _CJK.search(text) else HEADERS["en"]
+
+
+def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:
+    """Storage thread: the user's last messages in the most recent other session that
+    has any, oldest first ([] when there is none).  Recap questions do not count: a
+    session that only asked "What did we talk about?" is not the conversation meant."""
+    archive = store.archive
+    for meta in archive.recent_sessions(SESSIONS_LOOKED_AT):
+        if meta.session_id == session_id:
+            continue
+        said = [
+            row.message
+            for row in archive.messages(meta.session_id, max(0, meta.next_seq - 60))
+            if row.message.role == "user"
+            and row.message.content.strip()
+            and not row.message.is_tool_traffic
+            and not asks_for_recap(row.message.content)  # nothing said in it
+        ]
+        if said:
+            return [
+                RecallItem(
+                    message_id=m.id,
+                    session_id=meta.session_id,
+                    session_title=meta.title,
+                    time_ns=m.time_ns,
+                    role=m.role,
+                    text=clip(m.content, RECAP_ITEM_CHARS),
+                )
+                for m in said[-RECAP_MESSAGES:]
+            ]
+    return []
+
+
+def recap_block(items: list[RecallItem], message: str) -> RecallBlock:
+    """The block that replaces recall's: *items* in the order they were said."""
+    return format_block(list(reversed(items)), header=header_for(message))

@@ -43,8 +43,8 @@ _ASKS = re.compile(
     r"|\bwhere\s+did\s+we\s+leave\s+off\b"
     r"|\bremind\s+me\s+what\s+we\b"
     r"|\bworüber\s+haben\s+wir\b|\bletztes\s+mal\b.{0,40}\?"
-    r"|上次|上一次|之前.{0,6}聊|刚才.{0,6}聊|我们聊了什么|我們聊了什麼"
-    r"|前回|この前.{0,10}話",
+    r"|(?:上次|上一次|之前|刚才|剛才).{0,8}(?:聊|谈|談|说|說|讲|講)"
+    r"|(?:前回|この前).{0,10}話",
     re.IGNORECASE,
 )
 HEADERS = {

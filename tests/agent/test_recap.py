@@ -38,6 +38,7 @@ def test_questions_about_the_last_conversation(text: str) -> None:
         "What is my bike lock code?",
         "Last time I went to Paris it rained.",
         "What time is it?",
+        "上次你推荐的那本书叫什么？",  # "the book you recommended last time"
     ],
 )
 def test_other_messages_are_not(text: str) -> None:

@@ -23,9 +23,9 @@ and median model seconds.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
+from unittest.mock import patch
 
 import memory_qa
 from memory_facts import CHITCHAT, FACTS, STATEMENTS
@@ -39,14 +39,9 @@ QUICK_PER_SET = 4
 SETS = ("statement", "chitchat", "memory")
 
 
-@contextmanager
-def variant(name: str) -> Iterator[None]:
-    shipped = engine_module.REMEMBER_USER_MESSAGE
-    engine_module.REMEMBER_USER_MESSAGE = name == "guard"
-    try:
-        yield
-    finally:
-        engine_module.REMEMBER_USER_MESSAGE = shipped
+def variant(name: str) -> AbstractContextManager[Any]:
+    """The variant in force for one turn."""
+    return patch.object(engine_module, "REMEMBER_USER_MESSAGE", name == "guard")
 
 
 def messages(quick: bool) -> list[tuple[str, str, tuple[Any, ...]]]:

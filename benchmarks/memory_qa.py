@@ -463,7 +463,7 @@ async def ask_interleaved(
     services: AppServices,
     todo: Todo,
     variants: Sequence[str],
-    switch: Callable[[str], AbstractContextManager[None]],
+    switch: Callable[[str], AbstractContextManager[Any]],
     judge: Judge,
 ) -> Rows:
     """Each message once per variant, the variants' order turning message by message.

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
+from unittest.mock import patch
 
 import memory_qa
 from memory_facts import FACTS, NAMED_FACTS, Fact
@@ -47,14 +48,9 @@ def in_users_voice(answer: str) -> bool:
     return memory_qa.in_users_voice(answer) or ZH_FIRST_PERSON.match(answer) is not None
 
 
-@contextmanager
-def variant(name: str) -> Iterator[None]:
-    shipped = recall.SECOND_PERSON
-    recall.SECOND_PERSON = name == "second-person"
-    try:
-        yield
-    finally:
-        recall.SECOND_PERSON = shipped
+def variant(name: str) -> AbstractContextManager[Any]:
+    """The variant in force for one turn."""
+    return patch.object(recall, "SECOND_PERSON", name == "second-person")
 
 
 def messages(quick: bool, sets: Sequence[str] = SETS) -> memory_qa.Todo:

@@ -20,9 +20,9 @@ admit not knowing, median answer length and seconds.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
+from unittest.mock import patch
 
 import memory_qa
 from statement_echo import words_in
@@ -50,14 +50,9 @@ LAST_WORDS: set[str] = set()
 """Content words of the user's last messages in the most recent session (filled at start)."""
 
 
-@contextmanager
-def variant(name: str) -> Iterator[None]:
-    shipped = recap.RECAP
-    recap.RECAP = name == "recap"
-    try:
-        yield
-    finally:
-        recap.RECAP = shipped
+def variant(name: str) -> AbstractContextManager[Any]:
+    """The variant in force for one turn."""
+    return patch.object(recap, "RECAP", name == "recap")
 
 
 def judge(answer: str, question: str) -> tuple[dict[str, Any], str]:

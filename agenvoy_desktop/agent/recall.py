@@ -381,7 +381,6 @@ def _word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# Bigrams of CJK function words that every sentence has ("what is my ...").
 # Capitalised words that name no one: titles, weekdays, months (English, German).
 _NOT_NAMES = _word_set(
     "i i'm i've i'll i'd dr mr mrs ms prof "

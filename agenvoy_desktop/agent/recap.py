@@ -1,4 +1,4 @@
-""" "What did we talk about last time?": the last conversation, in front of the model.
+"""The last conversation in front of the model, for "What did we talk about last time?".
 
 Proactive recall searches by the words of the message, and this question has
 none to search with ("talk", "last", "time").  Recall found nothing, and the

@@ -71,6 +71,7 @@ from agenvoy_desktop.agent.recall import (
     DEFAULT_FLOOR,
     RecallBlock,
     RecallFloor,
+    RecallItem,
     apply_floor,
     clears,
     content_terms,
@@ -638,7 +639,7 @@ class _Turn:
         if not self._wants_recall(user):
             return RecallBlock()
         if recap.asks_for_recap(user.content):
-            said = await self.agent.storage.run(recap.last_conversation, self.agent.store, self.sid)
+            said = await self.agent.storage.run(self._last_conversation)
             if said:
                 return recap.recap_block(said, user.content)
         found = await self.agent.storage.run(self._find_recall, user)
@@ -654,6 +655,15 @@ class _Turn:
             if found.items:
                 break
         return found
+
+    def _last_conversation(self) -> list[RecallItem]:
+        """Storage thread: :func:`recap.last_conversation`; a failed read leaves it to
+        recall's search (recall helps an answer but is no precondition for one)."""
+        try:
+            return recap.last_conversation(self.agent.store, self.sid)
+        except Exception:
+            log.warning("could not read the last conversation", exc_info=True)
+            return []
 
     async def _translate_into(self, user: Message) -> list[str]:
         """The languages to search a question about the user's own life in, besides its

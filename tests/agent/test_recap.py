@@ -83,3 +83,21 @@ def test_a_recap_question_gets_the_last_conversation_in_its_turn(store: MemorySt
     assert "quick dinner" in lines[1]
     assert not result.not_remembered
     assert model.seen[0].messages[0]["content"].endswith(result.recall_text)
+
+
+def test_a_failed_read_leaves_it_to_recall(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(_limit: int) -> list[object]:
+        raise RuntimeError("database disk image is malformed")
+
+    monkeypatch.setattr(store.archive, "recent_sessions", broken)
+    sid = store.create_session("now")
+    model = ScriptedChatModel([["I don't know."]])
+    storage = Storage()
+    try:
+        agent = Agent(storage, store, model, ToolRegistry([]), config=AgentConfig(small_model=True))
+        result = asyncio.run(agent.run_turn(sid, "What did we talk about last time?"))
+    finally:
+        storage.close()
+    assert result.answer == "I don't know."

@@ -107,7 +107,7 @@ def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:
                 RecallItem(
                     message_id=m.id,
                     session_id=meta.session_id,
-                    session_title=meta.title,
+                    session_title=None,  # one session: its title on every line was copied
                     time_ns=m.time_ns,
                     role=m.role,
                     text=clip(m.content, RECAP_ITEM_CHARS),

@@ -9,7 +9,7 @@ import pytest
 from agenvoy_desktop.agent.recap import HEADERS, asks_for_recap, last_conversation
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
-from agenvoy_desktop.agent.turn import Agent, AgentConfig
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnResult
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import msg
 from tests.scripted_chat import ScriptedChatModel
@@ -67,16 +67,21 @@ def test_the_most_recent_other_session_in_the_order_said(store: MemoryStore) -> 
     assert last_conversation(store, latest)[0].text == "We talked about Kyoto."
 
 
-def test_a_recap_question_gets_the_last_conversation_in_its_turn(store: MemoryStore) -> None:
-    _said_in(store, ["I'm a nurse in Lisbon.", "Can you suggest a quick dinner?"], 1)
+def _ask_recap(store: MemoryStore, answer: str) -> tuple[ScriptedChatModel, TurnResult]:
+    """One small-model turn asking about the last conversation, in a new session."""
     sid = store.create_session("now")
-    model = ScriptedChatModel([["You told me you are a nurse in Lisbon."]])
+    model = ScriptedChatModel([[answer]])
     storage = Storage()
     try:
         agent = Agent(storage, store, model, ToolRegistry([]), config=AgentConfig(small_model=True))
-        result = asyncio.run(agent.run_turn(sid, "What did we talk about last time?"))
+        return model, asyncio.run(agent.run_turn(sid, "What did we talk about last time?"))
     finally:
         storage.close()
+
+
+def test_a_recap_question_gets_the_last_conversation_in_its_turn(store: MemoryStore) -> None:
+    _said_in(store, ["I'm a nurse in Lisbon.", "Can you suggest a quick dinner?"], 1)
+    model, result = _ask_recap(store, "You told me you are a nurse in Lisbon.")
     assert result.recall_text.startswith(HEADERS["en"])
     lines = result.recall_text.splitlines()[1:]
     assert "nurse in Lisbon" in lines[0]  # oldest first
@@ -92,12 +97,5 @@ def test_a_failed_read_leaves_it_to_recall(
         raise RuntimeError("database disk image is malformed")
 
     monkeypatch.setattr(store.archive, "recent_sessions", broken)
-    sid = store.create_session("now")
-    model = ScriptedChatModel([["I don't know."]])
-    storage = Storage()
-    try:
-        agent = Agent(storage, store, model, ToolRegistry([]), config=AgentConfig(small_model=True))
-        result = asyncio.run(agent.run_turn(sid, "What did we talk about last time?"))
-    finally:
-        storage.close()
+    _model, result = _ask_recap(store, "I don't know.")
     assert result.answer == "I don't know."

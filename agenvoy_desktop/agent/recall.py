@@ -154,6 +154,25 @@ class RecallFloor:
 KEYWORD_WEIGHT = 0.3
 """How much the keyword share adds to the cosine in the general floor's score."""
 DEFAULT_FLOOR = RecallFloor()
+E5_FLOOR = RecallFloor(personal_cosine=0.85, personal_cosine_alone=0.9, general_score=1.1)
+"""multilingual-e5-small's cosines sit higher than MiniLM's: unrelated lines
+score 0.7-0.8 against a question, the answering line 0.85-0.9.  In a profile of
+60 earlier sessions, MiniLM's floor let 55 % of unrelated questions and 25 % of
+small talk inject lines with e5; this one keeps the planted facts MiniLM's
+floor keeps and lets 9 % and 5 % in (MiniLM: 6 % and 0 %; benchmarks/RESULTS.md
+§12, "With multilingual-e5-small").  A first calibration: e5 is not the
+prepared model yet, so only a profile that chooses it in Settings uses it."""
+FLOORS_BY_MODEL: dict[str, RecallFloor] = {"multilingual-e5-small": E5_FLOOR}
+"""Floors by the embedding model's own name (``core.model_name.embedding_model_name``)."""
+
+
+def floor_for(model_name: str) -> RecallFloor:
+    """The recall floor measured for this embedding model; MiniLM's for any other.
+
+    A cosine floor is a property of the model that made the vectors: the same
+    number means "related" for one model and "anything at all" for another.
+    """
+    return FLOORS_BY_MODEL.get(model_name, DEFAULT_FLOOR)
 
 
 @dataclass(frozen=True, slots=True)

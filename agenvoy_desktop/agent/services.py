@@ -24,6 +24,7 @@ from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYS
 from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
+from agenvoy_desktop.agent.recall import floor_for
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, EventSink, TurnResult
@@ -264,6 +265,7 @@ class AppServices:
             temperature=self.chat_sampling().temperature,
             small_model=self.model_profile.small,
             proactive_recall=self.settings.memory.proactive_recall,
+            recall_floor=floor_for(self.store.model_name),
             system_prompt=SMALL_MODEL_SYSTEM_PROMPT
             if self.model_profile.small
             else DEFAULT_SYSTEM_PROMPT,

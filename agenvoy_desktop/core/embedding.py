@@ -35,6 +35,18 @@ class TextEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
+def embed_queries(embedder: TextEmbedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Vectors for search questions, in the model's query form where it has one.
+
+    e5 was trained with ``"query: "`` before a question and ``"passage: "`` before
+    what answers it (``llm.embedder.Embedder.embed_query``); MiniLM has one form.
+    An embedder without ``embed_query`` (a test double) embeds questions as text.
+    """
+    embed_query = getattr(embedder, "embed_query", None)
+    vectors = embed_query(texts) if callable(embed_query) else embedder.embed(texts)
+    return np.asarray(vectors, dtype=np.float32)
+
+
 # -- what is embedded ---------------------------------------------------------------
 EMBED_TEXT_VERSION = 1
 """Bump when :func:`embedding_parts` changes: stored vectors are then re-embedded."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.embedding import embed_queries
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.retrieval.neighbours import (
@@ -160,7 +161,7 @@ def _semantic(
 ) -> list[Hit]:
     if store.embedder is None:
         raise SearchError("semantic search needs the embedding model, which is not available")
-    vector = np.asarray(store.embedder.embed([query.text])[0], dtype=np.float32)
+    vector = embed_queries(store.embedder, [query.text])[0]
     timed = query.time_from_ns is not None or query.time_to_ns is not None
     scored: list[tuple[int, float]] = []
     for sid in sessions:

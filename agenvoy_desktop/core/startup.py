@@ -24,8 +24,9 @@ from agenvoy_desktop.core import reconcile as reconciliation
 from agenvoy_desktop.core import recovery
 from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError
 from agenvoy_desktop.core.locks import StoreLocks
+from agenvoy_desktop.core.model_name import embedding_model_name
 from agenvoy_desktop.core.profile import prepare_profile
-from agenvoy_desktop.core.store import DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MODEL_NAME, MemoryStore
+from agenvoy_desktop.core.store import DEFAULT_MAX_HISTORY_BYTES, MemoryStore
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.paths import AppPaths
 
@@ -37,7 +38,7 @@ def open_memory(
     paths: AppPaths,
     embedder: TextEmbedder | None = None,
     *,
-    model_name: str = DEFAULT_MODEL_NAME,
+    model_name: str | None = None,
     max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES,
     clock: Clock = now_ns,
     reconcile: bool = True,
@@ -48,8 +49,10 @@ def open_memory(
     *repair_damage* False (``doctor`` without ``--repair``) raises
     :class:`ArchiveDamagedError` instead of rebuilding a damaged archive.
     *reconcile* False opens without the checks of step 2 and 3 (``doctor``
-    runs its own, deeper ones).
+    runs its own, deeper ones).  *model_name* defaults to the embedder's own
+    (:func:`embedding_model_name`).
     """
+    name = model_name or embedding_model_name(embedder)
     paths = paths.ensure()
     backup = prepare_profile(paths)  # newer: refused; older: backed up before anything migrates
     archive, notices = _sound_archive(paths, clock, repair=repair_damage)
@@ -60,7 +63,7 @@ def open_memory(
         return MemoryStore(
             paths,
             embedder,
-            model_name=model_name,
+            model_name=name,
             max_history_bytes=max_history_bytes,
             clock=clock,
             archive=archive,

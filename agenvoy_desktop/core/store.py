@@ -39,6 +39,7 @@ from agenvoy_desktop.core.history import HistoryFile, encode_history, quick_tail
 from agenvoy_desktop.core.history_stamps import STAMPS_FILE, HistoryStamps, Tail
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
+from agenvoy_desktop.core.model_name import DEFAULT_MODEL_NAME
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.turn_lock import TurnLocks
 from agenvoy_desktop.paths import AppPaths
@@ -50,8 +51,6 @@ if TYPE_CHECKING:  # numpy and hnswlib load on the first vector, not with every 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-"""The embedding model's name recorded with its vectors (a change re-embeds everything)."""
 COMPACT_TO = 0.8
 EMBED_BATCH = 64
 FLUSH_EVERY_S = 60.0

@@ -1,4 +1,4 @@
-"""Sentence embeddings with a llama.cpp embedding model (all-MiniLM-L6-v2).
+"""Sentence embeddings with a llama.cpp embedding model (all-MiniLM-L6-v2 by default).
 
 :class:`Embedder` owns one model and one llama.cpp context, both used only on
 its single worker thread (a llama.cpp context is not thread-safe): callers on
@@ -149,9 +149,13 @@ def route_llama_logs() -> None:
             _backend_ready = True
 
 
-# GGUF keys written by minilm_convert (KEY_STRIP_ACCENTS, KEY_MAX_WORD_CHARS).
+# GGUF keys written by minilm_convert (KEY_STRIP_ACCENTS, KEY_MAX_WORD_CHARS) and
+# e5_convert (KEY_NFKC, KEY_QUERY_PREFIX, KEY_PASSAGE_PREFIX).
 _KEY_STRIP_ACCENTS = "agenvoy.tokenizer.strip_accents"
 _KEY_MAX_WORD_CHARS = "agenvoy.tokenizer.max_input_chars_per_word"
+_KEY_NFKC = "agenvoy.tokenizer.nfkc"
+_KEY_QUERY_PREFIX = "agenvoy.embedding.query_prefix"
+_KEY_PASSAGE_PREFIX = "agenvoy.embedding.passage_prefix"
 _UNK_TEXT = " [UNK] "  # parsed by llama.cpp as the special token, like the reference does
 
 
@@ -161,22 +165,36 @@ class _TextPrep:
     * accents: NFD, then drop non-spacing marks (Mn) and control/format characters.  llama.cpp's
       own stripping is lossy (Hangul syllables keep only their first jamo; Devanagari vowel
       signs, category Mc, are dropped), so the converter turns it off and asks for this instead;
-    * words longer than ``max_word_chars`` characters become [UNK], as in WordPiece.
+    * words longer than ``max_word_chars`` characters become [UNK], as in WordPiece;
+    * ``nfkc`` (SentencePiece models): NFKC, control characters dropped and tab or line
+      breaks read as spaces, which SentencePiece's compiled character map does and
+      llama.cpp's unigram tokenizer cannot without it.
 
     Lower-casing, whitespace and punctuation splitting are left to llama.cpp (they agree).
     """
 
-    def __init__(self, strip_accents: bool, max_word_chars: int) -> None:
+    def __init__(self, strip_accents: bool, max_word_chars: int, nfkc: bool = False) -> None:
         self.strip_accents = strip_accents
         self.max_word_chars = max_word_chars
+        self.nfkc = nfkc
         self._long_run = re.compile(rf"\S{{{max_word_chars + 1},}}") if max_word_chars else None
 
     def __call__(self, text: str) -> str:
+        if self.nfkc:
+            text = unicodedata.normalize("NFKC", text).translate(_CONTROL_TABLE)
         if self.strip_accents and not text.isascii():
             text = unicodedata.normalize("NFD", text).translate(_strip_table())
         if self._long_run is not None and self._long_run.search(text):
             text = _unk_long_words(text, self.max_word_chars)
         return text
+
+
+_CONTROL_TABLE: dict[int, str | None] = {
+    **dict.fromkeys((*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F, 0x8F, 0x9F)),
+    **dict.fromkeys((0x09, 0x0A, 0x0C, 0x0D, 0x1680, *range(0x200B, 0x2010)), " "),
+    **dict.fromkeys((0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD), " "),
+}
+"""Where SentencePiece's map for XLM-R differs from NFKC: controls go, odd spaces become one."""
 
 
 @cache
@@ -255,6 +273,7 @@ class _EmbeddingModel:
             self._model = None
             raise EmbedderError(self._failure("could not load the embedding model"))
         self.n_embd = int(llama_cpp.llama_model_n_embd(self._model))
+        self.name = self._meta("general.name") or self.path.stem
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(self._model))
         self.max_tokens = max(_MIN_TOKENS, min(max_tokens, n_ctx_train))
         self.n_batch = max(BATCH_TOKENS, self.max_tokens)
@@ -282,7 +301,10 @@ class _EmbeddingModel:
         self._prep = _TextPrep(
             strip_accents=self._meta(_KEY_STRIP_ACCENTS) == "true",
             max_word_chars=int(self._meta(_KEY_MAX_WORD_CHARS) or 0),
+            nfkc=self._meta(_KEY_NFKC) == "true",
         )
+        self.query_prefix = self._meta(_KEY_QUERY_PREFIX) or ""
+        self.passage_prefix = self._meta(_KEY_PASSAGE_PREFIX) or ""
 
     def _meta(self, key: str) -> str | None:
         """A GGUF metadata value as text, or None when the file lacks the key."""
@@ -356,9 +378,9 @@ class _EmbeddingModel:
             return np.concatenate((buf[: self.max_tokens - 1], buf[n - 1 : n]))
         return buf[:n].copy()
 
-    def embed(self, texts: Sequence[str]) -> FloatArray:
+    def embed(self, texts: Sequence[str], prefix: str = "") -> FloatArray:
         out = np.empty((len(texts), self.n_embd), dtype=np.float32)
-        seqs = [self.tokenize(text) for text in texts]
+        seqs = [self.tokenize(prefix + text) for text in texts]
         start = 0
         while start < len(seqs):
             end, n_tokens = start, 0
@@ -428,6 +450,7 @@ class Embedder:
         self.n_threads = n_threads if n_threads is not None else (os.cpu_count() or 1)
         self.max_tokens = max_tokens
         self._dim: int | None = None
+        self._name: str | None = None
         self._worker = ModelWorker(
             self._load, thread_name="agenvoy-embedder", closed_message="Embedder is closed"
         )
@@ -439,10 +462,32 @@ class Embedder:
             self._dim = self._run(lambda model: model.n_embd).result()
         return self._dim
 
+    @property
+    def model_name(self) -> str:
+        """The model's own name (GGUF ``general.name``, else the file's stem).
+
+        The archive stores it with the vectors: vectors of another model are
+        re-embedded (``MemoryStore.check_embedding_model``), and the recall
+        floors are chosen by it (``agent.recall.floor_for``).
+        """
+        if self._name is None:
+            self._name = self._run(lambda model: model.name).result()
+        return self._name
+
     def submit(self, texts: Sequence[str]) -> concurrent.futures.Future[FloatArray]:
-        """Queue *texts* on the worker; the future yields a float32 (n, dim) array."""
+        """Queue *texts* on the worker; the future yields a float32 (n, dim) array.
+
+        A model trained with text kinds (e5: ``"passage: "``) gets the prefix for text
+        that is searched; :meth:`embed_query` is for the question that searches it.
+        """
         batch = _as_texts(texts)
-        return self._run(lambda model: model.embed(batch))
+        return self._run(lambda model: model.embed(batch, model.passage_prefix))
+
+    def embed_query(self, texts: Sequence[str]) -> FloatArray:
+        """Embed search questions (blocking): e5's ``"query: "``; the same as :meth:`embed`
+        for a model without text kinds (MiniLM)."""
+        batch = _as_texts(texts)
+        return self._run(lambda model: model.embed(batch, model.query_prefix)).result()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with [CLS] and [SEP], before truncation to ``max_tokens`` (blocking)."""
@@ -479,4 +524,5 @@ class Embedder:
         """Load the model (worker thread, first job)."""
         model = _EmbeddingModel(self.model_path, self.n_threads, self.max_tokens)
         self._dim = model.n_embd
+        self._name = model.name
         return model

@@ -89,7 +89,9 @@ class ModelSourceError(KnownError, ValueError):
 
 
 @dataclass(frozen=True)
-class _HParams:
+class BertShape:
+    """A BERT encoder's hyper-parameters, as llama.cpp's ``bert.*`` keys hold them."""
+
     n_layer: int
     n_embd: int
     n_ff: int
@@ -172,13 +174,13 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_hparams(src_dir: Path) -> _HParams:
+def _read_hparams(src_dir: Path) -> BertShape:
     cfg = _load_json(src_dir / "config.json")
     if cfg.get("model_type", "bert") != "bert":
         raise ModelSourceError(
             f"{src_dir / 'config.json'}: not a BERT model ({cfg.get('model_type')})"
         )
-    return _HParams(
+    return BertShape(
         n_layer=int(cfg["num_hidden_layers"]),
         n_embd=int(cfg["hidden_size"]),
         n_ff=int(cfg["intermediate_size"]),
@@ -196,7 +198,7 @@ def _check_pooling(src_dir: Path) -> None:
         raise ModelSourceError(f"{pooling_cfg}: only mean pooling is supported")
 
 
-def _read_vocab(src_dir: Path, hparams: _HParams) -> _Vocab:
+def _read_vocab(src_dir: Path, hparams: BertShape) -> _Vocab:
     vocab_path = src_dir / VOCAB_FILE
     # One token per line; split on "\n" only (tokens may contain other separators).
     lines = vocab_path.read_bytes().decode("utf-8").split("\n")
@@ -274,9 +276,10 @@ def _tensor_plan(names: list[str], n_layer: int) -> list[tuple[str, str]]:
     return [(("bert." if prefixed else "") + s, d) for s, d in wanted if s in present]
 
 
-def _write_metadata(writer: gguf.GGUFWriter, hp: _HParams, vocab: _Vocab) -> None:
-    writer.add_name(MODEL_NAME)
-    writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
+def add_bert_shape(writer: gguf.GGUFWriter, name: str, file_type: int, hp: BertShape) -> None:
+    """The ``general.*`` and ``bert.*`` keys of a mean-pooled sentence encoder."""
+    writer.add_name(name)
+    writer.add_file_type(file_type)
     writer.add_block_count(hp.n_layer)
     writer.add_context_length(hp.n_ctx)
     writer.add_embedding_length(hp.n_embd)
@@ -285,8 +288,11 @@ def _write_metadata(writer: gguf.GGUFWriter, hp: _HParams, vocab: _Vocab) -> Non
     writer.add_layer_norm_eps(hp.norm_eps)
     writer.add_causal_attention(False)
     writer.add_pooling_type(gguf.PoolingType.MEAN)
-
     writer.add_token_type_count(hp.n_token_types)
+
+
+def _write_metadata(writer: gguf.GGUFWriter, hp: BertShape, vocab: _Vocab) -> None:
+    add_bert_shape(writer, MODEL_NAME, int(gguf.LlamaFileType.ALL_F32), hp)
     writer.add_tokenizer_model("bert")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(vocab.tokens)
@@ -315,7 +321,7 @@ def _write_gguf(
     st: Any,
     *,
     plan: list[tuple[str, str]],
-    hp: _HParams,
+    hp: BertShape,
     vocab: _Vocab,
     report: ProgressFn,
 ) -> None:
@@ -338,7 +344,7 @@ def _write_gguf(
         writer.close()
 
 
-def _check_shape(name: str, data: np.ndarray[Any, Any], hp: _HParams) -> None:
+def _check_shape(name: str, data: np.ndarray[Any, Any], hp: BertShape) -> None:
     expected: dict[str, tuple[int, ...]] = {
         "token_embd.weight": (hp.n_vocab, hp.n_embd),
         "position_embd.weight": (hp.n_ctx, hp.n_embd),

@@ -19,9 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
-from agenvoy_desktop.core.embedding import TextEmbedder
+from agenvoy_desktop.core.embedding import TextEmbedder, embed_queries
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.search import SearchError
 from agenvoy_desktop.rag.index import DocumentIndex
@@ -107,7 +105,7 @@ def _semantic(
             f"collection {index.collection!r} was indexed with another embedding model:"
             " index it again to search it by meaning"
         )
-    vector = np.asarray(embedder.embed([text]), dtype=np.float32)[0]
+    vector = embed_queries(embedder, [text])[0]
     return index.semantic_ranked(vector, limit)
 
 

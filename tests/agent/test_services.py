@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop.agent import services as services_module
+from agenvoy_desktop.agent.recall import DEFAULT_FLOOR, E5_FLOOR
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.paths import AppPaths
 from tests.conftest import SECOND, T0
@@ -68,6 +69,21 @@ def test_no_chat_model_has_a_problem_to_show(paths: AppPaths) -> None:
         assert "No chat model" in opened.chat_problem.message
     finally:
         opened.close()
+
+
+class _E5Named(HashingEmbedder):
+    model_name = "multilingual-e5-small"
+
+
+def test_the_recall_floor_follows_the_embedding_model(paths: AppPaths) -> None:
+    # A cosine floor belongs to the model that made the vectors (agent.recall.floor_for).
+    for embedder, floor in ((_E5Named(), E5_FLOOR), (HashingEmbedder(), DEFAULT_FLOOR)):
+        opened = AppServices.open(paths, embedder=embedder, chat_model=ScriptedChatModel([]))
+        try:
+            assert opened.agent is not None
+            assert opened.agent.config.recall_floor == floor
+        finally:
+            opened.close()
 
 
 def test_settings_apply_while_running(services: AppServices) -> None:

@@ -355,6 +355,14 @@ def test_backfill_after_adding_without_a_model(db_path: Path, clock: FakeClock) 
         assert _ids(hints)[:2] == [ids["close"], ids["near"]]
     with ErrorMemory(db_path, HashingEmbedder(dim=128), clock=clock) as mem:
         assert mem.missing_vectors() == len(ids)  # another model's vectors are not used
+    with ErrorMemory(db_path, HashingEmbedder(dim=256), clock=clock) as mem:
+        mem.backfill_vectors()
+    with ErrorMemory(db_path, _SameWidthOtherModel(dim=256), clock=clock) as mem:
+        assert mem.missing_vectors() == len(ids)  # the same width under another name neither
+
+
+class _SameWidthOtherModel(HashingEmbedder):
+    model_name = "multilingual-e5-small"
 
 
 class _BrokenEmbedder(HashingEmbedder):

@@ -62,6 +62,24 @@ def test_open_memory_counts_a_backlog_of_missing_vectors(paths: AppPaths) -> Non
         assert plain.missing_vectors == {}  # counting is open_memory's
 
 
+class _NamedEmbedder(HashingEmbedder):
+    """A model of the same width under another name (as e5 is to MiniLM)."""
+
+    model_name = "multilingual-e5-small"
+
+
+def test_a_model_of_the_same_width_under_another_name_re_embeds(paths: AppPaths) -> None:
+    with open_memory(paths, HashingEmbedder(dim=32)) as first:
+        first.import_messages(conversation(["tea in Kyoto", "ramen in Sapporo"]), "s")
+        assert (first.archive.get_meta("vector_model") or "").startswith("all-MiniLM-L6-v2:32:")
+    with open_memory(paths, _NamedEmbedder(dim=32)) as second:
+        assert second.model_name == "multilingual-e5-small"
+        assert (second.archive.get_meta("vector_model") or "").startswith(
+            "multilingual-e5-small:32:"
+        )
+        assert len(second.archive.vector_rowids("s")) == 2  # embedded again at start-up
+
+
 def test_a_damaged_archive_is_refused_or_rebuilt(paths: AppPaths) -> None:
     paths.ensure().archive_db.write_bytes(b"\x00garbage" * 1000)
     with pytest.raises(ArchiveDamagedError):

@@ -15,6 +15,7 @@ import gguf
 import numpy as np
 import pytest
 
+from agenvoy_desktop.core.model_name import DEFAULT_MODEL_NAME
 from agenvoy_desktop.llm import embedder as embedder_module
 from agenvoy_desktop.llm import minilm_convert, model_prep
 from agenvoy_desktop.llm.embedder import Embedder, EmbedderError
@@ -234,6 +235,17 @@ def test_output_shape_dtype_and_norm(minilm_embedder: Embedder) -> None:
     assert np.all(np.isfinite(vecs))
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
     assert minilm_embedder.dim == DIM
+
+
+def test_the_prepared_model_keeps_the_name_its_vectors_are_stored_under(
+    minilm_embedder: Embedder,
+) -> None:
+    # The archive stores vectors under this name (core.model_name.embedding_model_name);
+    # another would re-embed every existing profile's messages.
+    assert minilm_embedder.model_name == DEFAULT_MODEL_NAME
+    # MiniLM has one text kind: questions are embedded as any text.
+    text = ["Where do I live?"]
+    np.testing.assert_array_equal(minilm_embedder.embed_query(text), minilm_embedder.embed(text))
 
 
 def test_empty_list(minilm_embedder: Embedder) -> None:

@@ -58,6 +58,7 @@ from agenvoy_desktop.core.error_types import (
     hint_for,
     symptom_key,
 )
+from agenvoy_desktop.core.model_name import embedding_model_name
 from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION
 from agenvoy_desktop.core.sqlite_db import SqliteStore
 from agenvoy_desktop.core.timeutil import Clock, now_ns
@@ -89,7 +90,7 @@ class ErrorMemory(SqliteStore):
         *,
         clock: Clock = now_ns,
         ttl_days: int = DEFAULT_TTL_DAYS,
-        model_name: str = "all-MiniLM-L6-v2",
+        model_name: str | None = None,
         purge_on_open: bool = True,
     ) -> None:
         """Open (creating or migrating) the store.  *purge_on_open* False keeps
@@ -99,7 +100,7 @@ class ErrorMemory(SqliteStore):
         self.embedder = embedder
         self.clock = clock
         self.ttl_ns = ttl_days * DAY_NS
-        self.vectors = RecordVectors(embedder, model_name)
+        self.vectors = RecordVectors(embedder, model_name or embedding_model_name(embedder))
         self.vector_tag = self.vectors.tag
         self._purge_on_open = purge_on_open
         super().__init__(path)

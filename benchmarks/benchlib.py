@@ -143,7 +143,7 @@ def write_result(name: str, data: dict[str, Any], *, quick: bool) -> Path:
     overwrite the shipped model's figures.
     """
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5" and not name.endswith(".e5"):
+    if uses_e5() and not name.endswith(".e5"):
         name += ".e5"
     out = RESULTS_DIR / f"{name}{'.quick' if quick else ''}.json"
     payload = {
@@ -279,7 +279,7 @@ def embedding_model(wait_s: float | None = None) -> Path:
     importable yet (it is being written), polls for up to *wait_s* seconds
     (default ``$AGENVOY_BENCH_MODEL_WAIT_S`` or 0).
     """
-    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5":
+    if uses_e5():
         return e5_model()
     if wait_s is None:
         wait_s = float(os.environ.get(MODEL_WAIT_ENV, "0"))
@@ -301,9 +301,14 @@ def embedding_model(wait_s: float | None = None) -> Path:
     return Path(prepare_embedding_model(models))
 
 
+def uses_e5() -> bool:
+    """Whether this run embeds with multilingual-e5-small (``AGENVOY_BENCH_EMBEDDING=e5``)."""
+    return os.environ.get(EMBEDDING_ENV, "minilm") == "e5"
+
+
 def embedding_name() -> str:
     """The name of the model :func:`embedding_model` gives (what the app's stores record)."""
-    if os.environ.get(EMBEDDING_ENV, "minilm") == "e5":
+    if uses_e5():
         from agenvoy_desktop.llm.e5_convert import MODEL_NAME
 
         return MODEL_NAME

@@ -162,7 +162,7 @@ def query_text(text: str) -> str | None:
 def embed_queries(texts: Iterable[str]) -> dict[str, np.ndarray]:
     unique = sorted({t for t in (query_text(x) for x in texts) if t is not None})
     vectors, seconds = benchlib.cached_embeddings(
-        "documents-floor-queries", unique, benchlib.embedding_model()
+        "documents-floor-queries", unique, benchlib.embedding_model(), queries=True
     )
     if seconds:
         print(f"  embedded {len(unique)} queries in {seconds:.1f} s")

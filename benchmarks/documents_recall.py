@@ -92,7 +92,8 @@ def cached_collections(
     convs: Sequence[benchlib.Conversation], quick: bool
 ) -> tuple[AppPaths, list[dn.NoteSet], dict[str, Any]]:
     """A profile with one indexed collection per conversation (built once, then reused)."""
-    folder = benchlib.BENCH_CACHE / ("documents-locomo-quick" if quick else "documents-locomo")
+    name = "documents-locomo-quick" if quick else "documents-locomo"
+    folder = benchlib.BENCH_CACHE / (name + ("-e5" if benchlib.uses_e5() else ""))
     model = benchlib.embedding_model()
     recipe = {
         "build_version": BUILD_VERSION,
@@ -137,7 +138,10 @@ def questions_of(conv: benchlib.Conversation) -> list[benchlib.Question]:
 
 def query_vectors(texts: Sequence[str]) -> np.ndarray:
     vectors, _ = benchlib.cached_embeddings(
-        "documents-questions", [clean_query(t) for t in texts], benchlib.embedding_model()
+        "documents-questions",
+        [clean_query(t) for t in texts],
+        benchlib.embedding_model(),
+        queries=True,
     )
     return vectors.astype(np.float32)
 

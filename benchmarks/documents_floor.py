@@ -39,6 +39,7 @@ the reverse).  Results: ``benchmarks/results/documents_floor.json``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,9 +60,22 @@ from agenvoy_desktop.rag.search import clean_query, hit_of
 
 DEEP = 10
 MAX_FALSE = 0.05
-PASSAGE_FLOORS = [round(0.30 + 0.025 * i, 3) for i in range(17)]  # 0.30 .. 0.70
-AGREED_STEP = 0.025
-AGREED_LOWEST = 0.15
+RELATIVE = os.environ.get("AGENVOY_DOC_RELATIVE") == "1"
+"""``AGENVOY_DOC_RELATIVE=1``: a chunk's cosine minus the question's mean cosine over its
+collection.  e5's vectors share a large common direction (anything scores 0.7-0.8), so
+an absolute cosine says little; measured against the question's own typical similarity
+it might.  Results: ``documents_floor.relative[.e5].json``."""
+# e5's cosines sit higher than MiniLM's (unrelated text near 0.7-0.8), so its grid does too;
+# a relative cosine (below) sits near 0.
+if RELATIVE:
+    PASSAGE_FLOORS = [round(-0.02 + 0.005 * i, 3) for i in range(25)]  # -0.02 .. 0.10
+    AGREED_STEP, AGREED_LOWEST = 0.005, -0.03
+else:
+    PASSAGE_FLOORS = [
+        round((0.70 if benchlib.uses_e5() else 0.30) + 0.025 * i, 3) for i in range(17)
+    ]  # 0.30 .. 0.70 (e5: 0.70 .. 1.10)
+    AGREED_STEP = 0.025
+    AGREED_LOWEST = 0.65 if benchlib.uses_e5() else 0.15
 KEYWORD_DEPTHS = (1, 3, 5, 7)
 CROSS_PER_COLLECTION = 20
 BEFORE = DocumentFloor(0.40, 0.28, 3, 2, agreed_first=False)
@@ -181,6 +195,10 @@ def ask_one(
     if query is None:
         return Asked(text, kind, number, evidence, [], [], {}, {})
     semantic = index.semantic_ranked(vectors[query], DEEP)
+    if RELATIVE and semantic:
+        every = [cosine for _, cosine in index.semantic_ranked(vectors[query], 1 << 30)]
+        typical = float(np.mean(every))
+        semantic = [(rowid, cosine - typical) for rowid, cosine in semantic]
     keyword = [rowid for rowid, _ in index.keyword_ranked(query, DEEP)]
     rows = index.chunk_rows(list(dict.fromkeys([*(r for r, _ in semantic), *keyword])))
     hits = {
@@ -399,7 +417,7 @@ def main() -> None:
         print(line("shipped", SHIPPED, fold["shipped_on_test"]))
         print(line("before", BEFORE, fold["before_on_test"]))
     benchlib.write_result(
-        "documents_floor",
+        "documents_floor.relative" if RELATIVE else "documents_floor",
         {
             "build": build,
             "asked": {k: sum(a.kind == k for a in asked) for k in KINDS},

@@ -84,6 +84,18 @@ class DocumentFloor:
 
 
 SHIPPED = DocumentFloor()
+E5_FLOOR = DocumentFloor(passage=0.875, agreed=0.85, keyword_depth=7)
+"""multilingual-e5-small puts an off-topic ask and the chunk that answers a question
+both near cosine 0.80-0.85: MiniLM's floors let passages in for every off-topic ask.
+This one holds false injection to 4.1 % and keeps 34.9 % of the evidence (MiniLM: 4.9 %
+and 53.8 %; benchmarks/RESULTS.md §15.6)."""
+FLOORS_BY_MODEL: dict[str, DocumentFloor] = {"multilingual-e5-small": E5_FLOOR}
+"""Floors by the embedding model's own name (``core.model_name.embedding_model_name``)."""
+
+
+def floor_for(model_name: str) -> DocumentFloor:
+    """The passage floor measured for this embedding model; MiniLM's for any other."""
+    return FLOORS_BY_MODEL.get(model_name, SHIPPED)
 
 
 def agrees(passage: Passage, floor: DocumentFloor = SHIPPED) -> bool:
@@ -170,8 +182,13 @@ def with_sources(answer: str, question: str, passages: DocumentPassages) -> str:
     return f"{answer.rstrip()}\n\n{label}: " + ", ".join(f"[{c}]" for c in used)
 
 
-def find_passages(library: DocumentLibrary, message: str) -> DocumentPassages:
-    """Worker thread: the block for *message*, or an empty one (documents off, nothing matches)."""
+def find_passages(
+    library: DocumentLibrary, message: str, floor: DocumentFloor = SHIPPED
+) -> DocumentPassages:
+    """Worker thread: the block for *message*, or an empty one (documents off, nothing matches).
+
+    *floor* is the one measured for the embedding model (:func:`floor_for`).
+    """
     if not library.available():
         return DocumentPassages()
-    return format_passages(library.passages(message, SHIPPED.search_depth))
+    return format_passages(library.passages(message, floor.search_depth), floor)

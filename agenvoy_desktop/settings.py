@@ -36,7 +36,8 @@ class ModelSettings:
     ``chat_model`` / ``embedding_model`` are catalogue names or file paths;
     empty means "the starter model" / "the prepared MiniLM".  ``gpu_layers``
     of -1 offloads everything where llama.cpp was built with GPU support and
-    is ignored otherwise.
+    is ignored otherwise.  ``load_at_start`` loads a local chat model as soon
+    as the window is up, so the first message does not wait for it.
     """
 
     chat_model: str = ""
@@ -46,6 +47,7 @@ class ModelSettings:
     gpu_layers: int = -1
     temperature: float = 0.7
     max_answer_tokens: int = 1024
+    load_at_start: bool = True
 
 
 @dataclass(frozen=True, slots=True)

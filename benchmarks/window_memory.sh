@@ -1,6 +1,7 @@
 #!/bin/bash
-# Resident memory of the window with the starter model: at start (model not loaded yet),
-# while answering, and idle after the answer.  Drives the real window under Xvfb with
+# Resident memory of the window with the starter model: 25 s after start (the chat model
+# loads once the window is usable, unless models.load_at_start is off), while answering,
+# and idle after the answer.  Drives the real window under Xvfb with
 # xdotool (Debian: xvfb xdotool).  The profile must hold the prepared models
 # (copy data/models from a profile that ran `setup`).
 #
@@ -17,7 +18,7 @@ sleep 2
 APID=$!
 sleep 25
 rss() { awk '/VmRSS|VmHWM/ {printf "%s %.0f MiB  ", $1, $2/1024}' "/proc/$APID/status"; echo; }
-echo "start, model not loaded yet: $(rss)"
+echo "start, 25 s after (the model loads once the window is usable): $(rss)"
 xdotool key ctrl+n; sleep 2
 xdotool mousemove 550 788 click 1; sleep 0.5   # the message box at 1400x900
 xdotool type --delay 10 "Write a short story about a bicycle in Graz."; xdotool key Return

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.interpreter import responsive_threads
+from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation, WeightedProgress
 from agenvoy_desktop.ui.main_window import MainWindow
@@ -174,15 +175,28 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     window.show()
     started = window.start()
     started.finished.connect(lambda: log.info("window usable: sessions listed"))
+    preloading: list[asyncio.Task[None]] = []
     if os.environ.get(SMOKE_ENV) == "1":  # the frozen build's smoke test: open, load, close
         started.finished.connect(window.close)
+    else:  # the chat model loads once the window is usable (``models.load_at_start``)
+        started.finished.connect(
+            lambda: preloading.append(asyncio.ensure_future(_load_chat_model(services, runner)))
+        )
     log.info("window shown")
     try:
         await closed.wait()
     finally:
+        for task in preloading:
+            task.cancel()
         await _shutdown(window, runner, services)
         errors.uninstall()
     return 0
+
+
+async def _load_chat_model(services: AppServices, runner: AsyncRunner) -> None:
+    """Load the chat model while the person looks at the window; the Models tab then says so."""
+    if await services.preload_chat_model():
+        runner.broadcast(MODELS_CHANGED)
 
 
 async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices | None:

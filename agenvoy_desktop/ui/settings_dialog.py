@@ -77,6 +77,7 @@ class SettingsForm:
     allowed_folders: list[str] = field(default_factory=list)
     proactive_recall: bool = True
     documents_enabled: bool = False
+    load_at_start: bool = True
     theme: str = "system"
     font_size: int = 0
 
@@ -97,6 +98,7 @@ class SettingsForm:
             allowed_folders=list(settings.allowed_folders),
             proactive_recall=memory.proactive_recall,
             documents_enabled=settings.documents.enabled,
+            load_at_start=models.load_at_start,
             theme=settings.appearance.theme,
             font_size=settings.appearance.font_size,
         )
@@ -115,6 +117,7 @@ class SettingsForm:
         models.temperature = self.temperature
         models.max_answer_tokens = self.max_answer_tokens
         models.gpu_layers = self.gpu_layers
+        models.load_at_start = self.load_at_start
         settings.allowed_folders = list(self.allowed_folders)
         settings.appearance.theme = self.theme
         settings.appearance.font_size = self.font_size
@@ -360,6 +363,14 @@ class SettingsDialog(QDialog):
             "Lower answers are more focused, higher ones more varied.",
         )
         _add_row(form, "GPU layers:", self.gpu_spin, "0 runs on the CPU only.")
+        self.load_at_start_check = QCheckBox("Load the chat model when the app starts")
+        _add_row(
+            form,
+            "At start:",
+            self.load_at_start_check,
+            "The first answer then does not wait for the model to load (the first start also "
+            "measures this computer's speed then). Off: it loads with the first message.",
+        )
         form.addRow(_note(RESTART_NOTE))
         return _page(form)
 
@@ -432,6 +443,7 @@ class SettingsDialog(QDialog):
         self.answer_spin.setValue(form.max_answer_tokens)
         self.temperature_spin.setValue(form.temperature)
         self.gpu_spin.setValue(form.gpu_layers)
+        self.load_at_start_check.setChecked(form.load_at_start)
         self.folder_list.clear()
         self.folder_list.addItems(form.allowed_folders)
         index = self.theme_combo.findData(form.theme)
@@ -453,6 +465,7 @@ class SettingsDialog(QDialog):
             allowed_folders=self.allowed_folders(),
             proactive_recall=self.recall_check.isChecked(),
             documents_enabled=self.documents_check.isChecked(),
+            load_at_start=self.load_at_start_check.isChecked(),
             theme=str(self.theme_combo.currentData()),
             font_size=_font_size(self.font_spin),
         )

@@ -154,3 +154,45 @@ def test_reload_switches_to_the_configured_model(services: AppServices, tmp_path
     assert services.agent is not None
     assert services.agent is not old_agent
     assert services.agent.model is services.chat_model
+
+
+class _LoadableModel(ScriptedChatModel):
+    """A scripted model that, like the engine, loads on request (and may fail to)."""
+
+    def __init__(self, fails: bool = False) -> None:
+        super().__init__([])
+        self.loaded = False
+        self.loads = 0
+        self.fails = fails
+
+    async def load(self) -> None:
+        self.loads += 1
+        if self.fails:
+            raise RuntimeError("model file is damaged")
+        self.loaded = True
+
+
+def test_the_chat_model_loads_at_start_unless_turned_off(services: AppServices) -> None:
+    model = _LoadableModel()
+    services.set_chat_model(model)
+    assert asyncio.run(services.preload_chat_model()) is True
+    assert model.loads == 1
+    assert asyncio.run(services.preload_chat_model()) is False  # loaded already
+    assert model.loads == 1
+
+    idle = _LoadableModel()
+    services.set_chat_model(idle)
+    services.settings.models.load_at_start = False
+    assert asyncio.run(services.preload_chat_model()) is False
+    assert idle.loads == 0
+
+
+def test_a_model_without_loading_or_failing_to_load_is_left_to_the_first_turn(
+    services: AppServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert asyncio.run(services.preload_chat_model()) is False  # scripted: nothing to load
+    broken = _LoadableModel(fails=True)
+    services.set_chat_model(broken)
+    assert asyncio.run(services.preload_chat_model()) is False
+    assert broken.loads == 1
+    assert "loading the chat model at start failed" in caplog.text

@@ -64,6 +64,8 @@ def test_changes_persist_across_a_restart(qtbot: QtBot, paths: AppPaths, tmp_pat
     dialog.threads_spin.setValue(3)
     dialog.context_spin.setValue(8192)
     dialog.temperature_spin.setValue(0.3)
+    assert dialog.load_at_start_check.isChecked()  # on by default
+    dialog.load_at_start_check.setChecked(False)
     assert dialog.add_folder(str(allowed))
     assert not dialog.add_folder(str(allowed) + "/")  # listed once
     with qtbot.waitSignal(dialog.accepted):
@@ -82,6 +84,7 @@ def test_changes_persist_across_a_restart(qtbot: QtBot, paths: AppPaths, tmp_pat
         assert settings.models.threads == 3
         assert settings.models.context_size == 8192
         assert settings.models.temperature == pytest.approx(0.3)
+        assert settings.models.load_at_start is False
         assert settings.allowed_folders == [str(allowed.resolve())]
     finally:
         reopened.close()

@@ -179,7 +179,8 @@ class ToolCallFinished:
 class TurnStatus:
     """What the turn is doing now, for a status line.
 
-    ``phase`` is ``recall`` (searching memory), ``thinking`` (the model reads
+    ``phase`` is ``recall`` (searching memory), ``loading`` (the model is not
+    loaded yet: it loads, then reads the prompt), ``thinking`` (the model reads
     the prompt), ``tool`` (``detail``: the tool's name) or ``writing`` (the
     first answer text arrived).
     """
@@ -843,7 +844,9 @@ class _Turn:
         self.partial = []
         began = time.perf_counter()
         wrote: float | None = None
-        self.emit(TurnStatus("thinking"))
+        # A model still loading (at start, or for the first time on this machine, when it
+        # also calibrates for ~13 s) says so, rather than "Thinking…" all that while.
+        self.emit(TurnStatus("thinking" if getattr(agent.model, "loaded", True) else "loading"))
         try:
             async for event in agent.model.chat(
                 messages,

@@ -23,6 +23,7 @@ from agenvoy_desktop.ui.markdown_view import WrappingLabel
 
 PHASES = {
     "recall": "Looking through your memory…",
+    "loading": "Loading the chat model…",
     "thinking": "Thinking…",
     "writing": "Writing…",
 }

@@ -164,9 +164,10 @@ def _turn(
     script: list[list[object]],
     text: str,
     events: list[TurnEvent] | None = None,
+    model: ScriptedChatModel | None = None,
 ) -> ScriptedChatModel:
     sid = store.create_session("t")
-    model = ScriptedChatModel(script)
+    model = model if model is not None else ScriptedChatModel(script)
     storage = Storage()
     try:
         agent = Agent(storage, store, model, _registry(), config=AgentConfig(small_model=True))
@@ -290,3 +291,21 @@ def test_small_model_statement_shows_no_memory_search_status(store: MemoryStore)
     _turn(store, [["Blue."]], "What colour is my kitchen?", asked)
     assert TurnStatus("recall") not in told
     assert TurnStatus("recall") in asked
+
+
+class _NotLoadedYet(ScriptedChatModel):
+    """Like the engine before its first load: ``loaded`` is False until it answers."""
+
+    loaded = False
+
+
+def test_a_model_not_loaded_yet_says_it_is_loading(store: MemoryStore) -> None:
+    """The first answer on a new machine waits ~13 s for the load's calibration."""
+    loading: list[TurnEvent] = []
+    _turn(store, [["Hello!"]], "Hi!", loading, model=_NotLoadedYet([["Hello!"]]))
+    assert TurnStatus("loading") in loading
+    assert TurnStatus("thinking") not in loading
+    ready: list[TurnEvent] = []
+    _turn(store, [["Hello!"]], "Hi!", ready)  # no ``loaded``: a server, or a test double
+    assert TurnStatus("thinking") in ready
+    assert TurnStatus("loading") not in ready

@@ -24,6 +24,7 @@ def test_tool_phrases_name_the_main_argument() -> None:
     assert len(long) < 90
     assert phase_text("recall") == "Looking through your memory…"
     assert phase_text("thinking") == "Thinking…"
+    assert phase_text("loading") == "Loading the chat model…"
     assert phase_text("writing") == "Writing…"
 
 

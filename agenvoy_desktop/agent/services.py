@@ -227,20 +227,25 @@ class AppServices:
         progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
         chat_progress: Progress | None = None,
+        optional_progress: Progress | None = None,
     ) -> AppServices:
         """The real app: prepare the models (first start), then :meth:`open`.
 
-        *chat_progress* receives the chat model's preparation (default:
-        *progress*, which then also gets the embedding model's), so a caller
-        can give each preparation its own part of one bar.
+        *chat_progress* and *optional_progress* receive the chat model's and the
+        optional models' preparations (default: *progress*, which then also gets
+        the embedding model's), so a caller can give each its own part of one bar.
 
         A missing embedding model leaves semantic recall off (keyword search
         still works); a missing chat model leaves the window usable with a
         banner that says how to fix it.  Neither stops the app.
         """
+        from agenvoy_desktop.llm.model_prep import prepare_optional_models
+
         paths = paths.ensure()
         check_profile(paths)  # refused before the models are prepared into it
         settings = load_settings(paths.settings_file)
+        # Before the embedder: an optional model chosen in Settings must exist to be opened.
+        prepare_optional_models(paths.models_dir, optional_progress or progress)
         embedder = _open_embedder(paths, settings, progress)
         chat_model, problem = _open_chat_model(
             paths, settings, chat_progress or progress, cancelled

@@ -101,10 +101,12 @@ def _register_endpoints(action: AddCommand) -> None:
 # -- commands ----------------------------------------------------------------------
 def cmd_setup(args: argparse.Namespace) -> int:
     from agenvoy_desktop.llm.buffer_probe import ensure_verdict
+    from agenvoy_desktop.llm.model_prep import prepare_optional_models
     from agenvoy_desktop.llm.starter import prepare_starter_model
     from agenvoy_desktop.paths import machine_cache_dir
 
     paths = common.profile_paths(args).ensure()
+    prepare_optional_models(paths.models_dir, common.fraction_report("multilingual-e5-small"))
     common.close_embedder(common.load_embedder(paths))
     starter = prepare_starter_model(
         paths.models_dir, progress=common.fraction_report("starter chat model")
@@ -531,7 +533,7 @@ def _chat_choice(name: str, models_dir: Path) -> tuple[str, str]:
         if entry is not None:
             if not entry.serves("chat"):
                 raise CliError(f"{entry.name!r} is an embedding model, not a chat model")
-            return ("" if entry.builtin else entry.name), f"{entry.name} (llama.cpp, in-process)"
+            return ("" if entry.default else entry.name), f"{entry.name} (llama.cpp, in-process)"
     try:
         endpoint = registry.get(text)
     except EndpointConfigError as exc:

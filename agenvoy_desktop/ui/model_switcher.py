@@ -50,8 +50,8 @@ _MIB = 1024 * 1024
 
 
 def entry_choice(entry: CatalogueEntry) -> str:
-    """The ``models.chat_model`` value for *entry*: built-ins are saved as the default ''."""
-    return "" if entry.builtin else entry.name
+    """The ``models.chat_model`` value for *entry*: the starter is saved as the default ''."""
+    return "" if entry.default else entry.name
 
 
 def file_size(size: int) -> str:

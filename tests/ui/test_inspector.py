@@ -23,13 +23,17 @@ from agenvoy_desktop.core.summary import (
     read_records,
     save_summary,
 )
+from agenvoy_desktop.llm import e5_convert
+from agenvoy_desktop.llm.catalogue import E5_NAME
 from agenvoy_desktop.llm.discovery import DiscoveredModel
 from agenvoy_desktop.llm.gguf_info import read_gguf_info
+from agenvoy_desktop.llm.model_prep import prepare_e5_model
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 from agenvoy_desktop.ui.inspector import InspectorPanel
 from agenvoy_desktop.ui.inspector.errors_tab import COLUMNS, ErrorsTab
 from agenvoy_desktop.ui.inspector.recall_tab import clip_around, highlight, query_terms
 from agenvoy_desktop.ui.inspector.summary_tab import FIRST_COLUMN_SHARE, describe_run
+from tests.llm.test_e5_convert import pack
 from tests.tiny_gguf import write_tiny_llama
 from tests.ui.conftest import Wait
 from tests.ui.inspector_profile import Profile
@@ -634,3 +638,21 @@ def runner_errors(panel: InspectorPanel) -> list[str]:
     runner = panel.summary_tab.jobs.runner
     errors = runner.property("test_errors")
     return list(errors or [])
+
+
+def test_models_tab_chooses_the_optional_e5_model_by_name(
+    panel: InspectorPanel, inspected: Profile, tmp_path: Path, wait_for: Wait
+) -> None:
+    packed = tmp_path / e5_convert.SOURCE_FILE
+    packed.write_bytes(pack())
+    prepare_e5_model(inspected.services.paths.models_dir, source=packed, source_sha256=None)
+    tab = panel.models_tab
+    panel.show_tab("models")
+    wait_for(lambda: tab.catalogue_table.rowCount() == 1)
+    assert tab.select_entry(E5_NAME)
+    assert "prepared (built in)" in tab.entry_detail.text()
+    assert not tab.use_chat_button.isEnabled()
+    tab.use_embedding_button.click()
+    wait_for(lambda: "is now the embedding model" in tab.status.text())
+    assert inspected.services.settings.models.embedding_model == E5_NAME  # by name, not ""
+    wait_for(lambda: tab.catalogue_table.item(0, 0).text().startswith("★ "))

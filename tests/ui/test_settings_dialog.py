@@ -12,11 +12,15 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.llm import e5_convert
+from agenvoy_desktop.llm.catalogue import E5_NAME
+from agenvoy_desktop.llm.model_prep import prepare_e5_model
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.settings import AppearanceSettings, Settings, load_settings
 from agenvoy_desktop.ui import settings_dialog
 from agenvoy_desktop.ui.settings_dialog import MIB, SettingsDialog, SettingsForm, validate_form
 from tests.fakes import HashingEmbedder
+from tests.llm.test_e5_convert import pack
 from tests.scripted_chat import ScriptedChatModel
 from tests.tiny_gguf import write_tiny_llama
 
@@ -206,3 +210,24 @@ def test_validate_form_appearance() -> None:
     errors = validate_form(form)
     assert "The theme “neon” is unknown: choose Light, Dark or System." in errors
     assert "The font size (pt) must be between 9 and 16 (it is 40)." in errors
+
+
+def test_the_optional_e5_model_is_offered_by_name(
+    qtbot: QtBot, services: AppServices, tmp_path: Path
+) -> None:
+    packed = tmp_path / e5_convert.SOURCE_FILE
+    packed.write_bytes(pack())
+    prepare_e5_model(services.paths.models_dir, source=packed, source_sha256=None)
+    dialog = make_dialog(qtbot, services)
+    embed_items = [
+        dialog.embed_picker.combo.itemData(i) for i in range(dialog.embed_picker.combo.count())
+    ]
+    chat_items = [
+        dialog.chat_picker.combo.itemData(i) for i in range(dialog.chat_picker.combo.count())
+    ]
+    assert E5_NAME in embed_items
+    assert E5_NAME not in chat_items
+    dialog.embed_picker.set_value(E5_NAME)
+    click_ok(dialog)
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert services.settings.models.embedding_model == E5_NAME

@@ -515,9 +515,9 @@ class ModelsTab(InspectorTab):
         for row, entry in enumerate(entries):
             info = entry.info
             mark = (
-                entry.name in chosen
-                or {"starter": "__starter__", "prepared": "__prepared__"}.get(entry.source)
-                in chosen
+                {"starter": "__starter__", "prepared": "__prepared__"}.get(entry.source) in chosen
+                if entry.default
+                else entry.name in chosen
             )
             values = (
                 ("★ " if mark else "") + entry.name,
@@ -596,9 +596,9 @@ class ModelsTab(InspectorTab):
             self.choose(entry, role)
 
     def choose(self, entry: CatalogueEntry, role: str) -> None:
-        """Save *entry* as the chat or embedding model (built-ins are saved as the default '')."""
+        """Save *entry* as the chat or embedding model (the defaults are saved as '')."""
         models = self.services.settings.models
-        value = "" if entry.builtin else entry.name
+        value = "" if entry.default else entry.name
         if role == "chat" and hasattr(self.services, "switch_chat_model"):
             self._switch_chat(entry.name, value)
             return

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agenvoy_desktop.agent import not_remembered, query_translation, recap
+from agenvoy_desktop.agent.answer_loops import LoopWatch
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     Clock,
@@ -224,6 +225,9 @@ class TurnResult:
     """Tokens of the answer round's prompt."""
     answer_s: float = 0.0
     """Seconds from the answer round's first text to the end of its stream."""
+    ended_at_loop: bool = False
+    """A small model's answer began to repeat itself and was ended there
+    (``agent/answer_loops.py``)."""
 
 
 TurnEvent = (
@@ -544,6 +548,8 @@ class _Turn:
         self.stop = stop
         self.result = TurnResult(session_id)
         self.partial: list[str] = []
+        self.loop_cut: int | None = None
+        """Where the round's answer began to repeat itself (``agent/answer_loops.py``)."""
         self.offered: list[str] = []
         self.seen_calls: dict[str, ToolOutcome] = {}
         self.repeats: set[str] = set()
@@ -800,7 +806,8 @@ class _Turn:
             specs = filter_specs(self.agent.tools.specs(), self.plan) if may_call else []
             last_round = not specs
             text, calls, finish = await self._model_round(specs, first=round_no == 0)
-            if self.stop.is_set() or (finish is not None and finish.finish_reason == "cancelled"):
+            cancelled = finish is not None and finish.finish_reason == "cancelled"
+            if self.stop.is_set() or (cancelled and self.loop_cut is None):
                 await self._finish_interrupted()
                 return
             if calls and not last_round and self._answer_in_disguise(text, calls):
@@ -842,6 +849,12 @@ class _Turn:
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None
         self.partial = []
+        self.loop_cut = None
+        # A small model's answer that starts over is ended where it does: the model gets
+        # its own stop, which the user's Stop also sets.
+        loops = LoopWatch() if agent.config.small_model else None
+        round_stop = asyncio.Event()
+        relay = asyncio.ensure_future(_relay(self.stop, round_stop))
         began = time.perf_counter()
         wrote: float | None = None
         # A model still loading (at start, or for the first time on this machine, when it
@@ -853,7 +866,7 @@ class _Turn:
                 tools=list(specs) or None,
                 max_tokens=agent.config.max_answer_tokens,
                 temperature=agent.config.temperature,
-                stop=self.stop,
+                stop=round_stop,
                 avoid_openings=self.plan.avoid_openings,
             ):
                 if isinstance(event, TextDelta):
@@ -864,6 +877,9 @@ class _Turn:
                         self.result.first_token_s = time.perf_counter() - self.started
                     self.partial.append(event.text)
                     self.emit(AnswerDelta(event.text))
+                    if loops is not None and (cut := loops.feed(event.text)) is not None:
+                        self.loop_cut = cut
+                        round_stop.set()
                 elif isinstance(event, ToolCallRequest):
                     calls.append(event)
                 elif isinstance(event, ChatFinished):
@@ -875,15 +891,27 @@ class _Turn:
                 await asyncio.shield(self._finish_interrupted(failed=True))
             raise
         finally:
+            relay.cancel()
             self.result.model_s += time.perf_counter() - began
         if finish is not None:
-            self.result.answer_tokens = finish.completion_tokens
-            self.result.prompt_tokens = finish.prompt_tokens
-            self.result.answer_s = _writing_seconds(finish, wrote)
-            self.result.trimmed_messages = max(
-                self.result.trimmed_messages, finish.trimmed_messages
-            )
-        return "".join(self.partial), calls, finish
+            self._counted(finish, wrote)
+        return self._round_text(), calls, finish
+
+    def _counted(self, finish: ChatFinished, wrote: float | None) -> None:
+        """The round's token counts and times, from the stream's end."""
+        self.result.answer_tokens = finish.completion_tokens
+        self.result.prompt_tokens = finish.prompt_tokens
+        self.result.answer_s = _writing_seconds(finish, wrote)
+        self.result.trimmed_messages = max(self.result.trimmed_messages, finish.trimmed_messages)
+
+    def _round_text(self) -> str:
+        """What the round wrote, up to where it began to repeat itself."""
+        text = "".join(self.partial)
+        if self.loop_cut is None:
+            return text
+        log.info("the answer began to repeat itself: ended after %d characters", self.loop_cut)
+        self.result.ended_at_loop = True
+        return text[: self.loop_cut].rstrip()
 
     def _answer_in_disguise(self, text: str, calls: Sequence[ToolCallRequest]) -> bool:
         """A small model's round that is only calls to tools it was never offered.
@@ -1047,3 +1075,9 @@ class _Turn:
         """A message reached the store: part of this turn, and the UI hears of it."""
         self.result.saved.append(message)
         self.emit(MessageSaved(message))
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    """Set *target* once *source* is set (until cancelled)."""
+    await source.wait()
+    target.set()

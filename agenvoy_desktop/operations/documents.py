@@ -29,7 +29,7 @@ from agenvoy_desktop.operations.changes import DOCUMENTS_CHANGED, Changed
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.collections import Collection
 from agenvoy_desktop.rag.errors import InvalidRootError
-from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document_index
+from agenvoy_desktop.rag.index import DocumentIndex, index_folder, model_name, open_document_index
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
 from agenvoy_desktop.rag.indexer import RUNNING_MARK
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir
@@ -369,6 +369,33 @@ def interrupted_collections(paths: AppPaths) -> list[str]:
         for c in CollectionRegistry(paths).list()
         if (index_folder(documents, c.name) / RUNNING_MARK).exists()
     ]
+
+
+def indexed_by_another_model(paths: AppPaths, embedder: TextEmbedder | None) -> list[str]:
+    """Collections whose vectors another embedding model made (it was switched in Settings).
+
+    Until they are indexed again they are searched by words only (another model's vectors
+    cannot be compared with this one's questions); the window indexes them again at start,
+    as it embeds the messages again.  An unreadable index is left to the Documents tab.
+    """
+    if embedder is None:
+        return []
+    names = []
+    for collection in CollectionRegistry(paths).list():
+        try:
+            index = _open_existing(paths, collection.name)
+        except (KnownError, OSError):
+            continue
+        if index is None:
+            continue
+        try:
+            if index.dim is not None and not index.vectors_match(
+                embedder.dim, model_name(embedder)
+            ):
+                names.append(collection.name)
+        finally:
+            index.close()
+    return names
 
 
 def run_index_job(

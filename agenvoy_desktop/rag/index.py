@@ -60,6 +60,12 @@ FLUSH_EVERY_FILES = 50
 _CHUNK_COLS = "id, path, start_line, end_line, page, heading, text"
 
 
+def model_name(embedder: object) -> str:
+    """A name for the embedding model, remembered by the index (a new model re-indexes)."""
+    path = getattr(embedder, "model_path", None)
+    return Path(path).name if isinstance(path, str | Path) else type(embedder).__name__
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedFile:
     """One file made ready for the index: its chunks and their vectors, or why it failed.
@@ -159,6 +165,13 @@ class DocumentIndex(SqliteStore):
     def dim(self) -> int | None:
         value = self.get_meta("dim")
         return int(value) if value else None
+
+    def vectors_match(self, dim: int, model: str) -> bool:
+        """Whether the stored vectors are *model*'s: another model's cannot be compared with
+        its questions, even at the same width (MiniLM and multilingual-e5-small are both
+        384).  An index that never recorded its model is taken at its word (its width)."""
+        stored = self.get_meta("model")
+        return self.dim == dim and (stored is None or stored == model)
 
     def use_embedder(self, dim: int, model: str) -> bool:
         """Prepare for vectors of *dim* from *model*; True if the index had to be emptied.

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from agenvoy_desktop.rag.index import (
     FloatArray,
     PreparedFile,
     index_folder,
+    model_name,
     open_document_index,
 )
 from agenvoy_desktop.rag.readers import read_document
@@ -74,12 +74,6 @@ def embed_text(chunk: Chunk) -> str:
     """What is embedded for a chunk: its heading trail gives a bare paragraph its topic."""
     text = f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
     return text[:EMBED_CHARS]
-
-
-def model_name(embedder: TextEmbedder) -> str:
-    """A name for the embedding model, remembered by the index (a new model re-indexes)."""
-    path = getattr(embedder, "model_path", None)
-    return Path(path).name if isinstance(path, str | Path) else type(embedder).__name__
 
 
 def make_prepare(

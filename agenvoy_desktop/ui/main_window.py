@@ -282,6 +282,7 @@ class MainWindow(QMainWindow):
         )
         if self.services.settings.documents.enabled:
             self.inspector.documents_tab.resume_interrupted()
+            self.inspector.documents_tab.reindex_other_models()
         count = self.services.missing_vectors()
         if not count:
             return

@@ -162,6 +162,26 @@ def test_search_by_words_when_the_embedder_differs(
     assert "notes.txt:1" in outcome.content
 
 
+class _OtherModel(HashingEmbedder):
+    """Another model of the indexing model's width (MiniLM and multilingual-e5-small: 384)."""
+
+
+def test_another_model_of_the_same_width_searches_by_words_only(
+    paths: AppPaths, tmp_path: Path, open_services: list[AppServices]
+) -> None:
+    _index(paths, tmp_path / "notes")
+    services = AppServices.open(
+        paths, embedder=_OtherModel(), chat_model=ScriptedChatModel([])
+    )  # the model was switched in Settings; the collection is not indexed again yet
+    open_services.append(services)
+    services.settings.documents.enabled = True
+    passages = services.documents.passages("quarterly budget", 5)
+    assert passages
+    assert all(p.cosine is None for p in passages)  # never compared with another model's
+    outcome = asyncio.run(services.tools.call("search_rag", {"query": "quarterly budget"}))
+    assert "notes.txt:1" in outcome.content
+
+
 def test_bad_search_arguments_are_errors_the_model_can_fix(
     paths: AppPaths, tmp_path: Path, open_services: list[AppServices]
 ) -> None:

@@ -198,3 +198,19 @@ def test_a_pdf_citation_shows_its_page(paths: AppPaths, tmp_path: Path) -> None:
     assert "Budget figures" in cited.text
     assert "First page" not in cited.text
     assert cited.note == "page 2"
+
+
+class _OtherModel(HashingEmbedder):
+    """Another embedding model of the same width, chosen in Settings after indexing."""
+
+
+def test_collections_of_another_model_are_found_for_indexing_again(
+    paths: AppPaths, tmp_path: Path
+) -> None:
+    _add(paths, tmp_path / "root")
+    ops.add_collection(paths, "empty", [tmp_path / "root"])  # never indexed: nothing to redo
+    assert ops.indexed_by_another_model(paths, HashingEmbedder()) == []
+    _index(paths)
+    assert ops.indexed_by_another_model(paths, HashingEmbedder()) == []
+    assert ops.indexed_by_another_model(paths, None) == []
+    assert ops.indexed_by_another_model(paths, _OtherModel()) == ["docs"]

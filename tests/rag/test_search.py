@@ -76,6 +76,20 @@ def test_semantic_needs_an_embedder_and_the_same_model(index: DocumentIndex) -> 
         search_documents(index, "bread", "semantic", 5, HashingEmbedder(dim=32))
 
 
+class _OtherModel(HashingEmbedder):
+    """Another model of the same width (MiniLM and multilingual-e5-small are both 384)."""
+
+
+def test_another_model_of_the_same_width_is_not_compared(index: DocumentIndex) -> None:
+    other = _OtherModel(dim=EMBEDDER.dim)
+    assert index.vectors_match(EMBEDDER.dim, "HashingEmbedder")
+    assert not index.vectors_match(other.dim, "_OtherModel")
+    with pytest.raises(DocumentSearchError, match="another embedding model"):
+        search_documents(index, "bread", "semantic", 5, other)
+    by_words = search_documents(index, "quarterly budget", "keyword", 5)
+    assert search_documents(index, "quarterly budget", "hybrid", 5, other) == by_words
+
+
 @pytest.mark.parametrize(
     "query",
     ["", "   ", "\x00", "\x00\x01\n\t"],

@@ -26,6 +26,7 @@ from agenvoy_desktop.ui.inspector.document_render import marked_terms, reflow
 from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab
 from agenvoy_desktop.ui.markdown_view import MarkdownView, ProseLabel, link_citations
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
+from tests.fakes import HashingEmbedder
 from tests.rag.index_support import make_tree, write
 from tests.ui.conftest import ServicesFactory, Wait, delete_now
 
@@ -371,3 +372,27 @@ def test_an_edit_that_is_refused_says_why(
     wait_for(lambda: tab.status.is_error)
     assert "Could not change 'docs': folder or file not found" in tab.status.text()
     assert CollectionRegistry(services.paths).get("docs").roots == (tmp_path / "root",)
+
+
+class _OtherModel(HashingEmbedder):
+    """Another embedding model of the same width, chosen in Settings after indexing."""
+
+
+def test_a_switched_embedding_model_indexes_the_collection_again(
+    qtbot: QtBot, services: AppServices, runner: AsyncRunner, tmp_path: Path, wait_for: Wait
+) -> None:
+    tab = open_panel(qtbot, services, runner)
+    add(tab, docs_root(tmp_path), wait_for)
+    reindex(qtbot, tab)
+    first = tab.index_op
+    tab.reindex_other_models()  # the same model: nothing to do
+    wait_for(lambda: not tab.jobs.busy("models"))
+    assert tab.index_op is first
+    services.embedder = _OtherModel()  # what a restart after the switch opens
+    tab.reindex_other_models()  # what the window does at start
+    wait_for(lambda: tab.index_op is not first)
+    again = tab.index_op
+    assert again is not None
+    assert "indexing 'docs' again" in tab.status.text()
+    qtbot.waitUntil(lambda: again.done, timeout=INDEX_MS)
+    assert again.error is None

@@ -633,6 +633,27 @@ class DocumentsTab(InspectorTab):
             "resume", find, resume, self.status.error, what="look for interrupted indexing"
         )
 
+    def reindex_other_models(self) -> Operation:
+        """At start: index again the collections another embedding model indexed (the model
+        was switched in Settings), one after another, as the messages are embedded again."""
+        paths, embedder = self.services.paths, self.services.embedder
+
+        async def find(_op: Operation) -> list[str]:
+            return await asyncio.to_thread(ops.indexed_by_another_model, paths, embedder)
+
+        def queue(names: list[str]) -> None:
+            if not names or not shiboken_ok(self):
+                return
+            for name in names:
+                self.queue_index(name)
+            self.status.info(
+                f"The embedding model changed: indexing {', '.join(map(repr, names))} again…"
+            )
+
+        return self.jobs.start(
+            "models", find, queue, self.status.error, what="look for collections to index again"
+        )
+
     def reindex(self, name: str | None = None) -> Operation | None:
         """Index *name* (default: the chosen collection) in the background, with progress."""
         name = name or self.current_name()

@@ -43,3 +43,8 @@ class HashingEmbedder:
         future: Future[npt.NDArray[np.float32]] = Future()
         future.set_result(self.embed(texts))
         return future
+
+
+class OtherHashingEmbedder(HashingEmbedder):
+    """Another embedding model of the same width (MiniLM and multilingual-e5-small are both
+    384): its vectors must never be compared with :class:`HashingEmbedder`'s."""

@@ -21,7 +21,7 @@ from agenvoy_desktop.rag.index import index_folder
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
 from agenvoy_desktop.rag.indexer import index_collection
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir, registry_file
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, OtherHashingEmbedder
 from tests.rag.index_support import make_tree
 from tests.scripted_chat import Call, ScriptedChatModel
 
@@ -162,16 +162,12 @@ def test_search_by_words_when_the_embedder_differs(
     assert "notes.txt:1" in outcome.content
 
 
-class _OtherModel(HashingEmbedder):
-    """Another model of the indexing model's width (MiniLM and multilingual-e5-small: 384)."""
-
-
 def test_another_model_of_the_same_width_searches_by_words_only(
     paths: AppPaths, tmp_path: Path, open_services: list[AppServices]
 ) -> None:
     _index(paths, tmp_path / "notes")
     services = AppServices.open(
-        paths, embedder=_OtherModel(), chat_model=ScriptedChatModel([])
+        paths, embedder=OtherHashingEmbedder(), chat_model=ScriptedChatModel([])
     )  # the model was switched in Settings; the collection is not indexed again yet
     open_services.append(services)
     services.settings.documents.enabled = True

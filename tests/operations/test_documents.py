@@ -15,7 +15,7 @@ from agenvoy_desktop.rag.index import index_folder
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir
 from agenvoy_desktop.rag.worker import IndexJob, JobOutcome
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, OtherHashingEmbedder
 from tests.rag.builders import make_pdf
 from tests.rag.index_support import FILES, make_tree, write
 
@@ -200,10 +200,6 @@ def test_a_pdf_citation_shows_its_page(paths: AppPaths, tmp_path: Path) -> None:
     assert cited.note == "page 2"
 
 
-class _OtherModel(HashingEmbedder):
-    """Another embedding model of the same width, chosen in Settings after indexing."""
-
-
 def test_collections_of_another_model_are_found_for_indexing_again(
     paths: AppPaths, tmp_path: Path
 ) -> None:
@@ -213,4 +209,4 @@ def test_collections_of_another_model_are_found_for_indexing_again(
     _index(paths)
     assert ops.indexed_by_another_model(paths, HashingEmbedder()) == []
     assert ops.indexed_by_another_model(paths, None) == []
-    assert ops.indexed_by_another_model(paths, _OtherModel()) == ["docs"]
+    assert ops.indexed_by_another_model(paths, OtherHashingEmbedder()) == ["docs"]

@@ -15,7 +15,7 @@ from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document
 from agenvoy_desktop.rag.indexer import index_collection
 from agenvoy_desktop.rag.registry import documents_dir
 from agenvoy_desktop.rag.search import DocumentSearchError, search_documents
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, OtherHashingEmbedder
 from tests.rag.index_support import FILES, make_tree
 
 EMBEDDER = HashingEmbedder()
@@ -76,14 +76,10 @@ def test_semantic_needs_an_embedder_and_the_same_model(index: DocumentIndex) -> 
         search_documents(index, "bread", "semantic", 5, HashingEmbedder(dim=32))
 
 
-class _OtherModel(HashingEmbedder):
-    """Another model of the same width (MiniLM and multilingual-e5-small are both 384)."""
-
-
 def test_another_model_of_the_same_width_is_not_compared(index: DocumentIndex) -> None:
-    other = _OtherModel(dim=EMBEDDER.dim)
+    other = OtherHashingEmbedder(dim=EMBEDDER.dim)
     assert index.vectors_match(EMBEDDER.dim, "HashingEmbedder")
-    assert not index.vectors_match(other.dim, "_OtherModel")
+    assert not index.vectors_match(other.dim, "OtherHashingEmbedder")
     with pytest.raises(DocumentSearchError, match="another embedding model"):
         search_documents(index, "bread", "semantic", 5, other)
     by_words = search_documents(index, "quarterly budget", "keyword", 5)

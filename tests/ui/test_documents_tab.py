@@ -26,7 +26,7 @@ from agenvoy_desktop.ui.inspector.document_render import marked_terms, reflow
 from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab
 from agenvoy_desktop.ui.markdown_view import MarkdownView, ProseLabel, link_citations
 from agenvoy_desktop.ui.settings_dialog import SettingsDialog
-from tests.fakes import HashingEmbedder
+from tests.fakes import OtherHashingEmbedder
 from tests.rag.index_support import make_tree, write
 from tests.ui.conftest import ServicesFactory, Wait, delete_now
 
@@ -374,10 +374,6 @@ def test_an_edit_that_is_refused_says_why(
     assert CollectionRegistry(services.paths).get("docs").roots == (tmp_path / "root",)
 
 
-class _OtherModel(HashingEmbedder):
-    """Another embedding model of the same width, chosen in Settings after indexing."""
-
-
 def test_a_switched_embedding_model_indexes_the_collection_again(
     qtbot: QtBot, services: AppServices, runner: AsyncRunner, tmp_path: Path, wait_for: Wait
 ) -> None:
@@ -388,7 +384,7 @@ def test_a_switched_embedding_model_indexes_the_collection_again(
     tab.reindex_other_models()  # the same model: nothing to do
     wait_for(lambda: not tab.jobs.busy("models"))
     assert tab.index_op is first
-    services.embedder = _OtherModel()  # what a restart after the switch opens
+    services.embedder = OtherHashingEmbedder()  # what a restart after the switch opens
     tab.reindex_other_models()  # what the window does at start
     wait_for(lambda: tab.index_op is not first)
     again = tab.index_op

@@ -14,7 +14,7 @@ hundreds of tokens of it.
 prose paragraph by the share of its four-word sequences the answer has already
 written.  Half of them, or a third in two paragraphs running, is a loop: the
 turn stops the model and keeps the answer up to that paragraph.  In the
-starter's long answers without a loop no paragraph reached a quarter; in its
+starter's long answers without a loop no paragraph went past a quarter; in its
 loops the shares climbed past 0.3 within a few paragraphs and stayed there.
 Verse and lists (short lines: a refrain is meant to come back) and code are
 never measured; nor are short paragraphs, which repeat by chance.

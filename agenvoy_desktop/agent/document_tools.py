@@ -35,7 +35,7 @@ from agenvoy_desktop.core.embedding import TextEmbedder, embed_queries
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.paths import AppPaths
-from agenvoy_desktop.rag.index import DocumentIndex, index_folder, model_name
+from agenvoy_desktop.rag.index import DocumentIndex, index_folder
 from agenvoy_desktop.rag.index_schema import (
     INDEX_FILE,
     SCHEMA_VERSION,
@@ -254,7 +254,8 @@ class DocumentLibrary:
                 log.info("document recall: collection %s skipped", state.name, exc_info=True)
                 continue
             try:
-                usable = embedder if embedder is not None and _matches(index, embedder) else None
+                matches = embedder is not None and index.vectors_match(embedder)
+                usable = embedder if matches else None
                 if usable is not None and vector is None:
                     vector = embed_queries(usable, [text])[0]
                 found += _passages_of(index, text, vector if usable is not None else None, limit)
@@ -276,7 +277,7 @@ class DocumentLibrary:
             raise DocumentToolError(problem) from None
         try:
             embedder = self._embedder()
-            if embedder is not None and not _matches(index, embedder):
+            if embedder is not None and not index.vectors_match(embedder):
                 embedder = None  # indexed by another model (or not embedded): by words only
             return search_documents(index, text, "hybrid", limit, embedder)
         except DocumentIndexDamagedError:
@@ -285,11 +286,6 @@ class DocumentLibrary:
             raise DocumentToolError(problem) from None
         finally:
             index.close()
-
-
-def _matches(index: DocumentIndex, embedder: TextEmbedder) -> bool:
-    """The collection's vectors are this model's (not only of its width)."""
-    return index.vectors_match(embedder.dim, model_name(embedder))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from agenvoy_desktop.operations.changes import DOCUMENTS_CHANGED, Changed
 from agenvoy_desktop.paths import AppPaths
 from agenvoy_desktop.rag.collections import Collection
 from agenvoy_desktop.rag.errors import InvalidRootError
-from agenvoy_desktop.rag.index import DocumentIndex, index_folder, model_name, open_document_index
+from agenvoy_desktop.rag.index import DocumentIndex, index_folder, open_document_index
 from agenvoy_desktop.rag.index_schema import INDEX_FILE
 from agenvoy_desktop.rag.indexer import RUNNING_MARK
 from agenvoy_desktop.rag.registry import CollectionRegistry, documents_dir
@@ -389,9 +389,7 @@ def indexed_by_another_model(paths: AppPaths, embedder: TextEmbedder | None) -> 
         if index is None:
             continue
         try:
-            if index.dim is not None and not index.vectors_match(
-                embedder.dim, model_name(embedder)
-            ):
+            if index.vectors_of_another_model(embedder):
                 names.append(collection.name)
         finally:
             index.close()

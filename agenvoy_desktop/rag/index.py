@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION, index_text
 from agenvoy_desktop.core.retrieval.planner import plan_match
 from agenvoy_desktop.core.sqlite_db import SqliteStore, set_aside_database
@@ -166,12 +167,16 @@ class DocumentIndex(SqliteStore):
         value = self.get_meta("dim")
         return int(value) if value else None
 
-    def vectors_match(self, dim: int, model: str) -> bool:
-        """Whether the stored vectors are *model*'s: another model's cannot be compared with
-        its questions, even at the same width (MiniLM and multilingual-e5-small are both
-        384).  An index that never recorded its model is taken at its word (its width)."""
+    def vectors_match(self, embedder: TextEmbedder) -> bool:
+        """Whether the stored vectors are *embedder*'s: another model's cannot be compared
+        with its questions, even at the same width (MiniLM and multilingual-e5-small are
+        both 384).  An index that never recorded its model is taken at its word (its width)."""
         stored = self.get_meta("model")
-        return self.dim == dim and (stored is None or stored == model)
+        return self.dim == embedder.dim and stored in (None, model_name(embedder))
+
+    def vectors_of_another_model(self, embedder: TextEmbedder) -> bool:
+        """Vectors are stored, and another model than *embedder* made them."""
+        return self.dim is not None and not self.vectors_match(embedder)
 
     def use_embedder(self, dim: int, model: str) -> bool:
         """Prepare for vectors of *dim* from *model*; True if the index had to be emptied.

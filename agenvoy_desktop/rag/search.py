@@ -22,7 +22,7 @@ from typing import Literal
 from agenvoy_desktop.core.embedding import TextEmbedder, embed_queries
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.search import SearchError
-from agenvoy_desktop.rag.index import DocumentIndex, model_name
+from agenvoy_desktop.rag.index import DocumentIndex
 from agenvoy_desktop.rag.index_schema import ChunkRow
 
 DocMode = Literal["keyword", "semantic", "hybrid"]
@@ -85,7 +85,7 @@ def search_documents(
         ranked = index.keyword_ranked(text, limit)
     elif mode == "semantic":
         ranked = _semantic(index, text, limit, embedder)
-    elif index.dim is not None and not index.vectors_match(embedder.dim, model_name(embedder)):
+    elif index.vectors_of_another_model(embedder):
         ranked = index.keyword_ranked(text, limit)  # another model's vectors: words for now
     else:
         depth = max(limit * 4, FUSION_DEPTH)
@@ -102,7 +102,7 @@ def _semantic(
     dim = index.dim
     if dim is None:
         return []  # nothing embedded yet
-    if not index.vectors_match(embedder.dim, model_name(embedder)):
+    if not index.vectors_match(embedder):
         raise DocumentSearchError(
             f"collection {index.collection!r} was indexed with another embedding model:"
             " index it again to search it by meaning"

@@ -78,8 +78,9 @@ def test_semantic_needs_an_embedder_and_the_same_model(index: DocumentIndex) -> 
 
 def test_another_model_of_the_same_width_is_not_compared(index: DocumentIndex) -> None:
     other = OtherHashingEmbedder(dim=EMBEDDER.dim)
-    assert index.vectors_match(EMBEDDER.dim, "HashingEmbedder")
-    assert not index.vectors_match(other.dim, "OtherHashingEmbedder")
+    assert index.vectors_match(EMBEDDER)
+    assert not index.vectors_match(other)
+    assert index.vectors_of_another_model(other)
     with pytest.raises(DocumentSearchError, match="another embedding model"):
         search_documents(index, "bread", "semantic", 5, other)
     by_words = search_documents(index, "quarterly budget", "keyword", 5)

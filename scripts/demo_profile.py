@@ -33,6 +33,7 @@ if str(REPO) not in sys.path:
 
 from agenvoy_desktop.core.embedding import TextEmbedder  # noqa: E402
 from agenvoy_desktop.core.messages import Message, new_message_id  # noqa: E402
+from agenvoy_desktop.core.profile import write_stamp  # noqa: E402
 from agenvoy_desktop.core.store import MemoryStore  # noqa: E402
 from agenvoy_desktop.core.summary import (  # noqa: E402
     KeyDecision,
@@ -403,6 +404,7 @@ def build_demo_profile(
         raise FileExistsError(f"{folder} already holds a profile; choose an empty folder")
     now = now_ns or time.time_ns()
     clock = DemoClock(now)
+    write_stamp(paths)  # made by this version: the window must not report an upgrade
     with MemoryStore(paths, embedder, max_history_bytes=30_000, clock=clock) as store:
         weekly_planning(store, clock, now)
         memory_design(store, clock, now)

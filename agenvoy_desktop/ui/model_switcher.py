@@ -143,7 +143,7 @@ class ModelSwitcher(QWidget):
         self.runner = runner
         self.entries: list[CatalogueEntry] = []
         self.endpoints: list[Endpoint] = []
-        self.rows: list[CatalogueEntry | Endpoint | None] = []
+        self.rows: list[CatalogueEntry | Endpoint | _Unlisted | None] = []
         """What each combo row stands for (None: the separator)."""
         self.pending: Operation | None = None
         """The switch in flight (None: none)."""
@@ -224,6 +224,7 @@ class ModelSwitcher(QWidget):
                 self.rows.append(None)
             for endpoint in self.endpoints:
                 self._add_row(endpoint, endpoint_label(endpoint), endpoint_tip(endpoint))
+            self._add_unlisted()
             self._select_running()
         finally:
             self.combo.blockSignals(False)
@@ -236,15 +237,33 @@ class ModelSwitcher(QWidget):
         self.combo.setItemData(self.combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.rows.append(item)
 
+    def _add_unlisted(self) -> None:
+        """A first row naming a running model no other row stands for (a GGUF file chosen
+        by path in Settings), so the bar always says which model answers; choosing it
+        changes nothing."""
+        model, choice = self.services.chat_model, self.services.chat_choice
+        if model is None or any(_matches(item, choice) for item in self.rows):
+            return
+        self.combo.insertItem(0, f"{model.name}  ·  not in the catalogue")
+        tip = f"{choice}\nChosen as a file in Settings; add it in Models to list it here."
+        self.combo.setItemData(0, tip if choice else model.name, Qt.ItemDataRole.ToolTipRole)
+        self.rows.insert(0, UNLISTED)
+
     def _select_running(self) -> None:
-        """Select the row the running model was opened for (none: a file not catalogued)."""
+        """Select the row the running model was opened for (the unlisted row: a file not
+        catalogued)."""
         choice = self.services.chat_choice
         index = next((i for i, item in enumerate(self.rows) if _matches(item, choice)), -1)
+        if index < 0 and UNLISTED in self.rows:
+            index = self.rows.index(UNLISTED)
         self.combo.setCurrentIndex(index)
 
     def current_name(self) -> str | None:
         index = self.combo.currentIndex()
         item = self.rows[index] if 0 <= index < len(self.rows) else None
+        if isinstance(item, _Unlisted):
+            model = self.services.chat_model
+            return model.name if model is not None else None
         return item.name if item is not None else None
 
     def _show_marker(self) -> None:
@@ -262,7 +281,7 @@ class ModelSwitcher(QWidget):
         item = self.rows[index] if 0 <= index < len(self.rows) else None
         if isinstance(item, Endpoint):
             self.choose_endpoint(item)
-        elif item is not None:
+        elif isinstance(item, CatalogueEntry):
             self.choose(item)
 
     def choose(self, entry: CatalogueEntry) -> Operation | None:
@@ -327,8 +346,15 @@ class ModelSwitcher(QWidget):
         return dialog
 
 
-def _matches(item: CatalogueEntry | Endpoint | None, choice: str) -> bool:
+class _Unlisted:
+    """The combo row of a running model that is not in the catalogue."""
+
+
+UNLISTED = _Unlisted()
+
+
+def _matches(item: CatalogueEntry | Endpoint | _Unlisted | None, choice: str) -> bool:
     """Whether the combo row *item* is the ``models.chat_model`` value *choice*."""
     if isinstance(item, Endpoint):
         return item.choice == choice
-    return item is not None and choice in (entry_choice(item), item.name)
+    return isinstance(item, CatalogueEntry) and choice in (entry_choice(item), item.name)

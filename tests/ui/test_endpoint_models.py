@@ -281,7 +281,7 @@ def switcher_for(qtbot: QtBot, services: AppServices, runner: AsyncRunner) -> Mo
     switcher = ModelSwitcher(services, runner)
     qtbot.addWidget(switcher)
     switcher.show()
-    qtbot.waitUntil(lambda: switcher.combo.count() == 2)
+    qtbot.waitUntil(lambda: len(switcher.endpoints) == 2)
     return switcher
 
 
@@ -294,10 +294,13 @@ def test_the_switcher_lists_endpoints_and_marks_a_remote_one_while_in_use(
 ) -> None:
     two_endpoints(profile)
     switcher = switcher_for(qtbot, services, runner)
-    assert [switcher.combo.itemText(i) for i in range(2)] == [
+    assert [switcher.combo.itemText(i) for i in range(switcher.combo.count())] == [
+        "scripted-chat  ·  not in the catalogue",  # the running model, named even so
         "near  ·  qwen  ·  8k ctx  ·  endpoint",
         "far  ·  big-model  ·  128k ctx  ·  ⇅ endpoint",
     ]
+    assert switcher.combo.currentIndex() == 0
+    assert switcher.current_name() == "scripted-chat"
     assert not switcher.remote_marker.isVisibleTo(switcher)
 
     far = switcher.endpoints[1]

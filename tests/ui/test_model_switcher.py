@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox
 from pytestqt.qtbot import QtBot
 
@@ -246,3 +247,19 @@ def test_the_window_puts_the_switcher_above_the_message_box(
     switcher = window.chat.findChild(ModelSwitcher)
     assert switcher is not None
     qtbot.waitUntil(lambda: switcher.current_name() == "tiny-a")
+
+
+def test_a_model_chosen_as_a_file_is_still_named_in_the_bar(
+    qtbot: QtBot, make_services: ServicesFactory, runner: AsyncRunner, tmp_path: Path
+) -> None:
+    services = make_services(ScriptedChatModel([]))  # nothing in the catalogue
+    services.chat_choice = str(tmp_path / "mine.gguf")  # Settings → Models → Browse…
+    switcher = ModelSwitcher(services, runner)
+    qtbot.addWidget(switcher)
+    qtbot.waitUntil(lambda: switcher.combo.count() == 1)
+    assert switcher.combo.currentText() == "scripted-chat  ·  not in the catalogue"
+    assert "mine.gguf" in str(switcher.combo.itemData(0, Qt.ItemDataRole.ToolTipRole))
+    assert switcher.current_name() == "scripted-chat"
+    switcher.combo.activated.emit(0)  # choosing it changes nothing
+    assert switcher.pending is None
+    assert services.chat_choice == str(tmp_path / "mine.gguf")

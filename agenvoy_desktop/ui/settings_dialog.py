@@ -578,7 +578,6 @@ def _add_row(form: QFormLayout, label: str, widget: QWidget, help_text: str) -> 
     column.setSpacing(2)
     column.addLayout(row)
     column.addWidget(_note(help_text))
-    column.addStretch(1)  # room the form over-allots goes below the note, not inside the row
     form.addRow(label, box)
 
 

@@ -15,12 +15,25 @@ reused:
 * **next turn with a changed recall block**: as above, but the end of the
   system prompt (where the recall block sits) differs; reuse stops there.
 
-    nice -n 5 .venv/bin/python benchmarks/prompt_reuse.py [--quick] [--model PATH]
+``--deep`` measures the case of issue 36 instead: turns deep in a session
+(a LoCoMo conversation per round as alternating user/assistant messages,
+a short rolling summary, a different recall block every turn), prompts built
+by the app's own ``agent.context.build_messages`` over the stepped window
+(N = 16, step 8) — the turn note before the last user message — against the
+old layout (one system message ending with the recall block, over the plain
+last-16 window).  Turns at 17, 19, … 27 stored messages (a warm-up turn at
+15 first); the window's start jumps at 25.  Each layout has its own engine
+in this process, so each keeps its own KV cache; the two are asked turn by
+turn, alternately first.  Goal: median TTFT of the turns without a jump
+≤ 1.5 s.
+
+    nice -n 5 .venv/bin/python benchmarks/prompt_reuse.py [--quick] [--deep] [--model PATH]
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import time
 from pathlib import Path
@@ -29,8 +42,19 @@ from typing import Any
 import benchlib
 from chat_throughput import resolve_model
 
+from agenvoy_desktop.agent.context import (
+    SMALL_MODEL_SYSTEM_PROMPT,
+    WINDOW_STEP,
+    build_messages,
+    system_message,
+    to_chat_message,
+)
+from agenvoy_desktop.agent.recall import RecallItem, format_block
+from agenvoy_desktop.core.history import take_window
+from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage, TextDelta
 from agenvoy_desktop.llm.engine import ChatEngine, extra_buffers_enabled
+from agenvoy_desktop.llm.llama_model import LlamaModel
 from agenvoy_desktop.settings import default_threads
 
 CONTEXT = 8192
@@ -123,11 +147,211 @@ async def measure(model: Path, rounds: int) -> dict[str, Any]:
     }
 
 
+# -- deep in a session: the turn note and the stepped window (issue 36) ------------------------
+WINDOW = 16
+DEEP_TURNS = (15, 17, 19, 21, 23, 25, 27)
+"""Stored messages when a turn starts (its user message is the last); the first is a warm-up."""
+GOAL_DEEP_S = 1.5
+DEEP_SUMMARY = (
+    "- Caroline went to an LGBTQ support group and found it inspiring.\n"
+    "- Melanie paints, runs and spends time with her kids.\n"
+    "- Caroline is looking into counseling and adoption agencies."
+)
+
+
+PREFILLED = [0, 0]
+"""[tokens the last prefill evaluated, whether one is running] (:func:`count_prefills`)."""
+
+
+def count_prefills() -> None:
+    """Count the prompt tokens each prefill evaluates (what the KV cache did not hold).
+
+    The count does not depend on the machine's load, which the times do: this
+    machine's 2 cores are shared with other benchmarks.
+    """
+    prefill, decode = LlamaModel._prefill, LlamaModel._decode
+
+    def counting_prefill(self: LlamaModel, tokens: Any, cancelled: Any) -> bool:
+        PREFILLED[:] = [0, 1]
+        try:
+            return prefill(self, tokens, cancelled)
+        finally:
+            PREFILLED[1] = 0
+
+    def counting_decode(self: LlamaModel, batch: Any) -> None:
+        if PREFILLED[1]:
+            PREFILLED[0] += int(batch.n_tokens)
+        decode(self, batch)
+
+    LlamaModel._prefill = counting_prefill  # type: ignore[method-assign]
+    LlamaModel._decode = counting_decode  # type: ignore[method-assign]
+
+
+async def timed(engine: ChatEngine, messages: list[ChatMessage]) -> dict[str, float]:
+    """TTFT, the process's CPU seconds over it, prompt tokens and those evaluated."""
+    cpu = time.process_time()
+    first, prompt = await ttft(engine, messages)
+    cpu_s = time.process_time() - cpu
+    return {"ttft_s": first, "cpu_s": cpu_s, "tokens": prompt, "evaluated": PREFILLED[0]}
+
+
+def deep_session(number: int) -> tuple[list[Message], list[Message]]:
+    """LoCoMo conversation *number* as a session, and another one's turns to recall from.
+
+    Each round has a session of its own: a saved KV state of the previous
+    round (``llm/kv_snapshots.py``) would otherwise spare a jump its work.
+    """
+    talks = benchlib.load_locomo()
+    roles = ("user", "assistant")
+    session = [
+        Message(f"s{number}m{i}", roles[i % 2], turn.text, turn.time_ns)
+        for i, turn in enumerate(talks[number].turns[: DEEP_TURNS[-1]])
+    ]
+    recalled = talks[(number + 5) % len(talks)].turns
+    other = [Message(f"o{i}", "user", t.text, t.time_ns) for i, t in enumerate(recalled)]
+    return session, other
+
+
+def recall_block(pool: list[Message], index: int, now_ns: int) -> str:
+    """Two lines from another conversation, different for every turn."""
+    picked = pool[2 * index : 2 * index + 2]
+    items = [RecallItem(m.id, "other", None, m.time_ns, "user", m.content) for m in picked]
+    return format_block(items, now_ns=now_ns).text
+
+
+def new_layout(history: list[Message], recall: str, now_ns: int) -> list[ChatMessage]:
+    return build_messages(
+        base_prompt=SMALL_MODEL_SYSTEM_PROMPT,
+        summary_text=DEEP_SUMMARY,
+        window=take_window(history, WINDOW, WINDOW_STEP),
+        now_ns=now_ns,
+        recall=recall,
+        clock="none",
+    )
+
+
+def old_layout(history: list[Message], recall: str, now_ns: int) -> list[ChatMessage]:
+    """Before issue 36: the recall block ends the system message; the plain last-N window."""
+    system = system_message(
+        SMALL_MODEL_SYSTEM_PROMPT, DEEP_SUMMARY, now_ns, recall=recall, clock="none"
+    )
+    return [system, *(to_chat_message(m) for m in take_window(history, WINDOW))]
+
+
+async def measure_deep(model: Path, rounds: int) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    count_prefills()
+    threads = default_threads()
+    settings = {"context_size": CONTEXT, "threads": threads, "temperature": 0.0}
+    with ChatEngine(model, **settings) as new, ChatEngine(model, **settings) as old:
+        engines = {"new": new, "old": old}
+        for round_number in range(rounds):
+            session, pool = deep_session(round_number)
+            now_ns = session[-1].time_ns + 60 * 10**9
+            previous_start = None
+            for index, stored in enumerate(DEEP_TURNS):
+                history = session[:stored]
+                recall = recall_block(pool, index, now_ns)
+                prompts = {
+                    "new": new_layout(history, recall, now_ns),
+                    "old": old_layout(history, recall, now_ns),
+                }
+                order = ["new", "old"] if (round_number + index) % 2 == 0 else ["old", "new"]
+                runs = {name: await timed(engines[name], prompts[name]) for name in order}
+                start = stored - len(take_window(history, WINDOW, WINDOW_STEP))
+                row: dict[str, Any] = {
+                    "round": round_number + 1,
+                    "messages": stored,
+                    "window": stored - start,
+                    "jump": previous_start is not None and start != previous_start,
+                    "warm_up": index == 0,
+                    "loadavg_1m": round(os.getloadavg()[0], 2),
+                }
+                for name, run in runs.items():
+                    row |= {f"{name}_{key}": value for key, value in run.items()}
+                rows.append(row)
+                previous_start = start
+                print_row(row, threads)
+    return {
+        "turns": rows,
+        "median": deep_medians(rows, threads),
+        "goal_s": GOAL_DEEP_S,
+        "window": WINDOW,
+        "window_step": WINDOW_STEP,
+        "threads": threads,
+    }
+
+
+def deep_medians(rows: list[dict[str, Any]], threads: int) -> dict[str, dict[str, float | None]]:
+    """Medians of TTFT, CPU time / threads and evaluated tokens: new layout without a jump,
+    the jump turns, and the old layout (warm-up turns left out)."""
+    measured = [row for row in rows if not row["warm_up"]]
+    groups = {
+        "new_no_jump": [("new", row) for row in measured if not row["jump"]],
+        "new_jump": [("new", row) for row in measured if row["jump"]],
+        "old": [("old", row) for row in measured],
+    }
+    out: dict[str, dict[str, float | None]] = {}
+    for group, members in groups.items():
+
+        def median(key: str, members: list[tuple[str, dict[str, Any]]] = members) -> float | None:
+            values = [row[f"{name}_{key}"] for name, row in members]
+            return statistics.median(values) if values else None
+
+        cpu = median("cpu_s")
+        out[group] = {
+            "ttft_s": median("ttft_s"),
+            "cpu_per_thread_s": None if cpu is None else cpu / threads,
+            "evaluated_tokens": median("evaluated"),
+            "prompt_tokens": median("tokens"),
+        }
+    return out
+
+
+def print_row(row: dict[str, Any], threads: int) -> None:
+    mark = "warm-up" if row["warm_up"] else ("jump" if row["jump"] else "")
+    cells = [
+        f"{row[f'{name}_ttft_s']:6.2f} s {row[f'{name}_cpu_s'] / threads:5.2f} s"
+        f" {row[f'{name}_evaluated']:4}/{row[f'{name}_tokens']}"
+        for name in ("new", "old")
+    ]
+    print(
+        f"{row['round']} {row['messages']:3} {row['window']:3} {mark:7} | {cells[0]} |"
+        f" {cells[1]} | load {row['loadavg_1m']}",
+        flush=True,
+    )
+
+
+def report_deep(result: dict[str, Any]) -> None:
+    m = result["median"]
+    for group in ("new_no_jump", "new_jump", "old"):
+        g = m[group]
+        if g["ttft_s"] is None:
+            continue
+        print(
+            f"{group:12} median TTFT {g['ttft_s']:.2f} s, CPU/thread {g['cpu_per_thread_s']:.2f} s,"
+            f" evaluated {g['evaluated_tokens']:.0f} of {g['prompt_tokens']:.0f} tokens"
+        )
+    steady = m["new_no_jump"]["cpu_per_thread_s"]
+    print(
+        f"new layout without a jump, CPU time per thread {steady:.2f} s "
+        f"{benchlib.verdict(steady <= GOAL_DEEP_S)} (goal <= {GOAL_DEEP_S} s of model time;"
+        " wall times are stretched by the other benchmarks on these 2 cores)"
+    )
+
+
 def main() -> int:
     ap = benchlib.parser(__doc__ or "")
     ap.add_argument("--model", default=None)
+    ap.add_argument("--deep", action="store_true", help="turns deep in a session (issue 36)")
     args = ap.parse_args()
     model = resolve_model(args.model)
+    if args.deep:
+        deep = asyncio.run(measure_deep(model, 1 if args.quick else 2))
+        report_deep(deep)
+        extras = {"extra_buffers": extra_buffers_enabled()}
+        benchlib.write_result("prompt_reuse.deep", {**deep, **extras}, quick=args.quick)
+        return 0
     result = asyncio.run(measure(model, 1 if args.quick else 3))
     m = result["median_s"]
     print(

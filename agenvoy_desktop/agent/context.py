@@ -1,10 +1,25 @@
-"""What the model sees in a turn: system prompt + summary + the last-N window.
+"""What the model sees in a turn: system prompt + summary + the window + this turn's note.
 
 Pure functions over stored messages, so golden tests can pin the exact
-messages sent: the system prompt (base, tool guidance, rolling summary,
-time, this turn's tool results, the recall block), then the last-N window,
-never splitting a pair or a tool-call group; the new user message is
-already the window's last one because it is persisted first.
+messages sent.  The prompt is laid out for the KV cache: what stays the same
+from turn to turn comes first, what changes every turn or round comes last.
+
+* the head system message: base prompt, tool guidance, rolling summary;
+* the made-up exchanges (if any, :mod:`agent.not_remembered`);
+* the window's history: the window (moving in steps, ``take_window``) up to
+  the current user message, never splitting a pair or a tool-call group;
+* the **turn note**, a second system message: the time, this round's tool
+  results and the recall block (which may end with a second try's
+  instruction);
+* the current user message (persisted first, so already the window's last
+  exchange), followed by this turn's tool calls and results in a tool round.
+
+The engine evaluates only what follows the longest common prefix with the
+previous prompt, so a new recall block or clock line costs the note and the
+user message, not the whole window.  In a brand-new session (nothing before
+the user message) the note stays inside the head system message, so the
+model reads exactly what it read before the note moved: base, time, results,
+recall, question.
 """
 
 from __future__ import annotations
@@ -91,6 +106,11 @@ def clock_line(now_ns: int, clock: Clock) -> str:
     return ""
 
 
+WINDOW_STEP = 8
+"""How far the window's start jumps (``take_window``): it holds N to N + 7 messages and
+keeps its first message for about four exchanges, so their KV cache is reused."""
+
+
 def system_message(
     base_prompt: str,
     summary_text: str,
@@ -101,26 +121,49 @@ def system_message(
     recall: str = "",
     clock: Clock = "time",
 ) -> ChatMessage:
-    """The system prompt for one model call.
+    """The whole system prompt as one message: the head, then the turn note.
 
     Order: what changes least comes first (base prompt, tool guidance, the
     rolling summary), then the time (as much of it as *clock* says), this
     round's tool results and the recall block last — the recall block must
     sit at the end, where a small model reads it as the freshest context.
+    For callers that need one system message; a turn's prompt puts the note
+    before the user's message (:func:`build_messages`).
     """
+    head = head_message(base_prompt, summary_text, guidance=guidance)["content"]
+    note = turn_note(now_ns, extra, recall=recall, clock=clock)
+    return {"role": "system", "content": f"{head}\n\n{note}" if note else head}
+
+
+def head_message(base_prompt: str, summary_text: str, *, guidance: str = "") -> ChatMessage:
+    """The prompt's first message, what changes least: base prompt, tool guidance, summary."""
     head = base_prompt.strip()
     if guidance.strip():
         head = f"{head} {guidance.strip()}"
     parts = [head]
     if summary_text.strip():
         parts.append("Summary of the earlier conversation:\n" + summary_text.strip())
+    return {"role": "system", "content": "\n\n".join(parts)}
+
+
+def turn_note(now_ns: int, extra: str = "", *, recall: str = "", clock: Clock = "time") -> str:
+    """What changes every turn or round: the time, this round's tool results, the recall block.
+
+    "" when there is none of them (no note is sent).
+    """
+    parts: list[str] = []
     if line := clock_line(now_ns, clock):
         parts.append(line)
     if extra.strip():
         parts.append(extra.strip())
     if recall.strip():
         parts.append(recall.strip())
-    return {"role": "system", "content": "\n\n".join(parts)}
+    return "\n\n".join(parts)
+
+
+def turn_note_index(messages: Sequence[ChatMessage]) -> int | None:
+    """Where the turn note sits in a built prompt (a system message after the first), if any."""
+    return next((i for i, m in enumerate(messages) if i > 0 and m.get("role") == "system"), None)
 
 
 def tool_results_note(traffic: Sequence[Message]) -> str:
@@ -200,16 +243,20 @@ def build_messages(
     examples: Sequence[ChatMessage] = (),
     clock: Clock = "time",
 ) -> list[ChatMessage]:
-    """The full prompt of one model call: system, made-up *examples* (if any), window."""
-    system = system_message(
-        base_prompt,
-        summary_text,
-        now_ns,
-        extra_system,
-        guidance=guidance,
-        recall=recall,
-        clock=clock,
-    )
-    messages = [system, *examples]
-    messages.extend(to_chat_message(m) for m in window if m.role != "system")
-    return messages
+    """The full prompt of one model call (see the module docstring for the layout).
+
+    Head system message, made-up *examples* (if any), the window's history,
+    the turn note (time, *extra_system*, *recall*), then the window's last
+    user message and whatever follows it.  Without history before that
+    message the note joins the head (:func:`system_message`), as one
+    system prompt.
+    """
+    chat = [to_chat_message(m) for m in window if m.role != "system"]
+    note = turn_note(now_ns, extra_system, recall=recall, clock=clock)
+    head = head_message(base_prompt, summary_text, guidance=guidance)
+    current = next((i for i in range(len(chat) - 1, -1, -1) if chat[i]["role"] == "user"), None)
+    if note and current:  # there is history before the current exchange
+        chat.insert(current, {"role": "system", "content": note})
+    elif note:  # a new session (or no user message at all): one system prompt
+        head = {"role": "system", "content": f"{head['content']}\n\n{note}"}
+    return [head, *examples, *chat]

@@ -376,26 +376,67 @@ def _skip_ws(text: str, index: int) -> int:
     return index
 
 
-def take_window(messages: Sequence[Message], n: int) -> list[Message]:
+def take_window(messages: Sequence[Message], n: int, step: int = 0) -> list[Message]:
     """The last-N context window, never splitting a pair or a tool-call group.
 
     The window starts at a user message (the start of a complete exchange);
     when the last exchange alone is longer than N it is kept whole.
+
+    With *step* > 0 the start moves in jumps (:func:`stepped_start`), so the
+    window holds between N and N + step - 1 messages and keeps its first
+    message while the conversation grows: the model's KV cache of the
+    window stays valid from turn to turn.  ``step = 0`` is the plain last N.
     """
     if n <= 0 or not messages:
         return []
     if len(messages) <= n:
         start = 0
+    elif step > 0:
+        start = stepped_start(messages, n, step)
     else:
-        start = len(messages) - n
-        while start < len(messages) and messages[start].role != "user":
-            start += 1
-        if start == len(messages):
-            start = len(messages) - n
-            while start > 0 and messages[start].role != "user":
-                start -= 1
-            if messages[start].role != "user":  # no user message at all: plain last N
-                start = len(messages) - n
+        start = _plain_start(messages, n)
     while start < len(messages) and messages[start].role == "tool":
         start += 1
     return list(messages[start:])
+
+
+def _plain_start(messages: Sequence[Message], n: int) -> int:
+    start = len(messages) - n
+    while start < len(messages) and messages[start].role != "user":
+        start += 1
+    if start == len(messages):
+        start = len(messages) - n
+        while start > 0 and messages[start].role != "user":
+            start -= 1
+        if messages[start].role != "user":  # no user message at all: plain last N
+            start = len(messages) - n
+    return start
+
+
+def stepped_start(messages: Sequence[Message], n: int, step: int) -> int:
+    """Where a window of at least *n* messages starts when its start moves *step* at a time.
+
+    The candidates are grid points, multiples of *step*: the window starts
+    at the first user message at or after the last grid point that leaves
+    at least *n* messages, or, while that one is not yet *n* messages from
+    the end, at the previous grid point's.  The start depends only on
+    messages already written, so it stays put until the next grid point's
+    user message is *n* from the end, then jumps about *step* messages on.
+    The window holds N to N + step - 1 messages, plus the rest of an
+    exchange that straddles a grid point.  A history without a user message
+    that early falls back to its first user message, or to the grid point.
+    """
+    latest = len(messages) - n  # the last start that still leaves n messages
+    grid = latest - latest % step
+    end = latest + 1
+    for point in range(grid, -1, -step):
+        user = _first_user(messages, point, end)  # [end, latest] was searched already
+        if user is not None:
+            return user
+        end = point
+    first = _first_user(messages, 0, len(messages))
+    return grid if first is None else first
+
+
+def _first_user(messages: Sequence[Message], begin: int, end: int) -> int | None:
+    return next((i for i in range(begin, end) if messages[i].role == "user"), None)

@@ -86,6 +86,7 @@ class SearchQuery:
     time_from_ns: int | None = None
     time_to_ns: int | None = None
     exclude_window: int = 0  # the agent's N; 0 = exclude nothing
+    window_step: int = 0  # the agent's window step (``take_window``); 0 = the plain last N
     current_session: str | None = None  # whose window to exclude (default: session_id)
     include_tool: bool = False
 
@@ -106,7 +107,7 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
         raise SearchError("limit must be at least 1")
     sessions = [store.require(query.session_id)] if query.session_id else store.session_ids()
     window_of = query.current_session or query.session_id
-    excluded = _window_ids(store, window_of, query.exclude_window)
+    excluded = _window_ids(store, window_of, query.exclude_window, query.window_step)
     if query.mode == "keyword":
         hits = _keyword(store, query, excluded, query.limit)
     elif query.mode == "semantic":
@@ -125,11 +126,13 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
     return SearchResult(hits=hits, excerpts=excerpts)
 
 
-def _window_ids(store: MemoryStore, session_id: str | None, n: int) -> frozenset[str]:
-    """Ids of the messages already in *session_id*'s context window."""
+def _window_ids(
+    store: MemoryStore, session_id: str | None, n: int, step: int = 0
+) -> frozenset[str]:
+    """Ids of the messages already in *session_id*'s context window (N, moving *step* at a time)."""
     if n <= 0 or session_id is None:
         return frozenset()
-    return frozenset(m.id for m in store.window(store.require(session_id), n))
+    return frozenset(m.id for m in store.window(store.require(session_id), n, step))
 
 
 def _keyword(

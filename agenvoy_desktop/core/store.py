@@ -532,9 +532,12 @@ class MemoryStore:
                 self.index_pending(sid, progress=progress, cancelled=cancelled)
         return sid
 
-    def window(self, session_id: str, n: int) -> list[Message]:
-        """The last-N context window of a session."""
-        return take_window(self.history(session_id).messages, n)
+    def window(self, session_id: str, n: int, step: int = 0) -> list[Message]:
+        """The last-N context window of a session; its start moves *step* at a time (0: each turn).
+
+        See :func:`~agenvoy_desktop.core.history.take_window`.
+        """
+        return take_window(self.history(session_id).messages, n, step)
 
     # -- vectors -------------------------------------------------------------
     def pending_vectors(self, session_id: str) -> list[tuple[int, Message]]:

@@ -146,8 +146,9 @@ class ChatTemplate:
 
         A template that rejects the conversation (many insist on strictly
         alternating user/assistant turns and know no tool role) is tried once
-        more with a plain form of it: system text folded into the first user
-        turn, tool traffic written out as ordinary turns.
+        more with a plain form of it: the system prompt folded into the first
+        user turn and a later system message (the turn note) into the next
+        one, tool traffic written out as ordinary turns.
         """
         prepared = [_template_message(m) for m in messages]
         tool_list = list(tools) if tools else None
@@ -212,14 +213,26 @@ def _with_tools_in_system(
 
 
 def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """User/assistant turns only, strictly alternating, for templates that demand it."""
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    """User/assistant turns only, strictly alternating, for templates that demand it.
+
+    The leading system text goes before the first user turn; a system message
+    later in the conversation (the turn note) goes before the next user turn,
+    the one it was written for.
+    """
+    head_len = 0
+    while head_len < len(messages) and messages[head_len]["role"] == "system":
+        head_len += 1
+    system = "\n\n".join(m["content"] for m in messages[:head_len])
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    note: list[str] = []
+    for message in messages[head_len:]:
         role, content = message["role"], message["content"]
         if role == "system":
+            note.append(content)
             continue
-        if role == "tool":
+        if role == "user" and note:
+            content, note = "\n\n".join([*note, content]), []
+        elif role == "tool":
             role, content = "user", f"[tool result {message.get('name', '')}]\n{content}"
         elif role == "assistant" and message.get("tool_calls"):
             calls = "\n".join(
@@ -227,16 +240,23 @@ def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for c in message["tool_calls"]
             )
             content = f"{content}\n<tool_call>\n{calls}\n</tool_call>".lstrip()
-        if turns and turns[-1]["role"] == role:
-            turns[-1] = {"role": role, "content": f"{turns[-1]['content']}\n\n{content}"}
-        else:
-            turns.append({"role": role, "content": content})
+        _add_turn(turns, role, content)
+    if note:  # nothing followed it: it ends the conversation as a user turn
+        _add_turn(turns, "user", "\n\n".join(note))
     if system:
         if turns and turns[0]["role"] == "user":
             turns[0] = {"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}
         else:
             turns.insert(0, {"role": "user", "content": system})
     return turns
+
+
+def _add_turn(turns: list[dict[str, Any]], role: str, content: str) -> None:
+    """Append a turn, joined to the previous one when both have the same role."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1] = {"role": role, "content": f"{turns[-1]['content']}\n\n{content}"}
+    else:
+        turns.append({"role": role, "content": content})
 
 
 # -- fitting the context ------------------------------------------------------------------------
@@ -260,15 +280,19 @@ def split_groups(
     """(leading system messages, conversation groups).
 
     A group starts at a user message and holds everything up to the next one:
-    the assistant's answer, its tool calls and their results.  Dropping whole
-    groups never splits a user/assistant pair or a tool-call group.
+    the assistant's answer, its tool calls and their results.  A system
+    message later in the conversation (the turn note) starts the group of
+    the user message that follows it.  Dropping whole groups never splits a
+    user/assistant pair or a tool-call group, nor a note from its message.
     """
     head_len = 0
     while head_len < len(messages) and messages[head_len].get("role") == "system":
         head_len += 1
     groups: list[list[ChatMessage]] = []
     for message in messages[head_len:]:
-        if not groups or message.get("role") == "user":
+        role = message.get("role")
+        notes_only = bool(groups) and all(m.get("role") == "system" for m in groups[-1])
+        if not groups or (role in ("user", "system") and not notes_only):
             groups.append([message])
         else:
             groups[-1].append(message)
@@ -294,10 +318,10 @@ def fit_messages(
     """The longest suffix of the conversation whose prompt fits ``budget`` tokens.
 
     ``count`` renders a candidate list and returns its prompt tokens.  The
-    leading system message(s) and the last group (the current user message
-    with any tool traffic after it) are always kept; older groups go oldest
-    first (binary search: few renders).  If that is still too long, the
-    longest kept messages lose their middle.
+    leading system message(s) and the last group (the turn note, the current
+    user message and any tool traffic after it) are always kept; older
+    groups go oldest first (binary search: few renders).  If that is still
+    too long, the longest kept messages lose their middle.
     """
     head, groups = split_groups(messages)
     full = list(messages)

@@ -79,15 +79,50 @@ def estimate_prompt(messages: Sequence[ChatMessage], tools: Sequence[dict[str, A
 
 
 def wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """Our messages in the API's shape: tool-call arguments travel as JSON strings."""
+    """Our messages in the API's shape: tool-call arguments travel as JSON strings.
+
+    A system message after the conversation's first messages (the turn note,
+    ``agent/context.py``) goes into the user message that follows it
+    (:func:`notes_in_user_turns`).
+    """
     out: list[dict[str, Any]] = []
-    for message in messages:
+    for message in notes_in_user_turns(messages):
         item: dict[str, Any] = dict(message)
         calls = message.get("tool_calls")
         if calls:
             item["tool_calls"] = [_wire_call(call) for call in calls]
             item.setdefault("content", "")
         out.append(item)
+    return out
+
+
+def notes_in_user_turns(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The messages with each non-leading system message put at the start of the next user one.
+
+    A server renders the conversation with the model's own chat template, and
+    we cannot see that template: many accept a system message only first
+    (Gemma's, Mistral's and other strictly alternating ones raise, which a
+    server answers with an error, and the plain form the local engine falls
+    back to does not run there). Folded into the user's message, the note
+    still comes after the unchanged history, so a server's prompt cache
+    (llama.cpp's ``cache_prompt``) reuses that history as before.  A note
+    with no user message after it stays as it is.
+    """
+    head = 0
+    while head < len(messages) and messages[head].get("role") == "system":
+        head += 1
+    out: list[ChatMessage] = list(messages[:head])
+    notes: list[str] = []
+    for message in messages[head:]:
+        if message.get("role") == "system":
+            notes.append(message.get("content") or "")
+        elif message.get("role") == "user" and notes:
+            text = "\n\n".join([*notes, message.get("content") or ""])
+            out.append({**message, "content": text})
+            notes = []
+        else:
+            out.append(message)
+    out.extend({"role": "system", "content": note} for note in notes)
     return out
 
 

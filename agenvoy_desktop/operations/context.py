@@ -1,12 +1,14 @@
 """The Context tab's reading: exactly what the model receives on a session's next turn.
 
 The messages come from ``agent.context_messages`` — the same call a turn
-makes — so the system prompt (with the rolling summary and the current
-time) and the last-N window are the real thing, with the session's own
-persona and tools switch (read once and handed to the agent, so the view
-and its labels agree).  Tokens are counted with the chat model's own
-tokenizer; without a chat model the messages are still built (same
-functions, same settings) and only the count is missing.
+makes — so the system prompt (with the rolling summary), the window (N
+messages and up to ``window_step`` - 1 more: its start moves in steps) and
+the turn note before its last user message (the current time, the recall
+block) are the real thing, with the session's own persona and tools switch
+(read once and handed to the agent, so the view and its labels agree).
+Tokens are counted with the chat model's own tokenizer; without a chat model
+the messages are still built (same functions, same settings) and only the
+count is missing.
 
 It also says which model will answer and which one answered last: each
 stored answer records its model, backend and (for an endpoint) address, so
@@ -21,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, build_messages
+from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, WINDOW_STEP, build_messages
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import KnownError, one_line
 from agenvoy_desktop.core.messages import Message
@@ -46,6 +48,8 @@ class ContextView:
 
     messages: list[ChatMessage]
     window_messages: int
+    window_step: int = 0
+    """The window's start moves this many messages at a time (0: every turn)."""
     model_name: str | None = None
     context_size: int | None = None
     answer_reserve: int = 0
@@ -96,15 +100,15 @@ def _session_settings(store: MemoryStore, session_id: str) -> SettingsReading:
 
 async def read_context(services: AppServices, session_id: str) -> ContextView:
     """Build the next turn's messages and count their tokens (no model call)."""
-    window = services.settings.memory.window_messages
+    window, step = services.settings.memory.window_messages, WINDOW_STEP
     reading = await services.storage.run(_session_settings, services.store, session_id)
     settings = reading.settings
     if services.agent is not None:
         messages = await services.agent.context_messages(session_id, settings=settings)
-        window = services.agent.config.window_messages
+        window, step = services.agent.config.window_messages, services.agent.config.window_step
     else:
         store = services.store
-        recent = await services.storage.run(store.window, session_id, window)
+        recent = await services.storage.run(store.window, session_id, window, step)
         summary = await services.storage.run(prompt_text, store, session_id)
         messages = build_messages(
             base_prompt=settings.base_prompt(DEFAULT_SYSTEM_PROMPT),
@@ -112,7 +116,9 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
             window=recent,
             now_ns=services.clock(),
         )
-    view = ContextView(messages, window, answer_reserve=services.settings.models.max_answer_tokens)
+    view = ContextView(
+        messages, window, step, answer_reserve=services.settings.models.max_answer_tokens
+    )
     view.small_model = services.model_profile.small
     view.settings, view.settings_problem = settings, reading.problem
     specs = [] if view.small_model or not settings.tools else services.tools.specs()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -11,6 +12,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agenvoy_desktop.core.history import HistoryFile, encode_history, quick_tail, take_window
 from agenvoy_desktop.core.messages import Message
@@ -309,6 +312,76 @@ def test_take_window(name: str, spec: str, n: int, expected: str) -> None:
     assert _letters(window, messages, spec) == expected, name
     if window:
         assert window == messages[-len(window) :]  # always a suffix
+
+
+STEPPED_CASES: list[tuple[str, str, int, int, str]] = [
+    # (name, roles as letters, N, step, expected window as letters)
+    ("fits entirely", "uau", 4, 4, "uau"),
+    ("grid point on a user message", "uauauau", 4, 2, "uauau"),
+    ("holds up to N + step - 1", "uauauauauau", 4, 4, "uauauau"),
+    ("jumps once N + step is reached", "uauauauauaua", 4, 4, "uaua"),
+    ("grid point inside a tool group: the previous one's start", "uaUcttau", 3, 2, "Ucttau"),
+    ("an exchange longer than the step kept whole", "uaucttttau", 2, 2, "ucttttau"),
+    ("no user message at all", "aaaaa", 2, 2, "aaa"),
+    ("zero N", "uaua", 0, 4, ""),
+]
+
+
+@pytest.mark.parametrize(("name", "spec", "n", "step", "expected"), STEPPED_CASES)
+def test_take_window_in_steps(name: str, spec: str, n: int, step: int, expected: str) -> None:
+    messages = _build(spec)
+    window = take_window(messages, n, step)
+    assert _letters(window, messages, spec) == expected, name
+    if window:
+        assert window == messages[-len(window) :]
+
+
+_EXCHANGES = st.lists(
+    st.sampled_from(["ua", "ua", "ua", "uca", "ucta", "uctta", "u"]), min_size=1, max_size=30
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(exchanges=_EXCHANGES, n=st.integers(1, 20), step=st.integers(1, 10))
+def test_stepped_window_properties(exchanges: list[str], n: int, step: int) -> None:
+    """Grown one message at a time: N or more, a user message first, a start that only
+    moves forwards, and at most the step plus one exchange more than N."""
+    messages = _build("".join(exchanges))
+    longest = max(len(e) for e in exchanges)
+    previous = 0
+    for end in range(1, len(messages) + 1):
+        grown = messages[:end]
+        window = take_window(grown, n, step)
+        start = end - len(window)
+        assert window == grown[start:]
+        assert len(window) >= min(n, end)
+        assert len(window) <= max(n, n + step - 1 + longest - 1)
+        if end > n:
+            assert grown[start].role == "user"  # never a pair or a tool group split
+        assert start >= previous  # the start never moves back
+        previous = start
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.integers(1, 40), n=st.integers(1, 20), half_step=st.integers(1, 5))
+def test_stepped_window_of_pairs_jumps_every_step(pairs: int, n: int, half_step: int) -> None:
+    """Plain user/answer pairs and an even step: N to N + step - 1 messages, and the start
+    moves only in jumps of the step, once every step messages."""
+    step = 2 * half_step
+    messages = _build("ua" * pairs)
+    sizes = [len(take_window(messages[:end], n, step)) for end in range(1, len(messages) + 1)]
+    starts = [end - size for end, size in enumerate(sizes, start=1)]
+    for end, size in enumerate(sizes, start=1):
+        assert min(n, end) <= size <= n + step - 1
+    moves = [(end, b - a) for end, (a, b) in enumerate(itertools.pairwise(starts)) if b != a]
+    assert all(size == step for _, size in moves)
+    assert all(b[0] - a[0] == step for a, b in itertools.pairwise(moves))
+
+
+def test_plain_window_is_unchanged_by_step_zero() -> None:
+    messages = _build("uauaUcttauau")
+    for n in range(0, 14):
+        assert take_window(messages, n, 0) == take_window(messages, n)
 
 
 def test_unreadable_elements_are_never_lost(hist_path: Path) -> None:

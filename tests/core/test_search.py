@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from agenvoy_desktop.core.archive import ArchivedMessage
@@ -260,6 +262,23 @@ def test_exclude_window_excludes_exactly_the_window(
     assert all_ids & window  # the window does hold hotel messages
     for excerpt in result.excerpts:
         assert not {r.message.id for r in excerpt.messages} & window
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_exclude_window_with_a_step_excludes_the_stepped_window(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    """The window a prompt shows with ``window_step`` (N and up to step - 1 more) is left out."""
+    store, trip, _ = seeded
+    stepped = {m.id for m in store.window("trip", 4, 4)}
+    assert stepped == {m.id for m in trip[4:]}  # 6 messages: more than the plain last 4
+    query = SearchQuery("rail pass", mode=mode, limit=20, session_id="trip", exclude_window=4)  # type: ignore[arg-type]
+    ids = {h.item.message.id for h in search_chat_history(store, query).hits}
+    assert ids & {trip[4].id, trip[5].id}  # outside the plain window, inside the stepped one
+    with_step = replace(query, window_step=4)
+    stepped_ids = {h.item.message.id for h in search_chat_history(store, with_step).hits}
+    assert not stepped_ids & stepped
+    assert stepped_ids == ids - stepped
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])

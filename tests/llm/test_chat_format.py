@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,6 +135,91 @@ def test_strict_template_gets_plain_alternating_turns() -> None:
     assert rendered.startswith("[user]Be brief.\n\nWeather in Paris?[assistant]<tool_call>")
     assert "[user][tool result get_weather]\n" in rendered
     assert rendered.endswith("[user]Thanks")
+
+
+# -- the turn note: a system message before the last user message (agent/context.py) ------------
+NOTE: ChatMessage = {"role": "system", "content": "Current local time: 10:00"}
+NOTED: list[ChatMessage] = [*CONVERSATION[:5], NOTE, CONVERSATION[5]]
+QWEN25_TEMPLATE = (Path(__file__).parent / "qwen2.5_chat_template.jinja").read_text("utf-8")
+"""The starter's own template (Qwen2.5-Coder-0.5B-Instruct's ``tokenizer.chat_template``)."""
+
+
+def test_starter_template_renders_the_note_as_a_system_turn_before_the_question() -> None:
+    rendered = ChatTemplate(QWEN25_TEMPLATE).render(NOTED)
+    assert rendered == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n"
+        + CONVERSATION_BODY.replace(
+            "<|im_start|>user\nThanks",
+            "<|im_start|>system\nCurrent local time: 10:00<|im_end|>\n<|im_start|>user\nThanks",
+        )
+    )
+    with_tools = ChatTemplate(QWEN25_TEMPLATE).render(NOTED, TOOLS)
+    assert with_tools.count("<|im_start|>system\n") == 2
+    assert with_tools.endswith(
+        "<|im_start|>system\nCurrent local time: 10:00<|im_end|>\n"
+        "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_chatml_fallback_renders_the_note_in_place() -> None:
+    rendered = ChatTemplate(None).render(NOTED)
+    assert rendered.endswith(
+        "<|im_start|>assistant\n21 °C.<|im_end|>\n"
+        "<|im_start|>system\nCurrent local time: 10:00<|im_end|>\n"
+        "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_split_groups_puts_the_note_with_the_message_after_it() -> None:
+    head, groups = split_groups(NOTED)
+    assert head == NOTED[:1]
+    assert [len(g) for g in groups] == [4, 2]
+    assert groups[-1] == [NOTE, CONVERSATION[5]]
+    # a tool round: the note, the question, the calls and results are one group
+    round_two = [*NOTED, *CONVERSATION[2:4]]
+    assert split_groups(round_two)[1][-1] == [NOTE, CONVERSATION[5], *CONVERSATION[2:4]]
+    # right after the head it is part of the head, which is always kept
+    head, groups = split_groups([CONVERSATION[0], NOTE, CONVERSATION[1]])
+    assert (head, groups) == ([CONVERSATION[0], NOTE], [[CONVERSATION[1]]])
+
+
+def test_fitting_never_drops_the_note_of_the_message_it_keeps() -> None:
+    messages = conversation(10)
+    messages.insert(len(messages) - 1, {"role": "system", "content": "recall " * 30})
+    for budget in range(count_chars(messages) - 50, 0, -97):
+        result = fit_messages(messages, budget, count_chars)
+        kept = result.messages
+        assert kept[-1]["content"].startswith("the question")
+        assert kept[-2]["role"] == "system"  # the note, right before its message
+        assert kept[-2]["content"].startswith("recall")
+        assert kept[0]["content"].startswith("S")  # and the head
+
+
+def test_strict_template_gets_the_note_in_the_next_user_turn() -> None:
+    source = (
+        "{% for m in messages %}"
+        "{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+        "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
+        "[{{ m.role }}]{{ m.content }}{% endfor %}"
+    )
+    rendered = ChatTemplate(source).render(NOTED)
+    assert rendered.startswith("[user]Be brief.\n\nWeather in Paris?[assistant]")
+    assert rendered.endswith("[assistant]21 °C.[user]Current local time: 10:00\n\nThanks")
+
+
+def test_template_that_allows_system_only_first_gets_the_plain_form() -> None:
+    source = (
+        "{% for m in messages %}"
+        "{% if m.role == 'system' and not loop.first %}"
+        "{{ raise_exception('System message must be at the beginning') }}{% endif %}"
+        "<{{ m.role }}>{{ m.content }}{% endfor %}"
+    )
+    rendered = ChatTemplate(source).render(NOTED)
+    assert rendered.endswith("<user>Current local time: 10:00\n\nThanks")
+    assert rendered.startswith("<user>Be brief.\n\nWeather in Paris?")
+    # a note with no user message after it ends the conversation as a user turn
+    ending = ChatTemplate(source).render([*CONVERSATION[:5], NOTE])
+    assert ending.endswith("<assistant>21 °C.<user>Current local time: 10:00")
 
 
 def test_template_that_always_fails_names_the_model() -> None:

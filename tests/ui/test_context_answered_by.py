@@ -78,3 +78,33 @@ def test_the_context_tab_labels_the_made_up_exchanges() -> None:
     page = render_html(ContextView(sent, 16))
     assert page.count("made-up example") == 4
     assert example_count(sent[:1] + sent[5:]) == 0
+
+
+def test_the_context_tab_shows_the_turn_note_apart_from_the_window(
+    qtbot: QtBot, make_services: ServicesFactory, runner: AsyncRunner, wait_for: Wait
+) -> None:
+    """The note before the last user message is labelled, holds the recalled lines the
+    summary counts, and is not counted as a message of the window."""
+    block = format_block([RecallItem("m", "s", "t", 0, "user", "4721")], header=BLOCK_HEADERS["en"])
+    sent: list[ChatMessage] = [
+        {"role": "system", "content": "You are Agenvoy."},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": block.text},
+        {"role": "user", "content": "What is my bike lock code?"},
+    ]
+    page = render_html(ContextView(sent, 16))
+    assert page.count("Turn note") == 1
+    assert page.count("System prompt") == 1
+    services = make_services()
+    sid = seed(services, "s", [Message("u1", "user", "hi", T0)])
+    panel = InspectorPanel(services, runner)
+    qtbot.addWidget(panel)
+    panel.set_session(sid)
+    panel.show_tab("context")
+    tab = panel.context_tab
+    wait_for(lambda: tab.view is not None)
+    tab._show(ContextView(sent, 16, 8))
+    summary = tab.summary_label.text()
+    assert "1 recalled message" in summary
+    assert "3 messages</b> from the window (N = 16, in steps of 8)" in summary

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QWidget
 from pytestqt.qtbot import QtBot
 
+from agenvoy_desktop.agent.context import WINDOW_STEP, turn_note_index
 from agenvoy_desktop.core.summary import (
     KeyDecision,
     PastDiscussion,
@@ -319,15 +320,23 @@ def test_context_tab_shows_prompt_window_and_tokens(
     assert view is not None
     assert view.messages[0]["role"] == "system"
     assert "Key decisions (binding" in view.messages[0]["content"]
-    assert len(view.messages) == 1 + 16
+    note = turn_note_index(view.messages)  # the clock, before the last user message
+    assert note is not None
+    assert [m["role"] for m in view.messages[note:]] == ["system", "user", "assistant"]
+    window = len(view.messages) - 2  # the head system message and the note aside
+    assert 16 <= window < 16 + WINDOW_STEP  # the window's start moves in steps
     assert view.messages[-1]["content"] == inspected.messages[inspected.main][-1].content
     assert view.total_tokens is not None
     assert view.total_tokens > 100
     assert tab.meter.isVisible()
     assert "of 4,096 tokens" in tab.meter_label.text()
-    assert "16 messages</b> from the window (N = 16)" in tab.summary_label.text()
+    assert (
+        f"{window} messages</b> from the window (N = 16, in steps of {WINDOW_STEP})"
+        in tab.summary_label.text()
+    )
     text = tab.browser.toPlainText()
     assert "System prompt" in text
+    assert "Turn note" in text
     assert "Day three: Nara" in text
     assert "search_chat_history" in view.tools
     assert view.tool_tokens > 0
@@ -344,7 +353,7 @@ def test_context_tab_without_chat_model_still_shows_messages(
     tab = panel.context_tab
     wait_for(lambda: tab.view is not None)
     assert tab.view is not None
-    assert len(tab.view.messages) == 17
+    assert len(tab.view.messages) == 1 + 20 + 1  # head, the stepped window, the turn note
     assert "Key decisions (binding" in tab.view.messages[0]["content"]
     assert not tab.meter.isVisible()
     assert "No chat model is loaded" in tab.summary_label.text()
@@ -622,7 +631,7 @@ def test_panel_loads_tabs_lazily_and_refreshes_on_switch(
     wait_for(lambda: panel.context_tab.view is not None)
     view = panel.context_tab.view
     assert view is not None
-    assert len(view.messages) == 1 + 4
+    assert len(view.messages) == 1 + 4 + 1  # head, window, the turn note (the clock)
     panel.show_tab("summary")
     wait_for(lambda: panel.summary_tab.snapshot is not None)
     assert panel.summary_tab.snapshot is not None

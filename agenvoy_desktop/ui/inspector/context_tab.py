@@ -1,11 +1,12 @@
 """The Context tab: exactly what the model receives on the session's next turn.
 
 The messages come from ``agent.context_messages`` — the same call a turn
-makes — so the system prompt (with the rolling summary and the current
-time) and the last-N window shown here are the real thing, with the
-session's own persona and tools switch (named in the summary line; "Session
-settings…" changes them).  Tokens are counted with the chat model's own
-tokenizer and set against its context.
+makes — so the system prompt (with the rolling summary), the window and
+the turn note before its last user message (the current time, the recall
+block) shown here are the real thing, with the session's own persona and
+tools switch (named in the summary line; "Session settings…" changes them).
+Tokens are counted with the chat model's own tokenizer and set against its
+context.
 Without a chat model the messages are still built (same functions, same
 settings) and shown; only the token count is missing, and the tab says why.
 The line under the summary names who answers next and who wrote the last
@@ -28,8 +29,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.agent.context import turn_note_index
 from agenvoy_desktop.agent.not_remembered import example_count
-from agenvoy_desktop.agent.recall import BLOCK_HEADERS
+from agenvoy_desktop.agent.recall import ADVICE_HEADERS, BLOCK_HEADERS
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.context import ContextView, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
@@ -48,7 +50,8 @@ ROLE_COLOURS = {  # (light theme, dark theme)
 
 def recalled_count(system_prompt: str) -> int:
     """Lines of the proactive-recall block in a system prompt (0: no block)."""
-    header = next((h for h in BLOCK_HEADERS.values() if h in system_prompt), None)
+    headers = [*BLOCK_HEADERS.values(), *ADVICE_HEADERS.values()]
+    header = next((h for h in headers if h in system_prompt), None)
     if header is None:
         return 0
     block = system_prompt.split(header, 1)[1]
@@ -59,12 +62,15 @@ def render_html(view: ContextView, *, dark: bool = False) -> str:
     """The messages as one readable page: a coloured role line, then the text."""
     blocks: list[str] = []
     made_up = example_count(view.messages)
+    note = turn_note_index(view.messages)
     for number, message in enumerate(view.messages):
         role = message.get("role", "?")
         colour = ROLE_COLOURS.get(role, ("#455a64", "#b0bec5"))[int(dark)]
         label = role.capitalize()
         if number == 0 and role == "system":
             label = "System prompt" + (" · custom" if view.settings.custom_prompt else "")
+        if number == note:
+            label = "Turn note · what changes every turn"
         if role == "tool" and message.get("name"):
             label += f" · {message.get('name')}"
         if 1 <= number <= made_up:
@@ -209,11 +215,12 @@ class ContextTab(InspectorTab):
             self.status.error(f"{view.settings_problem}; the default settings are used.")
         self.copy_button.setEnabled(True)
         made_up = example_count(view.messages)
-        window = len(view.messages[1:]) - made_up
-        has_summary = "Summary of the earlier conversation" in (
-            view.messages[0].get("content", "") if view.messages else ""
-        )
+        note = turn_note_index(view.messages)
+        window = len(view.messages[1:]) - made_up - (note is not None)
         system = view.messages[0].get("content", "") if view.messages else ""
+        has_summary = "Summary of the earlier conversation" in system
+        if note is not None:  # the recall block is in the note, before the last user message
+            system = view.messages[note].get("content", "")
         recalled = recalled_count(system)
         persona = "Custom system prompt" if view.settings.custom_prompt else "Default system prompt"
         parts = [
@@ -224,7 +231,9 @@ class ContextTab(InspectorTab):
                 else ""
             )
             + ")",
-            f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages})"
+            f"<b>{plural(window, 'message')}</b> from the window (N = {view.window_messages}"
+            + (f", in steps of {view.window_step}" if view.window_step else "")
+            + ")"
             + (
                 f" after {plural(made_up // 2, 'made-up exchange')} that show how to say "
                 "\u201cI don't know\u201d"

@@ -48,8 +48,18 @@ class NotTextFileError(KnownError, ValueError):
 
 
 # -- search_chat_history --------------------------------------------------------
-def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[[], int]) -> Tool:
-    """``search_chat_history``: the three memory layers, minus the current window."""
+def search_tool(
+    storage: Storage,
+    store: MemoryStore,
+    window_messages: Callable[[], int],
+    *,
+    window_step: int = 0,
+) -> Tool:
+    """``search_chat_history``: the three memory layers, minus the current window.
+
+    *window_step* is the agent's (``AgentConfig.window_step``), so the window
+    left out is the one the prompt shows.
+    """
 
     async def handler(args: dict[str, Any]) -> ToolResult:
         sid = current_session.get(None)
@@ -62,6 +72,7 @@ def search_tool(storage: Storage, store: MemoryStore, window_messages: Callable[
             time_from_ns=_time_arg(args, "since"),
             time_to_ns=_time_arg(args, "until"),
             exclude_window=window_messages(),
+            window_step=window_step,
             current_session=sid,
         )
         result = await storage.run(search_chat_history, store, query)

@@ -84,7 +84,9 @@ EXAMPLES: dict[str, Example] = {
 Chinese, German and Japanese; with two, 12 of 14 (it copies the second, shorter answer)."""
 
 _EN_ASK = re.compile(
-    SENTENCE_LEAD + r"(?:what|what's|whats|which|where|where's|when|when's|who|who's|whose"
+    SENTENCE_LEAD
+    + r"(?:(?:at|in|on|from|to|with|for|by|since|until)\s+)?"  # "At which university did I…"
+    + r"(?:what|what's|whats|which|where|where's|when|when's|who|who's|whose"
     r"|how\s+(?:old|many|much|long|tall|big))\b",
     re.IGNORECASE,
 )

@@ -36,21 +36,27 @@ import logging
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from agenvoy_desktop.agent.policy import is_personal
 from agenvoy_desktop.agent.pronouns import swap_person
+from agenvoy_desktop.agent.recall_lines import focus, latest_ids, values_in, when
 from agenvoy_desktop.agent.speech_act import sentences, tells_something
+from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.retrieval.fts_text import (
     CJK_FUNCTION_BIGRAMS,
     STOPWORDS,
     normalize,
     query_terms,
 )
-from agenvoy_desktop.core.search import SearchError, SearchQuery, search_chat_history
+from agenvoy_desktop.core.search import (
+    SearchError,
+    SearchQuery,
+    is_recallable,
+    search_chat_history,
+)
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.core.timeutil import format_local
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,14 @@ BLOCK_HEADERS: dict[str, str] = {
 """The header in the message's script: under the English one the starter answered
 Chinese questions in English ("我决定下个月开始学什么语言？" -> "I decided to start
 learning Spanish.")."""
+ADVICE_HEADERS: dict[str, str] = {
+    "en": "Earlier, the user told you (from past conversations; fit your advice to it):",
+    "zh": "用户以前告诉过你（来自过去的对话；让你的建议适合这些情况）：",
+    "ja": "ユーザーが以前あなたに話したこと（過去の会話から。アドバイスをこれに合わせる）：",
+}
+"""The header when the message asks for advice ("Any tips?", "What do you think?"): there
+the lines are not the answer but what the answer should fit ("I bought a power bank"),
+and "use it only if it answers" kept the starter from using them at all."""
 LOCALISED_HEADER = True
 """Whether the header follows the message's script (benchmarks switch it)."""
 SECOND_PERSON = False
@@ -194,6 +208,20 @@ class RecallItem:
     """Content words in the user's message (the coverage is a share of these)."""
     shared_names: int = 0
     """Names of the user's message (:func:`names_in`) that this one writes the same way."""
+    seq: int = -1
+    """The message's place in its session (its neighbours are read by it; -1: unknown)."""
+    neighbours: tuple[Neighbour, ...] = ()
+    """What the messages next to it add (:func:`add_neighbours`), shown under its line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A sentence of the message just before or after a remembered one."""
+
+    role: str
+    text: str
+    after: bool
+    """Said after the remembered message (else before it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +230,8 @@ class RecallBlock:
 
     items: list[RecallItem] = field(default_factory=list)
     text: str = ""
+    latest: frozenset[str] = frozenset()
+    """Ids of the items marked as the latest of lines that say the same thing."""
 
     @property
     def message_ids(self) -> list[str]:
@@ -215,12 +245,19 @@ def recall_candidates(
     text: str,
     window_messages: int,
     limit: int = RECALL_CANDIDATES,
+    *,
+    assistant: bool = False,
+    time_range: tuple[int, int] | None = None,
+    window_step: int = 0,
 ) -> list[RecallItem]:
     """Storage thread: every hybrid hit for *text* with its evidence, no floor applied.
 
     Searches all sessions; the current session's window is excluded, its
     older messages are not.  A search that cannot run (no content words and
-    no embedder) finds nothing rather than failing the turn.
+    no embedder) finds nothing rather than failing the turn.  *assistant*:
+    the message asks about the assistant's own earlier words
+    (:func:`asks_about_assistant`), so they are candidates too.  Each item's
+    text is the part of the message that matters (:func:`recall_lines.focus`).
     """
     if not text.strip():
         return []
@@ -230,7 +267,10 @@ def recall_candidates(
         limit=limit,
         session_id=None,
         exclude_window=window_messages,
+        window_step=window_step,
         current_session=session_id,
+        time_from_ns=None if time_range is None else time_range[0],
+        time_to_ns=None if time_range is None else time_range[1],
     )
     try:
         result = search_chat_history(store, query)
@@ -244,11 +284,15 @@ def recall_candidates(
     items: list[RecallItem] = []
     for hit in result.hits:
         message = hit.item.message
-        if not worth_recalling(message.role, message.content) or message.is_tool_traffic:
+        if message.is_tool_traffic or not (
+            worth_recalling(message.role, message.content)
+            or (assistant and message.role == "assistant" and message.content.strip())
+        ):
             continue
         shown = new_part(message.content, terms) if stating else message.content
         if not shown:
             continue
+        shown = focus(shown, weights)
         sid = hit.item.session_id
         if sid not in titles:
             meta = store.archive.session(sid)
@@ -268,9 +312,240 @@ def recall_candidates(
                 matched_terms=matched,
                 query_terms=len(terms),
                 shared_names=shared_names(names, message.content),
+                seq=hit.item.seq,
             )
         )
     return items
+
+
+GATHER_CANDIDATES = 40
+GATHER_MAX_ITEMS = 8
+GATHER_BUDGET_CHARS = 2_000
+"""A question that counts, adds up or orders ("How many…", "Which did I do first…")
+needs every line that mentions the thing, from several sessions: a wider search and
+a larger block (about 500 tokens)."""
+NEIGHBOUR_CHARS = 200
+NEIGHBOUR_SHARE = 0.3
+"""The share of the message's content words (rarity-weighted) a neighbour's sentence
+must hold to be shown under a remembered line."""
+ASSISTANT_NEIGHBOUR_SHARE = 0.6
+"""The same for a sentence of the assistant's (its lists of advice mention everything)."""
+
+_GATHERS = re.compile(
+    r"\b(?:how\s+(?:many|much|long|often|old)|in\s+total|total|altogether|combined|"
+    r"first|earlier|before|after|between|since|ago|last\s+time|every|each)\b"
+    r"|\bwie\s+(?:viele|viel|lange|oft)\b|多少|几[次个天年月周]|一共|总共|第一|先|以前|之前",
+    re.IGNORECASE,
+)
+_ASSISTANT_POINTER = re.compile(
+    r"\byou(?:'d|\s+had|\s+have)?\s+(?:said|say|mentioned|mention|recommended|recommend|"
+    r"suggested|suggest|told|gave|provided|listed|shared|described|explained|advised|proposed|"
+    r"wrote|came\s+up\s+with|pointed\s+out|called|named|gave)\b"
+    r"|\bremind\s+me\b|\b(?:our|the)\s+(?:previous|last|earlier|past)\s+"
+    r"(?:conversation|chat|discussion|talk)\b"
+    r"|\bwe\s+(?:outlined|discussed|talked\s+about|came\s+up\s+with|listed|planned|went\s+over)\b"
+    r"|你(?:之前|上次|刚才)?(?:说过|推荐|提到|建议|告诉我)|您(?:之前|上次)?(?:说过|推荐|提到|建议)"
+    r"|(?:あなた|君)が.{0,20}(?:言った|勧めた|教えてくれた)"
+    r"|\b(?:du\s+hast|sie\s+haben)\b.{0,60}\b(?:gesagt|empfohlen|erwähnt|vorgeschlagen)\b",
+    re.IGNORECASE,
+)
+
+
+def gathers(text: str) -> bool:
+    """The message counts, sums or orders things over time (a wider search; see above)."""
+    return _GATHERS.search(text) is not None
+
+
+def asks_about_assistant(text: str) -> bool:
+    """The message points at what the assistant said before ("you recommended…",
+    "remind me…", "in our previous conversation…"): its answers become recall
+    candidates, as the user's statements always are."""
+    return _ASSISTANT_POINTER.search(text) is not None
+
+
+def add_neighbours(store: MemoryStore, items: Sequence[RecallItem], text: str) -> list[RecallItem]:
+    """Storage thread: *items* with what the messages next to each add (see :class:`Neighbour`).
+
+    The answer is often split over two messages: "I used a $5 coupon on
+    coffee creamer" in one, the store it was used at in the next.  From the
+    two readable messages on each side, the sentence holding the most of the
+    question's words is shown under the line when it holds a fair share of
+    them (:data:`NEIGHBOUR_SHARE`) and brings a value the line lacks (a
+    number, a name).  When the question asks for a name ("Where…", "Who…",
+    "Which store…") and the line holds none, the nearest user message on
+    each side may give one even without the question's words ("I got it at
+    Target").  A failed read leaves the items as they were: the neighbours
+    help, they are not needed.
+    """
+    weights = _term_weights(store, content_terms(text))
+    if not weights:
+        return list(items)
+    shown = " ".join(item.text for item in items)
+    asks_name = _ASKS_NAME.match(text) is not None
+    asked_names = set(names_in(text))
+    out: list[RecallItem] = []
+    for item in items:
+        open_slot = asks_name and not (set(names_in(item.text)) - asked_names)
+        try:
+            out.append(_with_neighbours(store, item, weights, shown, open_slot=open_slot))
+        except Exception:  # a refinement; the line itself is still shown
+            log.debug("neighbours of %s unavailable", item.message_id, exc_info=True)
+            out.append(item)
+    return out
+
+
+_ASKS_NAME = re.compile(
+    r"^\W*(?:where|who|whom|whose|which\s+\w+|what\s+(?:is|was)\s+the\s+name)\b", re.IGNORECASE
+)
+
+
+def _with_neighbours(
+    store: MemoryStore,
+    item: RecallItem,
+    weights: dict[str, float],
+    shown: str,
+    *,
+    open_slot: bool = False,
+) -> RecallItem:
+    """*item* with the sentences its neighbours add (none already in *shown*, the block)."""
+    if item.seq < 0:
+        return item
+    rows = store.archive.messages(item.session_id, max(item.seq - 6, 0), item.seq + 7)
+    readable = [r for r in rows if is_recallable(r)]
+    at = next((i for i, r in enumerate(readable) if r.seq == item.seq), None)
+    if at is None:
+        return item
+    found: list[Neighbour] = []
+    before, following = readable[max(at - 2, 0) : at][::-1], readable[at + 1 : at + 3]
+    for side, after in ((before, False), (following, True)):
+        best = _best_neighbour(side, weights, item.text, shown)
+        if best is None and open_slot:
+            best = _name_from(next((r for r in side if r.message.role == "user"), None), shown)
+        if best is not None:
+            found.append(Neighbour(best[0], best[1], after))
+    return replace(item, neighbours=tuple(found)) if found else item
+
+
+def _name_from(row: ArchivedMessage | None, shown: str) -> tuple[str, str] | None:
+    """The first sentence of the user's message *row* that names someone or something."""
+    if row is None:
+        return None
+    for sentence in sentences(row.message.content):
+        flat = " ".join(sentence.split())
+        if flat not in shown and names_in(sentence):
+            return row.message.role, flat
+    return None
+
+
+def _best_neighbour(
+    rows: Sequence[ArchivedMessage], weights: dict[str, float], line: str, shown: str
+) -> tuple[str, str] | None:
+    """The sentence of *rows* holding the most of the question's words (at least
+    :data:`NEIGHBOUR_SHARE`) that brings a value or a name *line* lacks and that the
+    block does not show already (*shown*)."""
+    total = sum(weights.values()) or 1.0
+    have = values_in(line) | set(names_in(line))
+    best: tuple[float, str, str] | None = None
+    for row in rows:
+        for sentence in sentences(row.message.content):
+            flat = " ".join(sentence.split())
+            if flat in shown:
+                continue
+            folded = normalize(sentence)
+            share = sum(w for t, w in weights.items() if t in folded) / total
+            adds = (values_in(sentence) | set(names_in(sentence))) - have
+            # the assistant's words (its advice runs long and names much) only when they
+            # clearly answer the question: the user's own words are what recall is for
+            floor = NEIGHBOUR_SHARE if row.message.role == "user" else ASSISTANT_NEIGHBOUR_SHARE
+            if share >= floor and adds and (best is None or share > best[0]):
+                best = (share, row.message.role, flat)
+    return None if best is None else (best[1], best[2])
+
+
+def find_items(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    window_messages: int,
+    floor: RecallFloor = DEFAULT_FLOOR,
+    *,
+    time_range: tuple[int, int] | None = None,
+    window_step: int = 0,
+) -> list[RecallItem]:
+    """Storage thread: the hits for *text* that clear the floor, best first, with what their
+    neighbours add; as many as the block may show.
+
+    A question that gathers (:func:`gathers`) gets a wider search and more
+    items; one that points at the assistant's words (:func:`asks_about_assistant`)
+    gets them as candidates.  *time_range* (UTC ns, inclusive) limits the search
+    to messages said then.
+    """
+    wide = gathers(text)
+    candidates = recall_candidates(
+        store,
+        session_id,
+        text,
+        window_messages,
+        GATHER_CANDIDATES if wide else RECALL_CANDIDATES,
+        assistant=asks_about_assistant(text),
+        time_range=time_range,
+        window_step=window_step,
+    )
+    kept = apply_floor(candidates, floor, kind=query_kind(text))
+    return add_neighbours(store, kept[: GATHER_MAX_ITEMS if wide else RECALL_MAX_ITEMS], text)
+
+
+def find_block(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    window_messages: int,
+    floor: RecallFloor = DEFAULT_FLOOR,
+    *,
+    header: str = BLOCK_HEADER,
+    now_ns: int | None = None,
+    window_step: int = 0,
+) -> RecallBlock:
+    """Storage thread: :func:`find_items` as the block the turn shows (:func:`block_for`)."""
+    items = find_items(store, session_id, text, window_messages, floor, window_step=window_step)
+    return block_for(text, items, header=header, now_ns=now_ns)
+
+
+def block_for(
+    text: str, items: Sequence[RecallItem], *, header: str = BLOCK_HEADER, now_ns: int | None
+) -> RecallBlock:
+    """The block for *items* found for the message *text* (a gathering question's is larger)."""
+    wide = gathers(text)
+    return format_block(
+        items,
+        GATHER_BUDGET_CHARS if wide else RECALL_BUDGET_CHARS,
+        header,
+        now_ns=now_ns,
+        max_items=GATHER_MAX_ITEMS if wide else RECALL_MAX_ITEMS,
+        query_terms=content_terms(text),
+    )
+
+
+def with_result(
+    text: str,
+    block: RecallBlock,
+    items: Sequence[RecallItem],
+    result: str,
+    *,
+    header: str,
+    now_ns: int | None,
+) -> RecallBlock:
+    """*block* with *items* (the lines a result was worked out from, before any other) and
+    *result* as its last line, if any (``agent/date_answers.py``, ``agent/number_answers.py``)."""
+    used = {item.message_id for item in items}
+    merged = block_for(
+        text,
+        [*items, *(i for i in block.items if i.message_id not in used)],
+        header=header,
+        now_ns=now_ns,
+    )
+    text = f"{merged.text or header}\n{result}" if result else merged.text
+    return RecallBlock(merged.items, text, merged.latest)
 
 
 def worth_recalling(role: str, content: str) -> bool:
@@ -357,7 +632,7 @@ def content_terms(text: str) -> list[str]:
         terms.extend(g for g in grams if g not in CJK_FUNCTION_BIGRAMS)
     for word in _LATIN_WORD.findall(_CJK_RUN.sub(" ", folded)):
         if len(word) >= _MIN_WORD and word not in STOPWORDS and word not in _QUESTION_WORDS:
-            terms.append(_light_stem(word))
+            terms.append(light_stem(word))
     return list(dict.fromkeys(terms))
 
 
@@ -408,13 +683,27 @@ _NOT_NAMES = _word_set(
     "montag dienstag mittwoch donnerstag freitag samstag sonntag "
     "januar februar märz juni juli oktober dezember"
 )
-# Question and chat words that the stopword list (built for documents) lacks.
+# Question and chat words that the stopword list (built for documents) lacks, and the words
+# a question that counts or measures is asked with ("How many days did I spend…"), and the
+# pronouns that stand for what is asked about ("Am I allergic to anything?"): they are in
+# every such question and no answer's topic, so they only dilute a hit's word share.
 _QUESTION_WORDS = _word_set(
-    "please thanks thank hello remember remind again yes yeah okay tell know"
+    "please thanks thank hello remember remind again yes yeah okay tell know "
+    "many much long often times number total amount altogether "
+    "day days week weeks month months year years hour hours minute minutes "
+    "spend spent take took taken passed ago since currently usually recently ever still "
+    "anything something everything nothing anyone someone everyone anybody somebody "
+    "anywhere somewhere "
+    "one two three four five six seven eight nine ten twelve twenty hundred"
 )
 
 
-def _light_stem(word: str) -> str:
+def question_word(word: str) -> bool:
+    """A word every question of its kind has ("many", "days", "remember"): no topic."""
+    return word in _QUESTION_WORDS
+
+
+def light_stem(word: str) -> str:
     """Enough stemming to match "codes"/"code", "lived"/"live": a prefix of the word."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_WORD + 1:
@@ -432,21 +721,21 @@ def _term_weights(store: MemoryStore, terms: Sequence[str]) -> dict[str, float]:
     total = max(store.archive.count(), 1)
     weights: dict[str, float] = {}
     for term in terms:
-        df = _doc_frequency(store, term)
+        df = doc_frequency(store, term)
         weights[term] = math.log(1.0 + total / (1.0 + df))
     return weights
 
 
-def _doc_frequency(store: MemoryStore, term: str) -> int:
-    """Messages in the archive that hold *term* (0 when the index cannot say)."""
+def doc_frequency(store: MemoryStore, term: str, unknown: int = 0) -> int:
+    """Messages in the archive that hold *term* (*unknown* when the index cannot say)."""
     parsed = query_terms(term)
     if not parsed:
-        return 0
+        return unknown
     try:
         return store.archive.doc_frequency(parsed[0].expr, IDF_CAP)
     except Exception:  # the weight is a refinement; equal weights still work
         log.debug("document frequency of %r unavailable", term, exc_info=True)
-        return 0
+        return unknown
 
 
 def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
@@ -461,45 +750,92 @@ def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
 
 # -- the block -------------------------------------------------------------------------------
 def header_for(text: str) -> str:
-    """The block's header for a message: Chinese or Japanese for a CJK one, else English."""
+    """The block's header for a message: Chinese or Japanese for a CJK one, else English;
+    the advice form for a message that asks for advice (:func:`asks_for_advice`)."""
+    headers = ADVICE_HEADERS if asks_for_advice(text) else BLOCK_HEADERS
     if not LOCALISED_HEADER or query_kind(text) != "cjk":
-        return BLOCK_HEADER
-    return BLOCK_HEADERS["ja" if _KANA.search(text) else "zh"]
+        return headers["en"]
+    return headers["ja" if _KANA.search(text) else "zh"]
+
+
+_ADVICE = re.compile(
+    r"\b(?:tips?|advice|advise|suggest\w*|recommend\w*|ideas?|what\s+do\s+you\s+think|"
+    r"should\s+i|any\s+thoughts|help\s+me\s+(?:choose|decide|plan|pick|find))\b"
+    r"|建议|建議|推荐|推薦|怎么办|怎麼辦|アドバイス|おすすめ|どうしたら",
+    re.IGNORECASE,
+)
+
+
+def asks_for_advice(text: str) -> bool:
+    """The message asks for advice or a recommendation, not for a remembered fact.
+
+    "Can you remind me of the website you recommended?" asks for a fact: the
+    assistant's earlier words (:func:`asks_about_assistant`).
+    """
+    return _ADVICE.search(text) is not None and not asks_about_assistant(text)
 
 
 def format_block(
     items: Sequence[RecallItem],
     budget_chars: int = RECALL_BUDGET_CHARS,
     header: str = BLOCK_HEADER,
+    *,
+    now_ns: int | None = None,
+    max_items: int = RECALL_MAX_ITEMS,
+    query_terms: Sequence[str] = (),
 ) -> RecallBlock:
-    """The labelled block for the system prompt, within *budget_chars*; the best match last.
+    """The labelled block for the system prompt, within *budget_chars*, in time order.
 
-    *items* come best first (:func:`apply_floor`); the block lists them the
-    other way round, because a small model leans on the last line it read
-    before the question (measured: with the fact first and a weaker match
-    after it, the starter repeated the weaker one).
+    *items* come best first (:func:`apply_floor`): the best that fit the
+    budget are chosen, then listed in the order they were said, each with
+    the day it was said and, knowing *now_ns*, its age ("On 2023-05-02 (4 weeks ago)").  A
+    line that restates an earlier line's fact with another value is marked
+    as the latest (:func:`recall_lines.latest_ids`, over *query_terms*):
+    "How many followers do I have?" over "I reached 500" and, later, "I'm
+    now at 600" was answered with the older value when the lines were
+    ordered by match and undated.
     """
     chosen: list[RecallItem] = []
     used = 0
-    for item in items[:RECALL_MAX_ITEMS]:
-        line = format_line(item)
-        if chosen and used + len(line) > budget_chars:
+    said: set[str] = set()
+    for item in items[:max_items]:
+        if item.text in said:  # the same words in two sessions: one line
+            continue
+        said.add(item.text)
+        cost = len(format_line(item, now_ns))
+        if chosen and used + cost > budget_chars:
             break
         chosen.append(item)
-        used += len(line)
+        used += cost
     if not chosen:
         return RecallBlock()
-    chosen.reverse()
-    lines = [header, *(format_line(item) for item in chosen)]
-    return RecallBlock(chosen, "\n".join(lines))
+    chosen.sort(key=lambda item: (item.time_ns, item.seq))
+    latest = latest_ids(
+        [(i.message_id, i.time_ns, i.text) for i in chosen if i.role == "user"], query_terms
+    )
+    lines = [header, *(format_line(i, now_ns, latest=i.message_id in latest) for i in chosen)]
+    return RecallBlock(chosen, "\n".join(lines), latest)
 
 
-def format_line(item: RecallItem) -> str:
-    """``- 2026-03-14, in "Bike trip": "..."`` (the speaker is named if not the user)."""
-    where = f' in "{item.session_title}"' if item.session_title else ""
-    who = "" if item.role == "user" else f" ({item.role})"
+def format_line(item: RecallItem, now_ns: int | None = None, *, latest: bool = False) -> str:
+    """``- On 2026-03-14 (3 weeks ago) the user said: "..."``, then what its neighbours add,
+    one indented line each."""
+    said = when(item.time_ns, now_ns, latest=latest)
+    who = _SPEAKER.get(item.role, item.role)
     text = swap_person(item.text) if SECOND_PERSON and item.role == "user" else item.text
-    return f'- {format_local(item.time_ns)[:10]}{where}{who}: "{clip(text)}"'
+    lines = [f'- {said} {who}: "{clip(text)}"']
+    for near in item.neighbours:
+        lines.append(f'  {_near_label(near)}: "{clip(near.text, NEIGHBOUR_CHARS)}"')
+    return "\n".join(lines)
+
+
+_SPEAKER = {"user": "the user said", "assistant": "you said"}
+
+
+def _near_label(near: Neighbour) -> str:
+    if near.role == "assistant":
+        return "you replied" if near.after else "you had said"
+    return "the user went on" if near.after else "the user had said"
 
 
 def clip(text: str, limit: int = ITEM_MAX_CHARS) -> str:

@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from agenvoy_desktop.agent.builtin_tools import file_tools, search_tool, time_tools
-from agenvoy_desktop.agent.context import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
+from agenvoy_desktop.agent.context import (
+    DEFAULT_SYSTEM_PROMPT,
+    SMALL_MODEL_SYSTEM_PROMPT,
+    WINDOW_STEP,
+)
 from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_recall import floor_for as document_floor_for
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
@@ -280,7 +284,12 @@ class AppServices:
     def _build_tools(self) -> ToolRegistry:
         registry = ToolRegistry()
         registry.register(
-            search_tool(self.storage, self.store, lambda: self.settings.memory.window_messages)
+            search_tool(
+                self.storage,
+                self.store,
+                lambda: self.settings.memory.window_messages,
+                window_step=WINDOW_STEP,
+            )
         )
         for tool in [
             *time_tools(self.clock),

@@ -123,6 +123,11 @@ class ToolRegistry:
     def specs(self) -> list[dict[str, Any]]:
         return [tool.spec() for tool in self.available()]
 
+    def names(self) -> list[str]:
+        """Every registered tool's name (offered now or not): what an answer must not call
+        in prose (``agent/answer_check.py``)."""
+        return list(self._tools)
+
     async def call(
         self, name: str, arguments: Mapping[str, Any], offered: Sequence[str] | None = None
     ) -> ToolOutcome:

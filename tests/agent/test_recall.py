@@ -10,6 +10,7 @@ from agenvoy_desktop.agent import recall as recall_module
 from agenvoy_desktop.agent.recall import (
     BLOCK_HEADER,
     BLOCK_HEADERS,
+    Neighbour,
     RecallFloor,
     RecallItem,
     apply_floor,
@@ -69,6 +70,13 @@ def test_content_terms_drop_stopwords_and_split_cjk() -> None:
     assert "自行" in content_terms("我的自行车锁密码是多少？")
     assert "什么" not in content_terms("我住在什么地方")
     assert content_terms("Hi! How are you?") == []
+    # what counting questions and "anything" questions are asked with is no topic
+    assert content_terms("How many days did I spend attending workshops in April?") == [
+        "attend",
+        "workshop",
+        "april",
+    ]
+    assert content_terms("Am I allergic to anything?") == ["allergic"]
 
 
 def test_memory_question_finds_the_planted_fact(store: MemoryStore) -> None:
@@ -244,16 +252,53 @@ def test_the_header_follows_the_messages_script(monkeypatch: pytest.MonkeyPatch)
 
 def test_block_is_labelled_dated_and_bounded() -> None:
     items = [
-        _item(message_id=str(i), time_ns=T0 + (5 - i) * 86400 * SECOND, text="word " * 200)
+        _item(message_id=str(i), time_ns=T0 + (5 - i) * 86400 * SECOND, text=f"word{i} " * 200)
         for i in range(5)
     ]
     block = format_block(items, budget_chars=800)
     lines = block.text.splitlines()
     assert lines[0] == BLOCK_HEADER
     assert len(lines) == 3  # two items fit the budget
-    assert lines[1].startswith('- 2023-11-18 in "t": "word')
-    assert block.message_ids == ["1", "0"]  # the best match (first given) last
+    assert lines[1].startswith('- On 2023-11-18 the user said: "word1')
+    assert block.message_ids == ["1", "0"]  # the two best, in the order they were said
     assert format_block([]).text == ""
+
+
+def test_block_lines_carry_their_age_in_time_order_and_the_latest_is_marked() -> None:
+    day = 86400 * SECOND
+    older = _item(message_id="a", time_ns=T0, text="I just reached 500 followers on Instagram.")
+    newer = _item(
+        message_id="b", time_ns=T0 + 17 * day, text="I'm now at 600 followers on Instagram."
+    )
+    other = _item(message_id="c", time_ns=T0 + 3 * day, text="I posted a reel about Instagram.")
+    block = format_block(
+        [newer, other, older],
+        now_ns=T0 + 31 * day,
+        query_terms=content_terms("How many Instagram followers do I have?"),
+    )
+    lines = block.text.splitlines()[1:]
+    assert lines[0] == (
+        '- On 2023-11-14 (4 weeks ago) the user said: "I just reached 500 followers on Instagram."'
+    )
+    assert lines[1].startswith("- On 2023-11-17 (4 weeks ago) the user said:")  # 28 days
+    assert lines[2] == (
+        "- On 2023-12-01 (2 weeks ago, the latest) the user said: "
+        '"I\'m now at 600 followers on Instagram."'
+    )
+    assert block.latest == frozenset({"b"})
+
+
+def test_an_assistant_line_and_its_neighbours_are_labelled() -> None:
+    said = _item(
+        role="assistant",
+        text="Try MusicTheory.net for free lessons.",
+        neighbours=(Neighbour("user", "I use the app on my phone at Target.", after=True),),
+    )
+    lines = format_block([said]).text.splitlines()[1:]
+    assert lines == [
+        '- On 2023-11-14 you said: "Try MusicTheory.net for free lessons."',
+        '  the user went on: "I use the app on my phone at Target."',
+    ]
 
 
 def test_clip_keeps_head_and_tail() -> None:

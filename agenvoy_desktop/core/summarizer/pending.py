@@ -66,7 +66,13 @@ def resolve_cursor(store: MemoryStore, session_id: str, meta: SummaryMeta | None
 
 
 def window_start(store: MemoryStore, session_id: str, window_messages: int) -> int | None:
-    """Archive seq of the window's oldest message; None = every archived row is older."""
+    """Archive seq of the window's oldest message; None = every archived row is older.
+
+    The plain last-N window, not the stepped one a turn's prompt shows
+    (``AgentConfig.window_step``): up to step - 1 messages are folded into
+    the summary while the prompt still shows them word for word, which is
+    harmless, and the summary never waits on the window's next jump.
+    """
     window = store.window(session_id, window_messages)
     rowids = store.archive.rowids_for(m.id for m in window)
     first = next((rowids[m.id] for m in window if m.id in rowids), None)

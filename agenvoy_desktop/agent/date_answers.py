@@ -1,0 +1,226 @@
+"""Questions about time, worked out by code from the dated lines recall finds.
+
+"How many days passed between the gardening workshop and planting the
+tomatoes?" needs two remembered lines, the day each describes, and a
+subtraction.  Handed both dated lines, the 0.5B starter wrote the date tool's
+JSON out as text and then said "7 days" (it was 4).  So for a question that
+:func:`date_reasoning.parse_temporal_question` reads as date arithmetic, the
+turn looks each event up on its own (one recall search per event phrase),
+dates each line by what it says ("yesterday", "on the 10th of April") or,
+failing that, by when it was said, and works the answer out
+(:func:`date_reasoning.explain`).  The block shows the lines and ends with
+the result ("Worked out from these dates: …"); the model only phrases it,
+and the answer check holds it to the numbers (:class:`WorkedOut`).
+
+A question that points at a day ("What did I do with Rachel on the
+Wednesday two months ago?", "… in April?") searches the messages said on
+that day or in the fortnight after (a line said later may tell of it: "last
+Wednesday I …") and keeps those whose event falls in it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agenvoy_desktop.agent import recall
+from agenvoy_desktop.agent.date_reasoning import (
+    DatedMention,
+    TemporalQuestion,
+    best_mention,
+    day_range,
+    explain,
+    local_date,
+    parse_temporal_question,
+)
+from agenvoy_desktop.agent.recall import RecallBlock, RecallFloor, RecallItem
+from agenvoy_desktop.agent.recall_lines import values_in
+from agenvoy_desktop.core.store import MemoryStore
+
+WORKED_OUT = "Worked out from these dates:"
+EVENT_CANDIDATES = 20
+LATER_TELLING_DAYS = 14
+"""How long after a day a message may still tell of it ("last Wednesday …")."""
+ON_DAY_ITEMS = 5
+"""Lines said on the one day a question points at, shown even below the floor (the day
+narrows them down more than any floor)."""
+EVENT_SHARE = 0.5
+"""The share of an event phrase's content words its line must hold to date it."""
+_DAY_NS = 86_400 * 1_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkedOut:  # the answer check reads sentence, values and words (answer_check.Computed)
+    """A question's dates and the result, as the block ends and the check holds it."""
+
+    question: TemporalQuestion
+    sentence: str
+    """The result in one sentence (:func:`date_reasoning.explain`)."""
+    items: tuple[RecallItem, ...]
+    """The lines the dates came from (shown in the block, before any other)."""
+    values: frozenset[str]
+    """Numbers an answer must repeat one of ("6" for "6 days apart"; empty: no number)."""
+    words: tuple[str, ...] = ()
+    """For "which first": content words naming the event that came first."""
+    days: tuple[dt.date, dt.date] | None = None
+    """For "on_day": the first and last day the question points at."""
+
+
+def work_out(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    window_messages: int,
+    *,
+    floor: RecallFloor,
+    now_ns: int,
+    window_step: int = 0,
+) -> WorkedOut | None:
+    """Storage thread: the worked-out answer to a question about time (None: not one)."""
+    question = parse_temporal_question(text)
+    if question is None:
+        return None
+    today = local_date(now_ns)
+    if question.kind == "on_day":
+        return _on_day(
+            store,
+            session_id,
+            text,
+            question,
+            window=(window_messages, window_step),
+            floor=floor,
+            today=today,
+        )
+    found: list[tuple[str, DatedMention]] = []
+    items: list[RecallItem] = []
+    for event in question.events:
+        line = _line_for(store, session_id, event, (window_messages, window_step), floor)
+        if line is None:
+            continue
+        items.append(line)
+        found.append((event, best_mention(line.text, line.time_ns, event)))
+    if not found:
+        return None
+    sentence = explain(question, found, today)
+    complete = len(found) == len(question.events)
+    return WorkedOut(
+        question,
+        sentence,
+        tuple(items),
+        _values(question, sentence) if complete else frozenset(),
+        _first_words(question, found) if complete else (),
+    )
+
+
+def _line_for(
+    store: MemoryStore, session_id: str, event: str, window: tuple[int, int], floor: RecallFloor
+) -> RecallItem | None:
+    """The remembered line that tells of *event*: the strongest that holds half its words.
+
+    *window* is the agent's (messages, step): what the prompt shows is not recalled."""
+    candidates = recall.recall_candidates(
+        store, session_id, event, window[0], EVENT_CANDIDATES, window_step=window[1]
+    )
+    for item in recall.apply_floor(candidates, floor, kind="personal"):
+        if item.query_terms == 0 or item.matched_terms >= EVENT_SHARE * item.query_terms:
+            return item
+    return None
+
+
+def _on_day(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    question: TemporalQuestion,
+    *,
+    window: tuple[int, int],
+    floor: RecallFloor,
+    today: dt.date,
+) -> WorkedOut | None:
+    """Lines telling of what happened on the day (or days) the question points at."""
+    days = day_range(question, today)
+    if days is None:
+        return None
+    first, last = days
+    start = _local_midnight_ns(first)
+    end = _local_midnight_ns(last) + (LATER_TELLING_DAYS + 1) * _DAY_NS - 1
+    # the event without the date phrase ("do with Rachel"): the range already holds the date
+    query = " ".join(question.events) if recall.content_terms(" ".join(question.events)) else text
+    found = recall.find_items(
+        store, session_id, query, window[0], floor, time_range=(start, end), window_step=window[1]
+    )
+    if not found and first == last:  # one day asked about: what was said then is the answer
+        found = recall.recall_candidates(
+            store,
+            session_id,
+            text,
+            window[0],
+            ON_DAY_ITEMS,
+            time_range=(start, end),
+            window_step=window[1],
+        )
+    items = [
+        item
+        for item in found
+        if first <= best_mention(item.text, item.time_ns).date <= last
+        or first <= local_date(item.time_ns) <= last
+    ]
+    sentence = explain(question, [], today)
+    return WorkedOut(question, sentence, tuple(items), frozenset(), days=(first, last))
+
+
+def _local_midnight_ns(day: dt.date) -> int:
+    moment = dt.datetime(day.year, day.month, day.day).astimezone()
+    return int(moment.timestamp()) * 1_000_000_000
+
+
+def _values(question: TemporalQuestion, sentence: str) -> frozenset[str]:
+    """The numbers of the result an answer must repeat (none for "which first" and "when")."""
+    if question.kind not in ("between", "ago"):
+        return frozenset()
+    tail = sentence.rsplit(":", 1)[-1] if question.kind == "between" else sentence
+    return values_in(_without_dates(tail))
+
+
+def _without_dates(text: str) -> str:
+    return re.sub(r"\d{4}-\d{2}-\d{2}", " ", text)
+
+
+def _first_words(
+    question: TemporalQuestion, found: Sequence[tuple[str, DatedMention]]
+) -> tuple[str, ...]:
+    """Words naming the event that came first and not the others (kind "first" only)."""
+    if question.kind != "first" or len(found) < 2:
+        return ()
+    ordered = sorted(found, key=lambda pair: pair[1].date)
+    if ordered[0][1].date == ordered[1][1].date:
+        return ()
+    others = {t for event, _ in ordered[1:] for t in recall.content_terms(event)}
+    return tuple(t for t in recall.content_terms(ordered[0][0]) if t not in others)
+
+
+def with_worked_out(
+    text: str,
+    block: RecallBlock,
+    worked: WorkedOut,
+    *,
+    header: str,
+    now_ns: int,
+) -> RecallBlock:
+    """*block* with the lines the dates came from and the result as its last line."""
+    if worked.question.kind == "on_day":
+        if not worked.items and worked.days is not None:
+            # "How many museums did I visit in December?" with nothing told of December
+            first, last = worked.days
+            span = first.isoformat() if first == last else f"{first} to {last}"
+            nothing = f"{WORKED_OUT} nothing the user told you happened on {span}."
+            return recall.with_result(text, block, [], nothing, header=header, now_ns=now_ns)
+        # a month or a week needs no sentence; one day does ("… was Wednesday, 2023-02-01")
+        one_day = worked.days is not None and worked.days[0] == worked.days[1]
+        footer = f"{WORKED_OUT} {worked.sentence}" if one_day else ""
+        return recall.with_result(text, block, worked.items, footer, header=header, now_ns=now_ns)
+    return recall.with_result(
+        text, block, worked.items, f"{WORKED_OUT} {worked.sentence}", header=header, now_ns=now_ns
+    )

@@ -1,0 +1,117 @@
+"""What a question asks about that the user never mentioned.
+
+"How many autographed footballs have I added to my collection?" recalled the
+user's lines about autographed *baseballs*, and the starter counted those:
+"You have added 20 autographed footballs."  Recall finds what is close; it
+cannot say that the thing asked about is missing.  A question names its
+thing with a rare word ("footballs", "my iPad case", "Tom", "Google"), and
+when no recalled line holds that word and the archive holds it almost
+nowhere, the honest answer is "you never told me about footballs"
+(``agent/answer_check.py`` holds the answer to it).
+
+Which words name a thing is read off the question (:func:`asked_things`):
+a name, or a word a determiner, possessive or count stands before.  Only
+such words are looked up, so a question's verbs and adjectives ("older",
+"different") never make it "never told".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agenvoy_desktop.agent.recall import RecallItem, doc_frequency, light_stem, question_word
+from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
+from agenvoy_desktop.core.store import MemoryStore
+
+NEVER_SAID_DF = 2
+"""A question's word in at most this many archived messages (the question itself among
+them) was, as good as, never said."""
+MIN_WORD = 3
+
+_THING_LEAD = frozenset(
+    str.split(
+        "a an the my our your his her their this that these those any some many much every "
+        "each another"
+    )
+)
+_OWN = frozenset({"my", "our"})
+_NOT_THINGS = _THING_LEAD | frozenset(
+    str.split(
+        "first second third fourth fifth last next other different current new old same whole "
+        "favorite favourite one two three four five six seven eight nine ten "
+        "name names thing things kind kinds type types lot lots place places way ways number"
+    )
+)
+"""Words a determiner stands before that name no thing of their own (ordinals, numbers,
+common adjectives, "name", "kind"), besides the question words."""
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_NOT_NAMES = frozenset(
+    str.split(
+        "i i'm i've i'll i'd dr mr mrs ms prof monday tuesday wednesday thursday friday "
+        "saturday sunday january february march april may june july august september october "
+        "november december"
+    )
+)
+_LIST_SEP = re.compile(r"\s*(?:,\s*(?:and|or)?|\band\b|\bor\b)\s*", re.IGNORECASE)
+
+
+def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> list[str]:
+    """Storage thread: the things the question asks about that no recalled line holds and
+    the archive holds (almost) nowhere, as the answer may name them ("your sister")."""
+    shown = normalize(
+        " ".join([*(i.text for i in items), *(n.text for i in items for n in i.neighbours)])
+    )
+    out: list[str] = []
+    for word, phrase in asked_things(text, shown):
+        term = light_stem(normalize(word))
+        if term in shown or doc_frequency(store, term, NEVER_SAID_DF + 1) > NEVER_SAID_DF:
+            continue
+        out.append(phrase)
+    return out
+
+
+def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
+    """(word, phrase) for each word of a question that names a thing: a name ("Tom",
+    "Google"), or a word a determiner, possessive or count stands before ("my iPad case"
+    → ("iPad", "your iPad"), "a poster", "many autographed footballs").  A word in a list
+    whose other members *shown* holds is left out: "workshops, lectures and conferences"
+    asks about all three, and the user who attended two of them was still told about.
+    """
+    words = _NAME_WORD.findall(text)
+    things: dict[str, str] = {}
+    for index, written in enumerate(words):
+        word = _POSSESSIVE.sub("", written)
+        folded = word.casefold()
+        stem = light_stem(folded)
+        if (
+            len(word) < MIN_WORD
+            or stem in STOPWORDS
+            or folded in _NOT_THINGS
+            or folded in _NOT_NAMES  # weekdays and months name a time, not a thing
+        ):
+            continue
+        if question_word(folded) or question_word(stem):
+            continue
+        lead = [w.casefold() for w in words[max(0, index - 2) : index]]
+        if lead and question_word(lead[-1]):  # "how many years older": a measure
+            continue
+        named = index > 0 and word[0].isupper() and folded not in _NOT_NAMES
+        counted = any(w in _THING_LEAD or w.isdigit() for w in lead)
+        if (named or counted) and not _in_found_list(text, word, shown):
+            own = bool(lead) and lead[-1] in _OWN
+            things.setdefault(word, f"your {word}" if own else word)
+    return list(things.items())
+
+
+def _in_found_list(text: str, word: str, shown: str) -> bool:
+    """*word* is a member of a list ("A, B and C") another member of which *shown* holds."""
+    for clause in re.split(r"[.?!;:]", text):
+        members = [m for m in _LIST_SEP.split(clause) if m.strip()]
+        if len(members) < 2 or not any(re.search(rf"\b{re.escape(word)}\b", m) for m in members):
+            continue
+        others = [m for m in members if not re.search(rf"\b{re.escape(word)}\b", m)]
+        if any(light_stem(normalize(m.split()[-1])) in shown for m in others if m.split()):
+            return True
+    return False

@@ -1,0 +1,280 @@
+"""Totals and differences over two remembered numbers, worked out by code.
+
+"What is the total number of comments on my Facebook Live session and my
+most popular YouTube video?" is answered from two lines said on different
+days ("…which got 12 comments", "My most popular video has 21 comments"),
+and a 0.5B model adds them up wrong or picks one.  As for dates
+(``agent/date_answers.py``), the turn looks each of the two things up on its
+own, takes from its line the number that goes with the question's unit
+(comments, dollars, minutes, years), and hands the model the sum or the
+difference to phrase: "Worked out from these lines: 12 + 21 = 33 comments."
+
+Two shapes are read (:func:`parse_number_question`), and nothing else:
+
+- a total: "What is the total number/amount of U on/for/by A and B?";
+- a difference: "How much more/faster/older … A than / compared to B?",
+  "How many U older/more … is A than B?".
+
+A line without a number for its thing, or a question of another shape,
+leaves the turn as it was: a wrong sum is worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from agenvoy_desktop.agent import recall
+from agenvoy_desktop.agent.recall import RecallFloor, RecallItem
+from agenvoy_desktop.agent.speech_act import sentences
+from agenvoy_desktop.core.retrieval.fts_text import normalize
+from agenvoy_desktop.core.store import MemoryStore
+
+Operation = Literal["sum", "difference"]
+WORKED_OUT = "Worked out from these lines:"
+EVENT_CANDIDATES = 20
+THING_SHARE = 0.34
+"""The share of a thing's content words its line must hold ("influencer" of "Instagram
+influencer collaboration" in "an influencer who promoted my product to her 10,000
+followers")."""
+
+
+@dataclass(frozen=True, slots=True)
+class NumberQuestion:
+    """A question that adds or subtracts two remembered numbers."""
+
+    operation: Operation
+    things: tuple[str, str]
+    """What each number belongs to, as search phrases ("my recent Facebook Live session")."""
+    unit: str
+    """The question's unit words ("comments", "years", "" when it names none)."""
+    money: bool = False
+
+
+_TOTAL = re.compile(
+    r"\btotal\s+(?:number|amount|count|cost|sum)?\s*(?:of\s+)?(?P<unit>.*?)\s+"
+    r"(?P<sep>on|for|by|from|in|at|with|of|to)\s+(?P<a>.+?),?\s+and\s+(?P<b>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_MORE = (
+    r"more(?:\s+expensive)?|less|faster|slower|longer|shorter|older|younger|cheaper|bigger|"
+    r"smaller|higher|lower|heavier|lighter|further|farther"
+)
+_HOW_MUCH = re.compile(
+    rf"\bhow\s+(?:much|many\s+(?P<unit>\w+))\s+(?P<adj>{_MORE})\s+(?P<a>.+?)\s+"
+    r"(?:than|compared\s+(?:to|with))\s+(?P<b>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_LEAD_VERB = re.compile(r"^(?:is|was|are|were|did|do|does|has|have|had)\s+(?:i\s+)?", re.IGNORECASE)
+
+
+def parse_number_question(question: str) -> NumberQuestion | None:
+    """The total or difference *question* asks for (None for any other question)."""
+    text = " ".join(question.split())
+    if match := _TOTAL.search(text):
+        unit = _clean_unit(match["unit"])
+        a, b = match["a"].strip(), match["b"].strip()
+        lead = _shared_lead(a)
+        if lead and not b.lower().startswith(("my ", "the ", "a ", "an ", "our ")):
+            b = f"{lead} {b}"  # "gifts for my coworker and brother": "gifts for my brother"
+        money = bool(re.search(r"\b(?:amount|cost|spent|spend|paid|pay|price|money)\b", text, re.I))
+        return NumberQuestion("sum", (a, b), unit, money)
+    if match := _HOW_MUCH.search(text):
+        a = _LEAD_VERB.sub("", match["a"].strip())
+        unit = _clean_unit(match["unit"] or "")
+        money = "expensive" in match["adj"].lower() or "cheaper" in match["adj"].lower()
+        return NumberQuestion("difference", (a, match["b"].strip()), unit, money)
+    return None
+
+
+def _clean_unit(unit: str) -> str:
+    words = [w for w in unit.split() if w.lower() not in ("i", "the", "my", "of", "did", "have")]
+    return " ".join(words[:2])
+
+
+def _shared_lead(phrase: str) -> str:
+    """The words of *phrase* up to its possessive ("gifts for my coworker" → "gifts for my")."""
+    match = re.match(r"^(.*?\b(?:my|our|the))\s+\S+$", phrase, re.IGNORECASE)
+    return match.group(1) if match else ""
+
+
+# -- numbers in a line ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Number:
+    value: float
+    text: str
+    """As written ("$12", "2,000", "75th")."""
+
+
+_NUMBER = re.compile(r"(?P<money>\$)?(?P<value>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:st|nd|rd|th)?")
+
+
+def number_for(line: str, thing: str, unit: str, *, money: bool) -> Number | None:
+    """The number of *line* that belongs to *thing*: in the sentence holding most of its
+    words, the one right before the unit word, else a money amount for a money question,
+    else the only number there is."""
+    best = _sentence_for(line, thing)
+    if best is None:
+        return None
+    found = [
+        (m, Number(float(m["value"].replace(",", "")), m.group(0))) for m in _NUMBER.finditer(best)
+    ]
+    found = [(m, n) for m, n in found if not _is_date_or_time(best, m)]
+    if not found:
+        return None
+    unit_words = [_stem(w) for w in unit.split()]
+    for match, number in found:
+        after = normalize(best[match.end() : match.end() + 24])
+        if unit_words and any(w in after for w in unit_words):
+            return number
+    if money:
+        amounts = [n for m, n in found if m["money"]]
+        if len(amounts) == 1:
+            return amounts[0]
+    return found[0][1] if len(found) == 1 else None
+
+
+def _sentence_for(line: str, thing: str) -> str | None:
+    terms = recall.content_terms(thing)
+    scored = [
+        (sum(1 for t in terms if t in normalize(s)), s)
+        for s in sentences(line)
+        if re.search(r"\d", s)
+    ]
+    scored = [(held, s) for held, s in scored if held]
+    return max(scored, key=lambda pair: pair[0])[1] if scored else None
+
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+
+
+def _is_date_or_time(sentence: str, match: re.Match[str]) -> bool:
+    """The number is part of a date ("May 3", "the 10th of April", "2023") or a time."""
+    before = sentence[max(0, match.start() - 12) : match.start()].lower()
+    after = sentence[match.end() : match.end() + 14].lower()
+    value = match["value"]
+    return bool(
+        re.search(rf"{_MONTH}\s+$|\d:$", before)
+        or re.match(rf"^(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:\s|$|[,.])", after)
+        or re.match(r"^\s*(?:am|pm|a\.m|p\.m)\b|^:\d\d", after)
+        or (len(value) == 4 and value[:2] in ("19", "20") and not match["money"])
+    )
+
+
+def _stem(word: str) -> str:
+    word = normalize(word)
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+# -- the turn's part -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NumbersWorkedOut:
+    """Both numbers and the result, for the block's last line and the answer check."""
+
+    question: NumberQuestion
+    sentence: str
+    items: tuple[RecallItem, ...]
+    values: frozenset[str]
+    words: tuple[str, ...] = ()
+
+
+def work_out(
+    store: MemoryStore,
+    session_id: str,
+    text: str,
+    window_messages: int,
+    *,
+    floor: RecallFloor,
+    window_step: int = 0,
+) -> NumbersWorkedOut | None:
+    """Storage thread: the total or difference the question asks for (None: not one, or a
+    number missing)."""
+    question = parse_number_question(text)
+    if question is None:
+        return None
+    found: list[tuple[RecallItem, Number]] = []
+    for thing, other in (question.things, question.things[::-1]):
+        hit = _line_with_number(
+            store,
+            session_id,
+            thing,
+            question,
+            window=(window_messages, window_step),
+            floor=floor,
+            other=other,
+        )
+        if hit is None:
+            return None
+        found.append(hit)
+    (line_a, a), (line_b, b) = found
+    if line_a.message_id == line_b.message_id and a.text == b.text:
+        return None  # one number found for both things: nothing to work out
+    return NumbersWorkedOut(
+        question,
+        explain(question, a, b),
+        (line_a, line_b),
+        frozenset({_plain(_result(question, a, b))}),
+    )
+
+
+def _line_with_number(
+    store: MemoryStore,
+    session_id: str,
+    thing: str,
+    question: NumberQuestion,
+    *,
+    window: tuple[int, int],
+    floor: RecallFloor,
+    other: str = "",
+) -> tuple[RecallItem, Number] | None:
+    """The strongest line that holds a fair share of *thing*'s words, one of the words that
+    tell it from *other* ("coworker" of "gifts for my coworker" against "gifts for my
+    brother": "I spent $500 on gifts" is neither's), and a number for it."""
+    phrase = f"{thing} {question.unit}".strip()
+    own = [t for t in recall.content_terms(thing) if t not in recall.content_terms(other)]
+    candidates = recall.recall_candidates(
+        store, session_id, phrase, window[0], EVENT_CANDIDATES, window_step=window[1]
+    )
+    terms = recall.content_terms(thing)
+    for item in recall.apply_floor(candidates, floor, kind="personal"):
+        folded = normalize(item.text)
+        held = sum(1 for term in terms if term in folded)
+        if terms and (not held or held < THING_SHARE * len(terms)):
+            continue
+        if own and not any(term in folded for term in own):
+            continue
+        number = number_for(item.text, thing, question.unit, money=question.money)
+        if number is not None:
+            return item, number
+    return None
+
+
+def _result(question: NumberQuestion, a: Number, b: Number) -> float:
+    return a.value + b.value if question.operation == "sum" else abs(a.value - b.value)
+
+
+def _plain(value: float) -> str:
+    return (
+        f"{value:,.2f}".rstrip("0").rstrip(".").replace(",", "") if value % 1 else str(int(value))
+    )
+
+
+def explain(question: NumberQuestion, a: Number, b: Number) -> str:
+    """``12 (…) + 21 (…) = 33 comments.`` — the numbers with what they belong to."""
+    result = _result(question, a, b)
+    unit = question.unit
+    shown = f"{result:,.2f}".rstrip("0").rstrip(".") if result % 1 else f"{int(result):,}"
+    shown = f"${shown}" if question.money else shown
+    tail = f" {unit}" if unit and not question.money else ""
+    sign = "+" if question.operation == "sum" else "−"
+    first, second = (a, b) if question.operation == "sum" or a.value >= b.value else (b, a)
+    things = dict(zip((id(a), id(b)), question.things, strict=True))
+    return (
+        f"{first.text} ({_yours(things[id(first)])}) {sign} {second.text} "
+        f"({_yours(things[id(second)])}) = {shown}{tail}."
+    )
+
+
+def _yours(phrase: str) -> str:
+    return re.sub(r"\bmy\b", "your", re.sub(r"\bme\b", "you", phrase, flags=re.I), flags=re.I)

@@ -1,0 +1,210 @@
+"""How one remembered message is shown to the model: its sentences that matter, dated.
+
+Recall finds whole messages, and the messages people write to an assistant
+are long: a request, then "By the way, I'm currently reading *The Seven
+Husbands of Evelyn Hugo*", then another request.  Cut to its head and tail
+(as recall did), such a message lost the one sentence that answered the
+question; shown whole, five of them fill a small model's prompt with
+requests it then answers instead.  So a line shows the sentences that carry
+the question's words (:func:`focus`), in their order, with "…" where others
+were left out.
+
+A line also says when it was said and how long ago ("On 2023-05-02 (4
+weeks ago) the user said: …"): "How long have I lived here?" and "Which did I do first?" are
+answered from the dates, and where the user said the same thing twice with
+different values ("I have 500 followers", later "I'm now at 600"), the newer
+line is marked as the latest (:func:`latest_ids`) — the starter answered
+with the older value when both were shown undated.
+
+Everything here is pure: the storage thread gathers the messages
+(``agent/recall.py``), these functions only choose and word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from agenvoy_desktop.agent.date_reasoning import age_phrase, local_date
+from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
+from agenvoy_desktop.core.retrieval.fts_text import normalize
+
+FOCUS_CHARS = 300
+"""About 75 tokens per remembered message: a fact and the sentence around it."""
+GAP = " … "
+_NUMBER = re.compile(r"\d")
+_WORD = re.compile(r"\w+")
+
+
+def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) -> str:
+    """The sentences of *content* that carry the most of *weights*' terms, in order.
+
+    A message that fits is shown whole.  Otherwise the best sentence is kept,
+    then the next best while they fit; a sentence that tells is preferred to
+    a question or request of the same weight (the fact is in the telling).
+    Without any shared term the message's opening is shown, as before.
+    """
+    flat = " ".join(content.split())
+    if len(flat) <= limit:
+        return flat
+    parts = [" ".join(s.split()) for s in sentences(content)]
+    scored = [(_sentence_score(part, weights), index) for index, part in enumerate(parts)]
+    ranked = [index for score, index in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]
+    if not ranked:
+        return clip_words(flat, limit)
+    chosen: list[int] = []
+    used = 0
+    for index in ranked:
+        cost = len(parts[index]) + len(GAP)
+        if chosen and used + cost > limit:
+            continue
+        chosen.append(index)
+        used += cost
+    if len(chosen) == 1 and len(parts[chosen[0]]) > limit:
+        return clip_words(parts[chosen[0]], limit, around=_first_term(parts[chosen[0]], weights))
+    best = ranked[0]
+    for index in (best + 1, best - 1):  # the fact is often in the sentence next to the words
+        cost = len(parts[index]) + len(GAP) if 0 <= index < len(parts) else limit + 1
+        if index not in chosen and used + cost <= limit:
+            chosen.append(index)
+            used += cost
+    return _joined(parts, sorted(chosen))
+
+
+def _sentence_score(sentence: str, weights: Mapping[str, float]) -> float:
+    folded = normalize(sentence)
+    score = sum(weight for term, weight in weights.items() if term in folded)
+    if score and not asks_or_requests(sentence):
+        score *= 1.25
+    return score
+
+
+def _first_term(sentence: str, weights: Mapping[str, float]) -> int:
+    folded = normalize(sentence)
+    places = [folded.find(term) for term in weights if term in folded]
+    return min(places) if places else 0
+
+
+def _joined(parts: Sequence[str], chosen: Sequence[int]) -> str:
+    out = ""
+    previous = -2
+    for index in chosen:
+        if out:
+            out += " " if index == previous + 1 else GAP
+        elif index > 0:
+            out = GAP.lstrip()
+        out += parts[index]
+        previous = index
+    if chosen and chosen[-1] < len(parts) - 1:
+        out += GAP.rstrip()
+    return out
+
+
+def clip_words(text: str, limit: int, around: int = 0) -> str:
+    """At most *limit* characters of *text*, cut at word boundaries, holding position *around*."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    start = max(0, min(around - limit // 3, len(flat) - limit))
+    if start:
+        start = flat.find(" ", start) + 1 or start
+    end = start + limit
+    if end < len(flat):
+        end = flat.rfind(" ", start, end) if flat.rfind(" ", start, end) > start else end
+    head = "…" if start else ""
+    tail = "…" if end < len(flat) else ""
+    return f"{head}{flat[start:end].strip()}{tail}"
+
+
+# -- dates ------------------------------------------------------------------------------------
+def when(time_ns: int, now_ns: int | None, *, latest: bool = False) -> str:
+    """``On 2023-05-02`` or, knowing today, ``On 2023-05-02 (4 weeks ago)``, with ", the
+    latest" in the brackets for a line marked so.
+
+    Worded as when it was *said*: written "2023-05-28, 2 days ago:", the
+    starter answered "How long did I wait for my asylum decision?" with "2
+    days" (the line said "over a year").
+    """
+    said = local_date(time_ns)
+    notes = [] if now_ns is None else [age_phrase(said, local_date(now_ns))]
+    if latest:
+        notes.append("the latest")
+    return f"On {said.isoformat()}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+# -- the same thing said again -------------------------------------------------------------------
+def values_in(text: str) -> frozenset[str]:
+    """The numbers of *text*, number words and ordinals as digits ("fifth", "5th" → "5").
+
+    "first" and "second" are left out: "at first", "first, I…" and "a second"
+    are far more often prose than a count.
+
+    What changes when a fact is updated, and what an answer must repeat to
+    draw on a line.
+    """
+    folded = normalize(text)
+    out: set[str] = set()
+    for word in _WORD.findall(folded):
+        if word in _NUMBER_WORDS:
+            out.add(_NUMBER_WORDS[word])
+        elif _NUMBER.search(word):
+            out.add(_ORDINAL.sub("", word))
+    return frozenset(out)
+
+
+_ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, words in enumerate(
+        (
+            "zero",
+            "one once",
+            "two twice",
+            "three thrice third",
+            "four fourth",
+            "five fifth",
+            "six sixth",
+            "seven seventh",
+            "eight eighth",
+            "nine ninth",
+            "ten tenth",
+            "eleven eleventh",
+            "twelve twelfth",
+        )
+    )
+    for word in words.split()
+}
+
+
+def latest_ids(
+    lines: Sequence[tuple[str, int, str]], query_terms: Sequence[str], *, share: float = 0.6
+) -> frozenset[str]:
+    """Ids of the lines that restate an earlier line's fact with another value.
+
+    *lines* are ``(id, time_ns, text)``.  Two lines say "the same thing" when
+    each holds at least *share* of the question's content terms that either
+    holds; they differ when both hold values (numbers, number words) and these differ.  The
+    newer of such a pair is the latest, unless a still newer one restates it.
+    """
+    terms = [t for t in query_terms if t]
+    if not terms or len(lines) < 2:
+        return frozenset()
+    holds = {lid: {t for t in terms if t in normalize(text)} for lid, _, text in lines}
+    values = {lid: values_in(text) for lid, _, text in lines}
+    ordered = sorted(lines, key=lambda line: line[1])
+    latest: set[str] = set()
+    for place, (newer, _, _) in enumerate(ordered):
+        for older, _, _ in ordered[:place]:
+            differ = values[newer] and values[older] and values[newer] != values[older]
+            if differ and _same_thing(holds[newer], holds[older], share):
+                latest.add(newer)
+                latest.discard(older)
+    return frozenset(latest)
+
+
+def _same_thing(a: set[str], b: set[str], share: float) -> bool:
+    either = a | b
+    if not either:
+        return False
+    both = a & b
+    return len(both) / len(either) >= share and bool(both)

@@ -37,6 +37,7 @@ class Seen:
     messages: list[ChatMessage]
     tools: list[dict[str, Any]] | None
     avoid_openings: tuple[str, ...] = ()
+    max_tokens: int | None = None
 
 
 class ScriptedChatModel:
@@ -80,6 +81,7 @@ class ScriptedChatModel:
                 [dict(m) for m in messages],  # type: ignore[misc]
                 list(tools) if tools else None,
                 tuple(avoid_openings),
+                max_tokens,
             )
         )
         step = self.script.pop(0) if self.script else ["(script exhausted)"]

@@ -6,19 +6,26 @@ Order of a turn:
    cancel never loses what the user typed;
 2. proactive recall (``agent/recall.py``): a hybrid search of the message
    over all sessions; what clears the relevance floor goes into a labelled
-   block at the end of the system prompt, and the timeline records it;
+   block of dated lines, and the timeline records it; a question about
+   time, a total or a difference gets the result worked out by code at the
+   block's end (``agent/worked_out.py``);
 3. the turn's plan (``agent/policy.py``): a small model is offered only the
    tools the message needs, for at most two tool rounds; a round of its
    that only "calls" made-up tools named like words of an answer is dropped
    and the model asked for the answer without tools;
-4. each model round sees system prompt + rolling summary + recall block +
-   the last-N window (which now ends with that user message and any tool
-   traffic of this turn);
+4. each model round sees the head (system prompt + rolling summary), the
+   window's history (a last-N window that moves in steps, so its prefix
+   stays in the KV cache), then the turn note (clock, tool results, recall
+   block) just before that user message and any tool traffic of this turn
+   (``agent/context.py``);
 5. tool calls and their results are persisted as tool traffic (the timeline
    shows them, search skips them by default);
 6. a failed tool call (error or empty result) looks up the error memory, and
    the hint is stored with the tool result and shown to the model next round;
-7. the answer is persisted; a cancelled answer is kept, marked interrupted.
+7. the final answer is checked against what memory showed the model
+   (``agent/answer_check.py``): a failure retracts what was streamed, asks
+   once more with a sharper instruction, and else quotes the remembered line;
+8. the answer is persisted; a cancelled answer is kept, marked interrupted.
 
 Events go to ``on_event`` as they happen (the CLI prints them, the window
 turns them into signals).  Stopping — the ``stop`` event or cancelling the
@@ -38,16 +45,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from agenvoy_desktop.agent import not_remembered, query_translation, recap
+from agenvoy_desktop.agent import (
+    answer_check,
+    date_answers,
+    not_remembered,
+    query_translation,
+    recap,
+)
 from agenvoy_desktop.agent.answer_loops import LoopWatch
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
+    WINDOW_STEP,
     Clock,
     build_messages,
     tool_guidance,
     tool_results_note,
 )
 from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
+from agenvoy_desktop.agent.never_said import never_said
 from agenvoy_desktop.agent.not_remembered import (
     Example,
     asks_for_own_fact,
@@ -73,16 +88,17 @@ from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallFloor,
     RecallItem,
-    apply_floor,
+    asks_about_assistant,
     clears,
     content_terms,
-    format_block,
+    find_block,
+    gathers,
     header_for,
     query_kind,
-    recall_candidates,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.message_edit import question_to_answer
 from agenvoy_desktop.core.messages import Message
@@ -106,6 +122,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ROUNDS = 5
 ROUNDS_EXHAUSTED = "(I stopped after {rounds} rounds of tool calls without reaching an answer.)"
+FACT_ANSWER_TOKENS = 200
+"""A small model's answer to a question about what the user told it, with the lines in its
+prompt, needs a sentence or a short list; the starter wrote essays of 1,000 tokens around
+"How many days did I spend at workshops?" (≈ 70 s on 2 cores) and lost the number in them."""
+SECOND_TRY_TOKENS = 120
+"""The second try after a failed check answers one line (``agent/answer_check.py``)."""
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar("current_session")
 """The session whose turn is running (tools such as search_chat_history read it)."""
@@ -159,6 +181,14 @@ class RecallInjected:
     message_ids: list[str]
     citations: list[str] = field(default_factory=list)
     """Where the document passages come from (``path:lines``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRetracted:
+    """The answer written so far failed its check (``agent/answer_check.py``) and is replaced:
+    a second try streams next, or the quoted line.  A view clears what it showed of it."""
+
+    problem: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +258,20 @@ class TurnResult:
     ended_at_loop: bool = False
     """A small model's answer began to repeat itself and was ended there
     (``agent/answer_loops.py``)."""
+    checked: str = ""
+    """What the check found wrong with the model's first answer ("" when nothing:
+    ``agent/answer_check.py``)."""
+    answer_from: str = "model"
+    """``model``, ``second try`` (after a failed check), ``quote`` (the remembered line or
+    the worked-out result) or ``not known`` (what memory does not hold, said so)."""
+    replaced: list[str] = field(default_factory=list)
+    """The answers the check retracted, in order (logs and benchmarks read them)."""
 
 
 TurnEvent = (
     MessageSaved
     | AnswerDelta
+    | AnswerRetracted
     | RecallInjected
     | ToolCallStarted
     | ToolCallFinished
@@ -245,6 +284,8 @@ EventSink = Callable[[TurnEvent], None]
 @dataclass(slots=True)
 class AgentConfig:
     window_messages: int = 16
+    window_step: int = WINDOW_STEP
+    """The window's start moves this many messages at a time (``take_window``; 0: every turn)."""
     max_rounds: int = DEFAULT_MAX_ROUNDS
     max_answer_tokens: int | None = None
     temperature: float | None = None
@@ -405,15 +446,16 @@ class Agent:
         """Exactly what the model would receive next (the inspector's Context tab).
 
         ``inline_results`` is this turn's tool traffic, moved from the message
-        list into the system prompt for the answer round (see
-        :func:`context.tool_results_note`).  ``offered`` names the tools of
-        this round (None: every available tool, or none for a small model, whose
-        tools are chosen per message).  ``recall`` is this turn's
-        recall block and ``example`` its made-up exchange (:mod:`agent.not_remembered`);
-        a None recall shows the block and the exchange sent with the session's
-        last turn while that turn is still in the window.  ``settings`` are the session's
-        own (persona, tools on or off); None reads them in the same storage hop.
-        ``clock`` is this turn's (:func:`~agenvoy_desktop.agent.policy.clock_in_prompt`);
+        list into the turn note for the answer round (see
+        :func:`context.tool_results_note`; the layout: :mod:`agent.context`).
+        ``offered`` names the tools of this round (None: every available tool,
+        or none for a small model, whose tools are chosen per message).
+        ``recall`` is this turn's recall block and ``example`` its made-up
+        exchange (:mod:`agent.not_remembered`); a None recall shows the block
+        and the exchange sent with the session's last turn while that turn is
+        still in the window.  ``settings`` are the session's own (persona,
+        tools on or off); None reads them in the same storage hop.  ``clock``
+        is this turn's (:func:`~agenvoy_desktop.agent.policy.clock_in_prompt`);
         None shows what a message without a time cue would get.
         """
         window, summary, (last_recall, last_example), stored = await self.storage.run(
@@ -448,7 +490,7 @@ class Agent:
         self, session_id: str, with_last_recall: bool
     ) -> tuple[list[Message], str, tuple[str, Example | None], SessionSettings]:
         """Storage thread, one hop: window, summary, (optionally) last recall, session settings."""
-        window = self.store.window(session_id, self.config.window_messages)
+        window = self.store.window(session_id, self.config.window_messages, self.config.window_step)
         settings = session_settings(self.store, session_id)
         recall: tuple[str, Example | None] = ("", None)
         if with_last_recall and self.config.proactive_recall and settings.tools:
@@ -521,6 +563,26 @@ _TOOL_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
 """A name shaped like a tool's (``read_file``), not like words of an answer ("Sintra")."""
 
 
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|\n")
+
+
+def _to_last_sentence(text: str) -> str:
+    """*text* up to its last sentence end, if that keeps most of it (else *text*)."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    cut = ends[-1] if ends else 0
+    return text[:cut].rstrip() if cut >= len(text) * 0.4 else text
+
+
+def _asks_for_a_fact(text: str) -> bool:
+    """A question for something the user told (or the assistant said), not for advice."""
+    return (
+        asks_for_own_fact(text)
+        or answer_check.asks_yes_no(text)
+        or asks_about_assistant(text)
+        or gathers(text)
+    )
+
+
 def _writing_seconds(finish: ChatFinished, first_text_at: float | None) -> float:
     """How long the model spent writing its answer (the tokens/s under it).
 
@@ -557,6 +619,10 @@ class _Turn:
         self.answered = False
         self.recall = RecallBlock()
         self.passages = DocumentPassages()
+        self.never_said: list[str] = []
+        """Words of the question the user never said (``agent/never_said.py``)."""
+        self.worked: WorkedOut | None = None
+        """The result code worked out for a question about time (``agent/date_answers.py``)."""
         self.example: Example | None = None
         """The "I don't know" exchange this turn shows the model (``agent/not_remembered.py``)."""
         self.question = ""
@@ -738,7 +804,7 @@ class _Turn:
         if not asks_for_own_fact(user.content):
             return False
         window = await self.agent.storage.run(
-            self.agent.store.window, self.sid, config.window_messages
+            self.agent.store.window, self.sid, config.window_messages, config.window_step
         )
         return not window_may_answer(content_terms(user.content), window)
 
@@ -770,19 +836,40 @@ class _Turn:
         """
         agent = self.agent
         text = user.content if searched is None else searched
-        try:
-            candidates = recall_candidates(
-                agent.store, self.sid, text, agent.config.window_messages
-            )
-        except Exception:
-            log.warning("proactive recall failed; answering without it", exc_info=True)
-            return RecallBlock()
-        kind = query_kind(text)
         floor = agent.config.recall_floor
         if searched is not None:
             floor = query_translation.stricter(floor)
-        kept = apply_floor(candidates, floor, kind=kind)
-        return format_block(kept, header=header_for(user.content))
+        header, now = header_for(user.content), agent.store.clock()
+        window, step = agent.config.window_messages, agent.config.window_step
+        try:
+            block = find_block(
+                agent.store,
+                self.sid,
+                text,
+                window,
+                floor,
+                header=header,
+                now_ns=now,
+                window_step=step,
+            )
+            if searched is None and asks_for_own_fact(user.content):
+                self.never_said = never_said(agent.store, text, block.items)
+            if searched is None:
+                block, self.worked = add_worked_out(
+                    agent.store,
+                    self.sid,
+                    text,
+                    block,
+                    window_messages=window,
+                    floor=floor,
+                    header=header,
+                    now_ns=now,
+                    window_step=step,
+                )
+        except Exception:
+            log.warning("proactive recall failed; answering without it", exc_info=True)
+            return RecallBlock()
+        return block
 
     def _search_found(self) -> bool:
         """This turn's history search found something: the "I don't know" exchange goes."""
@@ -821,6 +908,10 @@ class _Turn:
                 if calls and not text.strip():
                     text = ROUNDS_EXHAUSTED.format(rounds=self.result.rounds)
                 else:
+                    text = await self._checked(text)
+                    if self.stop.is_set():
+                        await self._finish_interrupted()
+                        return
                     text = self._cited(text)
                 await self._save_answer(text, interrupted=False)
                 return
@@ -829,23 +920,99 @@ class _Turn:
                 await self._finish_interrupted()
                 return
 
+    async def _checked(self, text: str) -> str:
+        """The answer, checked against what memory showed the model (``agent/answer_check``).
+
+        A failed check retracts what was streamed and asks once more with a
+        sharper instruction; a second failure shows the remembered line,
+        quoted and dated, instead.
+        """
+        evidence = self._evidence()
+        names = self.agent.tools.names()
+        unknown = (
+            self.example is not None and not evidence and not self._search_found()
+        ) or self._nothing_on_the_day()
+
+        def check(answer: str) -> answer_check.Verdict:
+            return answer_check.check(
+                self.question,
+                answer,
+                evidence,
+                tool_names=names,
+                computed=self.worked,
+                never_said=self.never_said,
+                unknown=unknown,
+                tool_results=any(not o.failed for o in self.seen_calls.values()),
+            )
+
+        verdict = check(text)
+        if verdict.ok:
+            return text
+        self.result.checked = verdict.problem
+        self.result.replaced.append(text)
+        self.emit(AnswerRetracted(verdict.problem))
+        if verdict.problem == "never told":
+            # nothing to ask again about: what is not in memory is not known (and a second
+            # round would cost the user seconds to say the same)
+            log.info("the answer claimed what memory does not hold; saying so")
+            self.emit(AnswerDelta(verdict.fallback))
+            self.result.answer_from = "not known"
+            return verdict.fallback
+        log.info("the answer failed its check (%s); asking again", verdict.problem)
+        self.emit(TurnStatus("checking"))
+        second, calls, _finish = await self._model_round([], first=False, instruction=verdict)
+        if self.stop.is_set():
+            return second
+        again = check(second)
+        if again.ok and not calls and second.strip():
+            self.result.answer_from = "second try"
+            return second
+        fallback = verdict.fallback or again.fallback
+        if not fallback:
+            return second if second.strip() else text
+        self.result.replaced.append(second)
+        self.emit(AnswerRetracted(again.problem or "no answer"))
+        self.emit(AnswerDelta(fallback))
+        self.result.answer_from = "quote"
+        return fallback
+
+    def _nothing_on_the_day(self) -> bool:
+        """A question about the user's own life on a day or month nothing was told of."""
+        worked = self.worked
+        return (
+            isinstance(worked, date_answers.WorkedOut)
+            and worked.question.kind == "on_day"
+            and worked.days is not None
+            and not worked.items
+            and asks_for_own_fact(self.question)
+        )
+
+    def _evidence(self) -> list[answer_check.Evidence]:
+        """What memory showed the model this turn, as lines an answer is checked against."""
+        lines: list[answer_check.Evidence] = []
+        for item in self.recall.items:
+            latest = item.message_id in self.recall.latest
+            lines.append(answer_check.Evidence(item.text, item.time_ns, item.role, latest=latest))
+            lines.extend(
+                answer_check.Evidence(near.text, item.time_ns, near.role, context=True)
+                for near in item.neighbours
+            )
+        for citation, passage in zip(self.passages.citations, self.passages.texts, strict=False):
+            lines.append(answer_check.Evidence(passage, role="document", source=citation))
+        return lines
+
     async def _model_round(
-        self, specs: Sequence[dict[str, Any]], *, first: bool
+        self,
+        specs: Sequence[dict[str, Any]],
+        *,
+        first: bool,
+        instruction: answer_check.Verdict | None = None,
     ) -> tuple[str, list[ToolCallRequest], ChatFinished | None]:
         agent = self.agent
-        inline = [m for m in self.result.saved if m.is_tool_traffic] if not specs else []
         self.offered = [str(s["function"]["name"]) for s in specs]
         if first:
             self.result.tools_offered = list(self.offered)
-        messages = await agent.context_messages(
-            self.sid,
-            inline_results=inline,
-            offered=self.offered,
-            recall=self.recall_text,
-            example=None if self._search_found() else self.example,
-            settings=self.settings,
-            clock=self.clock,
-        )
+        messages = await self._round_messages(bool(specs), instruction)
         calls: list[ToolCallRequest] = []
         finish: ChatFinished | None = None
         self.partial = []
@@ -864,7 +1031,7 @@ class _Turn:
             async for event in agent.model.chat(
                 messages,
                 tools=list(specs) or None,
-                max_tokens=agent.config.max_answer_tokens,
+                max_tokens=self._answer_tokens(second_try=instruction is not None),
                 temperature=agent.config.temperature,
                 stop=round_stop,
                 avoid_openings=self.plan.avoid_openings,
@@ -895,7 +1062,40 @@ class _Turn:
             self.result.model_s += time.perf_counter() - began
         if finish is not None:
             self._counted(finish, wrote)
-        return self._round_text(), calls, finish
+        return self._round_text(finish), calls, finish
+
+    def _answer_tokens(self, *, second_try: bool) -> int | None:
+        """The round's answer limit: the app's, or less for a small model's answer to a
+        question about what the user told it (see :data:`FACT_ANSWER_TOKENS`)."""
+        limit = self.agent.config.max_answer_tokens
+        if not self.agent.config.small_model:
+            return limit
+        if second_try:
+            cap = SECOND_TRY_TOKENS
+        elif self.recall.items and _asks_for_a_fact(self.question):
+            cap = FACT_ANSWER_TOKENS
+        else:
+            return limit
+        return cap if limit is None else min(limit, cap)
+
+    async def _round_messages(
+        self, with_tools: bool, instruction: answer_check.Verdict | None
+    ) -> list[ChatMessage]:
+        """The round's prompt: the answer round gets this turn's tool results inline, a
+        second try after a failed check its sharper instruction after the recall block."""
+        inline = [m for m in self.result.saved if m.is_tool_traffic] if not with_tools else []
+        recall = self.recall_text
+        if instruction is not None and instruction.instruction:
+            recall = f"{recall}\n\n{instruction.instruction}".strip()
+        return await self.agent.context_messages(
+            self.sid,
+            inline_results=inline,
+            offered=self.offered,
+            recall=recall,
+            example=None if self._search_found() else self.example,
+            settings=self.settings,
+            clock=self.clock,
+        )
 
     def _counted(self, finish: ChatFinished, wrote: float | None) -> None:
         """The round's token counts and times, from the stream's end."""
@@ -904,9 +1104,16 @@ class _Turn:
         self.result.answer_s = _writing_seconds(finish, wrote)
         self.result.trimmed_messages = max(self.result.trimmed_messages, finish.trimmed_messages)
 
-    def _round_text(self) -> str:
-        """What the round wrote, up to where it began to repeat itself."""
+    def _round_text(self, finish: ChatFinished | None = None) -> str:
+        """What the round wrote, up to where it began to repeat itself; a small model's
+        answer cut by its token limit ends at its last whole sentence."""
         text = "".join(self.partial)
+        if (
+            finish is not None
+            and finish.finish_reason == "length"
+            and self.agent.config.small_model
+        ):
+            return _to_last_sentence(text)
         if self.loop_cut is None:
             return text
         log.info("the answer began to repeat itself: ended after %d characters", self.loop_cut)

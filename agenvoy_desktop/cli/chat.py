@@ -34,11 +34,19 @@ def register(add: AddCommand) -> None:
 
 
 def _print_event(event: TurnEvent) -> None:
-    from agenvoy_desktop.agent.turn import AnswerDelta, ToolCallFinished, ToolCallStarted
+    from agenvoy_desktop.agent.turn import (
+        AnswerDelta,
+        AnswerRetracted,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
 
     if isinstance(event, AnswerDelta):
         sys.stdout.write(event.text)
         sys.stdout.flush()
+    elif isinstance(event, AnswerRetracted):
+        # stdout cannot take back what it printed: the replacement follows on its own line
+        print(f"\n[checked against your memory ({event.problem}); corrected answer:]", flush=True)
     elif isinstance(event, ToolCallStarted):
         args = json.dumps(event.arguments, ensure_ascii=False)
         print(f"\n→ {event.name}({args})", file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.agent.turn import (
     AnswerDelta,
+    AnswerRetracted,
     MessageSaved,
     RecallInjected,
     ToolCallFinished,
@@ -715,6 +716,8 @@ class ChatPanel(QWidget):
             self._partial += event.text
             if not self._render_timer.isActive():
                 self._render_timer.start()
+        elif isinstance(event, AnswerRetracted):
+            self._retract_partial()
         elif isinstance(event, MessageSaved):
             self._on_saved(event.message)
         elif isinstance(event, RecallInjected) and self._shown():
@@ -728,6 +731,13 @@ class ChatPanel(QWidget):
             chip = self.view.chip(event.call_id)
             if chip is not None:
                 chip.apply_event(event)
+
+    def _retract_partial(self) -> None:
+        """The streamed answer failed its check: clear it; the second try or the quote
+        streams into the same bubble."""
+        self._partial = ""
+        if self._streaming is not None and self._shown():
+            self._streaming.set_text("")
 
     def _render_partial(self) -> None:
         if not self._partial or not self._shown():

@@ -26,6 +26,7 @@ PHASES = {
     "loading": "Loading the chat model…",
     "thinking": "Thinking…",
     "writing": "Writing…",
+    "checking": "Checking the answer against your memory…",
 }
 DETAIL_CHARS = 40
 
@@ -97,6 +98,8 @@ def done_text(result: TurnResult) -> str:
         return "Stopped."
     tokens, seconds = result.answer_tokens, result.answer_s
     total = f"{result.total_s:.1f} s in all"
+    if result.checked:  # the answer shown is not the model's first: say so
+        total = f"{total} · corrected against your memory"
     if not result.answer.strip():
         return f"No text · {total}"
     if tokens > 1 and seconds > 0:
@@ -104,6 +107,23 @@ def done_text(result: TurnResult) -> str:
     if tokens:
         return f"{tokens} token{'s' if tokens > 1 else ''} · {total}"
     return f"{len(result.answer)} characters · {total}"
+
+
+CHECK_PROBLEMS = {
+    "tool call": "wrote a tool call out as text",
+    "never told": "claimed something you never told",
+    "contradicts": "contradicted what you told",
+    "older value": "used an older value than the latest you told",
+    "not drawn": "did not use what you told",
+    "not worked out": "did not use the worked-out result",
+}
+"""What the answer check found (``agent/answer_check.py``), as the tooltip says it."""
+CHECK_OUTCOMES = {
+    "second try": "the model's second answer is shown",
+    "quote": "what memory holds is quoted instead",
+    "not known": "it says it does not know instead",
+    "model": "the model's answer is shown",
+}
 
 
 def done_details(result: TurnResult, model_name: str) -> str:
@@ -117,6 +137,10 @@ def done_details(result: TurnResult, model_name: str) -> str:
     ]
     if result.first_token_s is not None:
         lines.append(f"First text after {result.first_token_s:.1f} s")
+    if result.checked:
+        problem = CHECK_PROBLEMS.get(result.checked, result.checked)
+        outcome = CHECK_OUTCOMES.get(result.answer_from, result.answer_from)
+        lines.append(f"Checked against your memory: the first answer {problem}; {outcome}.")
     return "\n".join(lines)
 
 

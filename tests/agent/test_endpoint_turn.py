@@ -111,9 +111,9 @@ def test_failure_mid_answer_keeps_partial_marked_interrupted(
     model = ScriptedChatModel([["fine"]])
     _turn(storage, store, model, sid, "go on")
     sent = model.seen[0].messages
-    assert [m["role"] for m in sent[-3:]] == ["user", "assistant", "user"]
-    assert sent[-2]["content"].startswith("Partial\n")
-    assert sent[-2]["content"].endswith(FAILED_NOTE)  # not "interrupted by the user"
+    assert [m["role"] for m in sent[-4:]] == ["user", "assistant", "system", "user"]  # note
+    assert sent[-3]["content"].startswith("Partial\n")
+    assert sent[-3]["content"].endswith(FAILED_NOTE)  # not "interrupted by the user"
 
 
 def test_failure_before_any_text_keeps_the_question_only(

@@ -148,11 +148,11 @@ def test_context_is_summary_plus_window_golden(
     agent, model = make_agent(
         [["ok"]],
         summary_text=lambda _sid: "Key decisions (binding):\n- use SQLite",
-        config=AgentConfig(window_messages=4, system_prompt="You are a test."),
+        config=AgentConfig(window_messages=4, window_step=0, system_prompt="You are a test."),
     )
     _run(agent, sid, "q5")
     sent = model.seen[0].messages
-    now = sent[0]["content"].split("\n\n")[2]
+    now = sent[3]["content"]  # the turn note, right before the new message
     assert now.startswith("Current local time: 2023-11-14 ")
     assert now.endswith("(Tuesday, UTC+00:00)")
     assert sent == [
@@ -160,14 +160,34 @@ def test_context_is_summary_plus_window_golden(
             "role": "system",
             "content": "You are a test. "
             + TOOL_FAILURE_GUIDANCE
-            + "\n\nSummary of the earlier conversation:\nKey decisions (binding):\n- use SQLite"
-            + "\n\n"
-            + now,
+            + "\n\nSummary of the earlier conversation:\nKey decisions (binding):\n- use SQLite",
         },
         {"role": "user", "content": "q4"},
         {"role": "assistant", "content": "a4"},
+        {"role": "system", "content": now},
         {"role": "user", "content": "q5"},
     ]
+
+
+def test_window_start_moves_in_steps_between_turns(
+    store: MemoryStore, make_agent: AgentFactory
+) -> None:
+    """The window keeps its first message while it grows, so the prompt's prefix is reused."""
+    sid = store.create_session("t")
+    for i in range(4):
+        store.append(
+            sid, [store.new_message("user", f"q{i}"), store.new_message("assistant", f"a{i}")]
+        )
+    agent, model = make_agent(
+        [["ok"]] * 4, config=AgentConfig(window_messages=4, window_step=4, system_prompt="T.")
+    )
+    firsts = []
+    for turn in range(4):
+        _run(agent, sid, f"n{turn}")
+        sent = model.seen[-1].messages
+        firsts.append(sent[1]["content"])
+        assert len(sent) - 2 in range(4, 4 + 4)  # head and note aside: N to N + step - 1
+    assert firsts == ["q2", "q2", "n0", "n0"]
 
 
 def test_tool_failure_injects_hint_and_second_call_follows(
@@ -302,7 +322,9 @@ def test_stop_mid_stream_saves_partial_as_interrupted(
     # the next turn sees the interruption, not a dangling user message
     agent2, model2 = make_agent([["ok"]])
     _run(agent2, sid, "again")
-    assert "[answer interrupted by the user]" in model2.seen[0].messages[-2]["content"]
+    sent = model2.seen[0].messages
+    assert [m["role"] for m in sent[-3:]] == ["assistant", "system", "user"]  # the turn note
+    assert "[answer interrupted by the user]" in sent[-3]["content"]
 
 
 def test_task_cancel_keeps_history_consistent(store: MemoryStore, make_agent: AgentFactory) -> None:

@@ -381,3 +381,26 @@ def test_message_html_leaves_the_font_to_the_label(qtbot: QtBot) -> None:
     html = markdown_to_html("# Title\n\nsome **bold** text")
     assert "<body>" in html
     assert "pt;" not in html.split("<body>", 1)[1]
+
+
+def test_an_answer_that_denies_what_was_told_is_replaced_in_its_bubble(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """The streamed denial is cleared; the second try streams, then the quoted line stays."""
+    model = ScriptedChatModel([["No, I am not ", WAIT, "allergic to anything."], ["No."]])
+    services = make_services(model)
+    said = "Just so you know, I'm allergic to penicillin."
+    seed(services, "health", conversation([said, "Noted."]))
+    window = make_window(services)
+    wait_op(qtbot, window.new_session())
+    type_and_send(qtbot, window, "Am I allergic to anything?")
+    qtbot.waitUntil(model.waiting.is_set)
+    qtbot.waitUntil(lambda: window.chat.bubbles()[-1].text() == "No, I am not ")
+    model.gate.set()
+    qtbot.waitUntil(lambda: not window.chat.busy)
+    answer = window.chat.bubbles()[-1].text()
+    assert answer.startswith("Yes. You told me on")
+    assert said in answer
+    assert "corrected against your memory" in window.chat.turn_status.text()
+    stored = history(services, window.session_id or "")
+    assert stored[-1].content == answer

@@ -1,0 +1,564 @@
+"""Checking an answer against what memory showed the model, before the user reads it as final.
+
+A 0.5B model reads a recall block and still answers against it.  Seen in
+the window: under "Remembered 1 thing you said before: I'm allergic to
+penicillin." the starter answered "Am I allergic to anything?" with "No, I
+am not allergic to anything." — twice, also after Regenerate.  On long
+histories it answered "How many projects have I finished?" with the older
+of two recalled values, "How long did I wait for my asylum decision?" with
+"2. 5. 28", and once wrote a tool call out as prose ("The function
+`date_calc` was called with …").  A health fact denied under its own
+evidence is the worst answer a memory-keeping assistant can give, so the
+turn checks each final answer that memory informed (:func:`check`):
+
+- **a tool call as prose**: the answer quotes a tool's JSON or names a
+  tool being called;
+- **polarity**: a yes/no question ("Am I / Do I / Have I …", 吗, か,
+  "Bin ich …") whose words one remembered line holds: the line's polarity
+  (negated or not, in the clause that holds them) is the expected answer,
+  and an answer that clearly says the opposite contradicts it;
+- **an older value**: the line marked as the latest restates an earlier
+  one with another value, and the answer carries only the earlier value;
+- **nothing drawn from memory**: a question whose words one line clearly
+  holds, answered without any of that line's values (a number, a name, a
+  word the question did not contain).
+
+A failed check says what a sharper prompt should tell the model
+(:attr:`Verdict.instruction`) and what to show if the model fails again:
+an extractive answer quoting the line with its date (:func:`quoted`).  The
+rules are plain word lists and err towards letting an answer through: an
+answer the check cannot read is never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agenvoy_desktop.agent.date_reasoning import local_date
+from agenvoy_desktop.agent.not_remembered import language_of
+from agenvoy_desktop.agent.recall import asks_for_advice, content_terms
+from agenvoy_desktop.agent.recall_lines import values_in
+from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
+from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
+
+Polarity = Literal["yes", "no"]
+Problem = Literal[
+    "", "tool call", "never told", "contradicts", "older value", "not drawn", "not worked out"
+]
+
+
+class Computed(Protocol):
+    """A result code worked out for the question (``agent/date_answers.WorkedOut``)."""
+
+    @property
+    def sentence(self) -> str: ...
+    @property
+    def values(self) -> frozenset[str]: ...
+    @property
+    def words(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One line memory showed the model: a remembered message or a document passage."""
+
+    text: str
+    time_ns: int = 0
+    role: str = "user"
+    """``user`` (the user said it), ``assistant`` (the assistant did) or ``document``."""
+    source: str = ""
+    """A document passage's citation (``path:lines``)."""
+    latest: bool = False
+    """Marked as the latest of lines that say the same thing with other values."""
+    context: bool = False
+    """A neighbour's sentence shown under a remembered line (never the line asked about)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :func:`check` found: ``problem`` is "" when the answer may be shown."""
+
+    problem: Problem = ""
+    instruction: str = ""
+    """One paragraph for the prompt of a second try."""
+    fallback: str = ""
+    """The answer to show when the second try fails too (the line, quoted and dated)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+OK = Verdict()
+SUPPORT_SHARE = 0.5
+"""The share of the question's content words a line must hold to be the one it asks about."""
+
+
+# -- the checks ---------------------------------------------------------------------------------
+def check(
+    question: str,
+    answer: str,
+    evidence: Sequence[Evidence],
+    *,
+    tool_names: Sequence[str] = (),
+    computed: Computed | None = None,
+    never_said: Sequence[str] = (),
+    unknown: bool = False,
+    tool_results: bool = False,
+) -> Verdict:
+    """The first problem of *answer* to *question* given what memory showed (:data:`OK` if none).
+
+    *computed*: the result code worked out for a question about time; the
+    answer must repeat its number (or name the event that came first).
+    *never_said*: words of the question the user never said (``agent/never_said.py``);
+    *unknown*: memory found nothing for a question about the user's own life.
+    Either way the answer must say it does not know.  *tool_results*: the turn's
+    tools returned something, which the answer may draw on instead of a line.
+    """
+    line = supporting(question, evidence)
+    never = never_said or unknown
+    if tool_call_as_prose(answer, tool_names):
+        if never:
+            told = _never_told(question, never_said)
+            return Verdict("tool call", told.instruction, told.fallback)
+        fallback = computed.sentence if computed is not None else ""
+        return Verdict(
+            "tool call",
+            "Answer in plain words; do not write a tool call or JSON.",
+            fallback or (quoted(question, line) if line is not None else ""),
+        )
+    if never and not admits_not_knowing(answer):
+        return _never_told(question, never_said)
+    if computed is not None and (computed.values or computed.words):
+        if _misses(answer, computed):
+            return Verdict(
+                "not worked out",
+                f"Worked out from these dates: {computed.sentence} Answer with this result.",
+                computed.sentence,
+            )
+        return OK
+    if line is None:
+        # advice refused is not memory contradicted: no quote answers "Any tips?"
+        asked = refuses(answer) and not asks_for_advice(question)
+        line = _closest(question, evidence) if asked else None
+        if line is None:
+            return OK
+        # a refusal under lines of the user's ("I'm sorry, but I can't assist with that.")
+        return Verdict(
+            "not drawn",
+            _instruction(line, "Answer the question from this line."),
+            quoted(question, line),
+        )
+    if asks_yes_no(question):
+        return _polarity_verdict(question, answer, line)
+    if _older_value(answer, line, evidence):
+        return Verdict(
+            "older value",
+            _instruction(line, "This is the latest thing the user said about it; answer with it."),
+            quoted(question, line),
+        )
+    choice = _CHOICE.search(question) is not None  # "more water or less?": an option is the answer
+    advice = asks_for_advice(question)  # advice need not repeat a line, only fit it
+    lines = eligible(question, evidence)
+    if not (tool_results or choice or advice or any(draws_on(answer, e, question) for e in lines)):
+        return Verdict(
+            "not drawn",
+            _instruction(line, "Answer the question from this line."),
+            quoted(question, line),
+        )
+    return OK
+
+
+_NOT_KNOWING = re.compile(
+    r"\b(?:don't|do not|didn't|did not|can't|cannot|couldn't|could not|haven't|have not|"
+    r"never)\b[^.?!]{0,40}\b(?:know|find|found|told|tell|mention\w*|said|say|shared|remember)\b"
+    r"|\bnot sure\b|\bno (?:record|information|mention)\b|\bnot (?:mentioned|aware)\b"
+    r"|不知道|不清楚|没有告诉|沒有告訴|没告诉|找不到|わかりません|分かりません|知りません|"
+    r"教えてもらっていません|weiß ich nicht|weiß nicht|nicht gesagt|keine ahnung",
+    re.IGNORECASE,
+)
+
+
+def admits_not_knowing(answer: str) -> bool:
+    """The answer says it does not know or was never told ("I don't know: …", 不知道)."""
+    return _NOT_KNOWING.search(answer) is not None
+
+
+_NEVER_TOLD: dict[str, tuple[str, str]] = {
+    "en": (
+        "I don't know: you haven't told me about {words}.",
+        "I don't know: I can't find it in what you've told me.",
+    ),
+    "de": (
+        "Das weiß ich nicht: Du hast mir nichts über {words} erzählt.",
+        "Das weiß ich nicht: Du hast es mir noch nicht gesagt.",
+    ),
+    "zh": ("我不知道：你没有告诉过我关于{words}的事。", "我不知道：你还没有告诉过我。"),
+    "ja": (
+        "わかりません。{words}については教えてもらっていません。",
+        "わかりません。まだ教えてもらっていません。",
+    ),
+}
+
+
+def _never_told(question: str, words: Sequence[str]) -> Verdict:
+    named = ", ".join(f'"{w}"' for w in words)
+    told = "Nothing the user told you answers this"
+    instruction = (
+        f"The user never mentioned {named}. Say that you don't know; do not guess."
+        if words
+        else f"{told}. Say that you don't know; do not guess."
+    )
+    about, nothing = _NEVER_TOLD[language_of(question)]
+    fallback = about.format(words=", ".join(words)) if words else nothing
+    return Verdict("never told", instruction, fallback)
+
+
+def _misses(answer: str, computed: Computed) -> bool:
+    """The answer repeats none of the result's numbers, or none of the first event's words."""
+    if computed.values:
+        return not computed.values & values_in(_without_dates(answer))
+    said = normalize(answer)
+    return not any(word in said for word in computed.words)
+
+
+def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
+    terms = content_terms(question)
+    expected = polarity_of(line.text, terms)
+    if expected is not None and _REVERSES.search(question):
+        # "Did I quit smoking?" over "I no longer smoke": a denial answers yes
+        expected = "yes" if expected == "no" else "no"
+    said = answer_polarity(answer, terms)
+    if expected is None or said is None or said == expected:
+        return OK
+    word = "yes" if expected == "yes" else "no"
+    return Verdict(
+        "contradicts",
+        _instruction(line, f"So the answer to the question is {word}."),
+        quoted(question, line, expected),
+    )
+
+
+def _instruction(line: Evidence, then: str) -> str:
+    who = _who(line)
+    return f'{who} on {local_date(line.time_ns).isoformat()}: "{line.text}" {then}'.strip()
+
+
+def _who(line: Evidence) -> str:
+    if line.role == "assistant":
+        return "You told the user"
+    if line.role == "document":
+        return f"The user's document [{line.source}] says" if line.source else "A document says"
+    return "The user told you"
+
+
+# -- which line the question is about -------------------------------------------------------------
+def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """The line the question asks about: of the lines holding at least half of its content
+    words (:func:`eligible`), one marked latest (it restates an older line, which must not
+    answer), else the one holding the most, then the newer one; a line of the user's (or a
+    document's) before a neighbour's sentence shown under it."""
+    terms = content_terms(question)
+    lines = eligible(question, evidence)
+    if asks_quantity(question) and any(values_in(_without_dates(e.text)) for e in lines):
+        # "How many followers…": the line that answers holds a number
+        lines = [e for e in lines if values_in(_without_dates(e.text))]
+    best: tuple[bool, bool, int, int, Evidence] | None = None
+    for line in lines:
+        held = sum(1 for term in terms if term in normalize(line.text))
+        key = (not line.context, line.latest, held, line.time_ns, line)
+        if best is None or key[:4] > best[:4]:
+            best = key
+    return None if best is None else best[4]
+
+
+def _closest(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """The user's (or a document's) line holding the most of the question's words, if any."""
+    terms = content_terms(question)
+    scored = [
+        (sum(1 for t in terms if t in normalize(e.text)), e.time_ns, e)
+        for e in evidence
+        if not e.context
+    ]
+    best = max(scored, key=lambda s: s[:2], default=None)
+    return best[2] if best is not None and best[0] else None
+
+
+_REFUSAL = re.compile(
+    r"^\W*(?:I'm sorry|I am sorry|Sorry|I apologi[sz]e|As an AI)\b[^.!?]{0,40}"
+    r"\b(?:can't|cannot|can not|unable|not able|don't have)\b"
+    r"|^\W*(?:I can't|I cannot|I'm unable|I am unable) (?:assist|help)\b",
+    re.IGNORECASE,
+)
+
+
+def refuses(answer: str) -> bool:
+    """The answer refuses or disowns the question ("I'm sorry, but I can't assist with that.",
+    "As an AI language model, I don't have…")."""
+    return _REFUSAL.search(answer) is not None
+
+
+def eligible(question: str, evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The lines holding at least half of the question's content words."""
+    terms = content_terms(question)
+    if not terms:
+        return []
+    return [
+        line
+        for line in evidence
+        if (held := sum(1 for term in terms if term in normalize(line.text)))
+        and held >= SUPPORT_SHARE * len(terms)
+    ]
+
+
+_CHOICE = re.compile(r"\w,?\s+or\s+\w[^?]*\?|还是|それとも|\boder\b", re.IGNORECASE)
+_QUANTITY = re.compile(
+    r"\bhow\s+(?:many|much|long|old|often|far)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
+    r"|多少|几|何時|いくつ|いくら|wie\s+(?:viele|viel|lange|alt|oft)",
+    re.IGNORECASE,
+)
+
+
+def asks_quantity(question: str) -> bool:
+    """The question asks for a number ("How many…", "What time…", 多少)."""
+    return _QUANTITY.search(question) is not None
+
+
+def draws_on(answer: str, line: Evidence, question: str) -> bool:
+    """The answer repeats something of *line* the question did not say: a number, or a word.
+
+    Dates are not values here: the block's "2023-05-28" is no answer.
+    """
+    asked = set(content_terms(question)) | values_in(question)
+    line_values = values_in(_without_dates(line.text)) - asked
+    said_values = values_in(_without_dates(answer))
+    if line_values & said_values:
+        return True
+    line_words = _plain_words(line.text) - _plain_words(question) - asked
+    said = normalize(answer)
+    return any(word in said for word in line_words)
+
+
+_PLAIN_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _plain_words(text: str) -> set[str]:
+    """The words of four letters or more, stopwords out, CJK as bigrams (any word counts:
+    "year" is no topic of a question, but it is an answer)."""
+    folded = normalize(text)
+    words = {w[:-1] if w.endswith("s") else w for w in _PLAIN_WORD.findall(folded)}
+    return {w for w in words if w not in STOPWORDS} | set(content_terms(text))
+
+
+def _older_value(answer: str, line: Evidence, evidence: Sequence[Evidence]) -> bool:
+    """*line* is the latest, and the answer holds a value of an older line but none of its own."""
+    if not line.latest:
+        return False
+    said = values_in(_without_dates(answer))
+    own = values_in(_without_dates(line.text))
+    if said & own:
+        return False
+    older = set().union(*(values_in(e.text) for e in evidence if e is not line and not e.latest))
+    return bool(said & (older - own))
+
+
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+def _without_dates(text: str) -> str:
+    return _DATE.sub(" ", text)
+
+
+# -- yes / no -------------------------------------------------------------------------------------
+_YES_NO_START = re.compile(
+    SENTENCE_LEAD + r"(?:am|is|are|was|were|do|does|did|have|has|had|can|could|will|would|should|"
+    r"bin|bist|ist|sind|habe|hast|hat|kann|kannst|darf|mag|esse|isst|trinke|rauche|war|hatte)\b",
+    re.IGNORECASE,
+)
+_CJK_YES_NO = re.compile(
+    r"[吗嗎][\s。？?！!]*$|是不是|有没有|有沒有|会不会|會不會|能不能|か[\s。？?]*$"
+)
+
+
+def asks_yes_no(question: str) -> bool:
+    """The question is answered by yes or no ("Am I allergic to anything?", 我喝咖啡吗？)."""
+    parts = [s for s in sentences(question) if s.endswith(("?", "？")) or _CJK_YES_NO.search(s)]
+    last = parts[-1] if parts else question.strip()
+    if _CJK_YES_NO.search(last):
+        return True
+    return bool(_YES_NO_START.match(last))
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|neither|nor|no\s+longer|no\s+more|don't|doesn't|"
+    r"didn't|isn't|aren't|wasn't|weren't|haven't|hasn't|hadn't|can't|cannot|couldn't|won't|"
+    r"wouldn't|shouldn't|quit|stopped|gave\s+up|nicht|kein|keine|keinen|nie|niemals)\b"
+    r"|n't\b|[不没沒无無別别]|ません|ない|なかった",
+    re.IGNORECASE,
+)
+_REVERSES = re.compile(
+    r"\b(?:quit|quitted|stopped|stop|gave\s+up|given\s+up|give\s+up|no\s+longer)\b"
+    r"|戒|不再|やめ|aufgehört",
+    re.IGNORECASE,
+)
+"""Words of a question that ask about an ending ("Did I quit…?"): a line that denies the
+habit ("I no longer smoke") then answers yes."""
+_CLAUSE = re.compile(r"[,;:]\s*|\s+(?:and|but|so)\s+|[，；、]")
+
+
+def polarity_of(line: str, terms: Sequence[str]) -> Polarity | None:
+    """Whether *line* affirms or denies what the question's *terms* name (None: cannot tell).
+
+    The clause holding most of the terms decides, a term counting more the
+    later it comes in the question (its object: "Am I allergic to
+    *shellfish*?" over "I'm not allergic to nuts, only to shellfish" is
+    decided by "only to shellfish", not by "not allergic to nuts").
+    """
+    if not terms:
+        return None
+    weights = {term: 1.0 + index / len(terms) for index, term in enumerate(terms)}
+    clauses = [c for c in _CLAUSE.split(line) if c.strip()]
+    if len(clauses) > 1 and _CJK_CHAR.search(line):
+        # CJK words are bigrams: which clause "holds" the question is noise there
+        # ("引っ越したので、もう東京には住んでいません" asked "私は大阪に住んでいますか")
+        return None
+    scored = [(sum(w for t, w in weights.items() if t in normalize(c)), c) for c in clauses]
+    held, clause = max(scored, key=lambda s: s[0], default=(0.0, ""))
+    if held == 0:
+        return None
+    return "no" if _NEGATION.search(clause) else "yes"
+
+
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_ANSWER_YES = re.compile(
+    r"^[\s\"'*]*(?:yes|yeah|yep|correct|right|that's right|indeed|of course|sure|ja|genau|"
+    r"是|是的|对|對|有|会|會|能|可以|はい|そうです)\b",
+    re.IGNORECASE,
+)
+_ANSWER_NO = re.compile(
+    r"^[\s\"'*]*(?:no|nope|not|nein|不|没|沒|否|不是|没有|沒有|いいえ|いや)\b", re.IGNORECASE
+)
+_CJK_START = re.compile(r"^[\s\"'*]*(是|对|對|有|会|會|能|可以|不|没|沒|否)")
+
+
+_DONT_KNOW = re.compile(
+    r"\b(?:don't|do not|not sure|can't|cannot)\b[^.?!]{0,30}\b(?:know|sure|remember|find)\b", re.I
+)
+
+
+def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
+    """Whether *answer* says yes or no (None: it does not clearly say either).
+
+    Its first word decides when it is yes or no (是/不 …); otherwise its
+    first sentence that holds the question's words, negated or not.
+    """
+    head = answer.strip()
+    cjk = _CJK_START.match(head)
+    if cjk:
+        return "no" if cjk.group(1) in "不没沒否" else "yes"
+    if _ANSWER_NO.match(head):
+        return "no"
+    if _ANSWER_YES.match(head):
+        return "yes"
+    for sentence in sentences(head)[:3]:
+        if any(term in normalize(sentence) for term in terms):
+            if _DONT_KNOW.search(sentence):
+                return None  # "I don't know": no claim either way
+            return "no" if _NEGATION.search(sentence) else "yes"
+    return None
+
+
+# -- the fallback -------------------------------------------------------------------------------
+_LEADS: dict[str, dict[str, str]] = {
+    "en": {
+        "user": 'You told me{on}: "{text}"',
+        "assistant": 'I told you{on}: "{text}"',
+        "document": 'Your document{source} says: "{text}"',
+        "yes": "Yes.",
+        "no": "No.",
+        "on": " on {day}",
+    },
+    "de": {
+        "user": "Du hast mir{on} gesagt: „{text}“",
+        "assistant": "Ich habe dir{on} gesagt: „{text}“",
+        "document": "Dein Dokument{source} sagt: „{text}“",
+        "yes": "Ja.",
+        "no": "Nein.",
+        "on": " am {day}",
+    },
+    "zh": {
+        "user": "你{on}告诉过我：“{text}”",
+        "assistant": "我{on}告诉过你：“{text}”",
+        "document": "你的文档{source}写道：“{text}”",
+        "yes": "是的。",
+        "no": "不是。",
+        "on": "在{day}",
+    },
+    "ja": {
+        "user": "{on}教えてもらいました：「{text}」",
+        "assistant": "{on}お伝えしました：「{text}」",
+        "document": "ドキュメント{source}には「{text}」とあります。",
+        "yes": "はい。",
+        "no": "いいえ。",
+        "on": "{day}に",
+    },
+}
+"""The extractive answer's wording in the languages the app handles (``language_of``)."""
+
+
+def quoted(question: str, line: Evidence, polarity: Polarity | None = None) -> str:
+    """The extractive answer: the line quoted with its date ("You told me on 2026-12-03: '…'"),
+    in the question's language, led by yes or no for a yes/no question."""
+    language = language_of(question)
+    words = _LEADS[language]
+    day = local_date(line.time_ns).isoformat() if line.time_ns else ""
+    role = line.role if line.role in ("assistant", "document") else "user"
+    text = words[role].format(
+        on=words["on"].format(day=day) if day else "",
+        source=f" [{line.source}]" if line.source else "",
+        text=line.text,
+    )
+    if polarity is not None and asks_yes_no(question):
+        text = words[polarity] + ("" if language in ("zh", "ja") else " ") + text
+    return text
+
+
+# -- tool calls written out ---------------------------------------------------------------
+_CALL_JSON = re.compile(
+    r"\{\s*\"(?:name|function)\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters)\""
+)
+_CALL_WORDS = re.compile(
+    r"\b(?:function|tool)\s+`?[\w.-]+`?\s+(?:was|is|has been|will be)\s+called\b"
+    r"|\bcall(?:ed|ing)?\s+the\s+`?[a-z]+_[a-z_]+`?\s+(?:function|tool)\b"
+    r"|<tool_call>",
+    re.IGNORECASE,
+)
+
+
+def tool_call_as_prose(answer: str, tool_names: Sequence[str] = ()) -> bool:
+    """The answer writes out a tool call instead of answering ("The function `date_calc` was
+    called with the arguments …", ``{"name": "date_calc", "arguments": …}``)."""
+    if _CALL_JSON.search(answer) or _CALL_WORDS.search(answer):
+        return True
+    for name in tool_names:
+        if re.search(rf"`?\b{re.escape(name)}\b`?\s*\(", answer):
+            return True
+        if _looks_like_call(answer, name):
+            return True
+    return False
+
+
+def _looks_like_call(answer: str, name: str) -> bool:
+    """A JSON object in the answer naming *name* (the model wrote the call as text)."""
+    for match in re.finditer(r"\{.*?\}", answer, re.DOTALL):
+        try:
+            data = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if isinstance(data, dict) and name in (data.get("name"), data.get("function")):
+            return True
+    return False

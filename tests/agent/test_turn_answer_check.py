@@ -1,0 +1,176 @@
+"""A turn checks its answer against what memory showed the model, and corrects it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agenvoy_desktop.agent import turn as turn_module
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import ToolRegistry
+from agenvoy_desktop.agent.turn import (
+    Agent,
+    AgentConfig,
+    AnswerDelta,
+    AnswerRetracted,
+    TurnEvent,
+    TurnResult,
+)
+from agenvoy_desktop.core.store import MemoryStore
+from tests.conftest import SECOND, T0, conversation
+from tests.scripted_chat import ScriptedChatModel
+
+pytestmark = pytest.mark.usefixtures("utc")
+
+DAY = 86_400 * SECOND
+ALLERGY = "Just so you know, I'm allergic to penicillin."
+
+
+def _plant(store: MemoryStore, *texts: str, start: int = T0) -> None:
+    sid = store.create_session("Earlier")
+    chatter = ["We should plan the week.", "Sure, what first?"]
+    for text in texts:
+        chatter += [text, "Noted, thanks for telling me."]
+    store.append(sid, conversation(chatter, start=start, step=DAY))
+
+
+def _turn(
+    store: MemoryStore, question: str, script: list[list[object]]
+) -> tuple[TurnResult, ScriptedChatModel, list[TurnEvent]]:
+    now = store.create_session("today")
+    model = ScriptedChatModel(script)
+    storage = Storage()
+    events: list[TurnEvent] = []
+    try:
+        agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=True))
+        result = asyncio.run(agent.run_turn(now, question, on_event=events.append))
+    finally:
+        storage.close()
+    return result, model, events
+
+
+def test_a_denied_allergy_is_asked_again_then_quoted(store: MemoryStore) -> None:
+    _plant(store, ALLERGY)
+    denial = "No, I am not allergic to anything."
+    result, model, events = _turn(store, "Am I allergic to anything?", [[denial], ["No."]])
+    assert result.checked == "contradicts"
+    assert result.answer_from == "quote"
+    assert result.answer.startswith("Yes. You told me on 2023-11-1")
+    assert ALLERGY in result.answer
+    # the second try was told what the line says and what it means
+    second = "\n".join(str(m["content"]) for m in model.seen[1].messages)
+    assert "So the answer to the question is yes." in second
+    # what was streamed is retracted before the quote streams
+    retracted = [i for i, e in enumerate(events) if isinstance(e, AnswerRetracted)]
+    assert len(retracted) == 2
+    assert isinstance(events[retracted[-1] + 1], AnswerDelta)
+    assert store.history(result.session_id).messages[-1].content == result.answer
+
+
+def test_a_second_try_that_agrees_is_kept(store: MemoryStore) -> None:
+    _plant(store, ALLERGY)
+    result, _model, _events = _turn(
+        store, "Am I allergic to anything?", [["No."], ["Yes, to penicillin."]]
+    )
+    assert result.checked == "contradicts"
+    assert result.answer_from == "second try"
+    assert result.answer == "Yes, to penicillin."
+
+
+def test_an_answer_that_agrees_is_not_touched(store: MemoryStore) -> None:
+    _plant(store, ALLERGY)
+    result, model, events = _turn(store, "Am I allergic to anything?", [["Yes: penicillin."]])
+    assert result.checked == ""
+    assert result.answer == "Yes: penicillin."
+    assert len(model.seen) == 1
+    assert not any(isinstance(e, AnswerRetracted) for e in events)
+
+
+def test_the_older_of_two_values_is_corrected(store: MemoryStore) -> None:
+    _plant(store, "By the way, I just reached 500 followers on Instagram.")
+    _plant(store, "Guess what, I'm now at 600 followers on Instagram!", start=T0 + 20 * DAY)
+    result, model, _events = _turn(
+        store,
+        "How many Instagram followers do I have?",
+        [["You have 500 followers."], ["You have 600 followers."]],
+    )
+    block = str(model.seen[0].messages[0]["content"]) + "".join(
+        str(m["content"]) for m in model.seen[0].messages
+    )
+    assert "the latest) the user said" in block
+    assert result.checked == "older value"
+    assert result.answer == "You have 600 followers."
+
+
+def test_days_between_two_remembered_events_are_worked_out(store: MemoryStore) -> None:
+    _plant(store, "Today I attended the gardening workshop at the library.")
+    _plant(store, "I finally planted the tomato saplings today!", start=T0 + 6 * DAY - 2 * DAY)
+    question = (
+        "How many days passed between the day I attended the gardening workshop "
+        "and the day I planted the tomato saplings?"
+    )
+    result, model, _events = _turn(store, question, [["7 days."], ["It was 7 days."]])
+    prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
+    assert "Worked out from these dates:" in prompt
+    assert result.checked == "not worked out"
+    assert result.answer_from == "quote"
+    assert "days apart" in result.answer
+
+
+def test_an_invented_fact_with_nothing_recalled_becomes_i_dont_know(store: MemoryStore) -> None:
+    _plant(store, "I love hiking in the Alps.")
+    result, model, _events = _turn(
+        store,
+        "What is my sister's name?",
+        [["Your sister's name is Emily."], ["Her name is Emily."]],
+    )
+    assert result.checked == "never told"
+    assert result.answer_from == "not known"
+    assert result.answer == "I don't know: you haven't told me about your sister."
+    assert len(model.seen) == 1  # no second round: what memory lacks is not known
+
+
+def test_a_thing_never_mentioned_is_not_answered_from_a_neighbouring_fact(
+    store: MemoryStore,
+) -> None:
+    _plant(store, "I've added 20 autographed baseballs to my collection this spring.")
+    result, _model, _events = _turn(
+        store,
+        "How many autographed footballs have I added to my collection?",
+        [["You have added 20 autographed footballs."], ["20."]],
+    )
+    assert result.checked == "never told"
+    assert result.answer == "I don't know: you haven't told me about footballs."
+
+
+def test_a_small_models_answer_to_a_remembered_fact_is_kept_short(store: MemoryStore) -> None:
+    _plant(store, ALLERGY)
+    _result, model, _events = _turn(
+        store, "Am I allergic to anything?", [["No."], ["Yes, to penicillin."]]
+    )
+    assert [seen.max_tokens for seen in model.seen] == [
+        turn_module.FACT_ANSWER_TOKENS,
+        turn_module.SECOND_TRY_TOKENS,
+    ]
+
+
+def test_an_answer_cut_by_its_limit_ends_at_its_last_sentence() -> None:
+    cut = "You told me three things. First, the lock code. Second, the wifi pass"
+    assert turn_module._to_last_sentence(cut) == "You told me three things. First, the lock code."
+    assert turn_module._to_last_sentence("No sentence end at all here") == (
+        "No sentence end at all here"
+    )
+
+
+def test_nothing_told_of_the_month_asked_about_is_said(store: MemoryStore) -> None:
+    _plant(store, "I visited the Louvre museum in January with my niece.", start=T0 - 300 * DAY)
+    result, model, _events = _turn(
+        store,
+        "How many museums did I visit in December?",
+        [["You visited 2 museums in December."], ["Two."]],
+    )
+    prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
+    assert "nothing the user told you happened on 2022-12-01 to 2022-12-31" in prompt
+    assert result.checked == "never told"
+    assert result.answer == "I don't know: I can't find it in what you've told me."

@@ -141,6 +141,10 @@ def check(
                 computed.sentence,
             )
         return OK
+    if line is None and asks_yes_no(question):
+        line = _cjk_line(question, evidence)
+        if line is not None:
+            return _polarity_verdict(question, answer, line)
     if line is None:
         # advice refused is not memory contradicted: no quote answers "Any tips?"
         asked = refuses(answer) and not asks_for_advice(question)
@@ -228,9 +232,13 @@ def _misses(answer: str, computed: Computed) -> bool:
 
 def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
     terms = content_terms(question)
-    expected = polarity_of(line.text, terms)
-    if expected is not None and _REVERSES.search(question):
-        # "Did I quit smoking?" over "I no longer smoke": a denial answers yes
+    clause = deciding_clause(line.text, terms)
+    expected: Polarity | None = None
+    if clause is not None:
+        expected = "no" if _NEGATION.search(clause) else "yes"
+    if expected is not None and (_REVERSES.search(question) or _asks_if_safe(question, clause)):
+        # "Did I quit smoking?" over "I no longer smoke": a denial answers yes;
+        # "Can I take penicillin?" over "I'm allergic to penicillin": no
         expected = "yes" if expected == "no" else "no"
     said = answer_polarity(answer, terms)
     if expected is None or said is None or said == expected:
@@ -286,6 +294,36 @@ def _closest(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     ]
     best = max(scored, key=lambda s: s[:2], default=None)
     return best[2] if best is not None and best[0] else None
+
+
+CJK_RUN = 3
+"""Characters a CJK question and line must share in a row for the line to be about it."""
+
+
+def _cjk_line(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """The user's line sharing the longest run of CJK characters (≥ :data:`CJK_RUN`) with
+    the question: its bigrams are too many for half of them to be in any line
+    ("我可以吃青霉素吗？" over "我对青霉素过敏。" shares 青霉素 only)."""
+    if not _CJK_CHAR.search(question):
+        return None
+    scored = [(_shared_run(question, e.text), e.time_ns, e) for e in evidence if not e.context]
+    best = max(scored, key=lambda s: s[:2], default=None)
+    return best[2] if best is not None and best[0] >= CJK_RUN else None
+
+
+def _shared_run(question: str, text: str) -> int:
+    """The longest run of CJK characters *question* and *text* share."""
+    longest = 0
+    previous = [0] * (len(text) + 1)
+    for a in question:
+        current = [0] * (len(text) + 1)
+        if _CJK_CHAR.match(a):
+            for j, b in enumerate(text, 1):
+                if a == b:
+                    current[j] = previous[j - 1] + 1
+                    longest = max(longest, current[j])
+        previous = current
+    return longest
 
 
 _REFUSAL = re.compile(
@@ -407,11 +445,40 @@ _REVERSES = re.compile(
 )
 """Words of a question that ask about an ending ("Did I quit…?"): a line that denies the
 habit ("I no longer smoke") then answers yes."""
+_ALLERGY = re.compile(
+    r"\b(?:allerg\w*|intoleran\w*|unverträglich\w*|coeliac|celiac)\b|アレルギー|过敏|過敏|不耐受",
+    re.IGNORECASE,
+)
+_ASKS_SAFE = re.compile(
+    r"\b(?:can|could|may|should)\s+i\s+(?:safely\s+)?(?:eat|take|drink|have|use|try)\b"
+    r"|\bsafe(?:ly)?\b|\bok(?:ay)?\b|\ball\s+right\b|\bdarf\s+ich\b|\bkann\s+ich\b.*\b(?:essen|nehmen|trinken)\b"
+    r"|大丈夫|食べられ|飲め|(?:食べ|飲ん|使っ)ても|(?:可以|能|能不能)(?:吃|喝|用|使用|服用|碰)|安全",
+    re.IGNORECASE,
+)
+
+
+def _asks_if_safe(question: str, clause: str | None) -> bool:
+    """The question asks whether the user may eat or take what the deciding clause says they
+    are allergic to: an allergy answers no, and "not allergic" yes.  A clause that speaks
+    of the eating itself ("…coeliac disease, so I can't eat gluten") is read as it stands."""
+    if clause is None or not _ALLERGY.search(clause) or _ALLERGY.search(question):
+        return False
+    return _ASKS_SAFE.search(question) is not None
+
+
 _CLAUSE = re.compile(r"[,;:]\s*|\s+(?:and|but|so)\s+|[，；、]")
 
 
 def polarity_of(line: str, terms: Sequence[str]) -> Polarity | None:
-    """Whether *line* affirms or denies what the question's *terms* name (None: cannot tell).
+    """Whether *line* affirms or denies what the question's *terms* name (None: cannot tell)."""
+    clause = deciding_clause(line, terms)
+    if clause is None:
+        return None
+    return "no" if _NEGATION.search(clause) else "yes"
+
+
+def deciding_clause(line: str, terms: Sequence[str]) -> str | None:
+    """The clause of *line* that speaks of what the question's *terms* name (None: none does).
 
     The clause holding most of the terms decides, a term counting more the
     later it comes in the question (its object: "Am I allergic to
@@ -423,14 +490,38 @@ def polarity_of(line: str, terms: Sequence[str]) -> Polarity | None:
     weights = {term: 1.0 + index / len(terms) for index, term in enumerate(terms)}
     clauses = [c for c in _CLAUSE.split(line) if c.strip()]
     if len(clauses) > 1 and _CJK_CHAR.search(line):
-        # CJK words are bigrams: which clause "holds" the question is noise there
-        # ("引っ越したので、もう東京には住んでいません" asked "私は大阪に住んでいますか")
-        return None
+        return _cjk_clause(clauses, weights)
     scored = [(sum(w for t, w in weights.items() if t in normalize(c)), c) for c in clauses]
     held, clause = max(scored, key=lambda s: s[0], default=(0.0, ""))
-    if held == 0:
+    return clause if held else None
+
+
+_NAME_BIGRAM = re.compile("^[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{2}$")
+
+
+def _cjk_clause(clauses: Sequence[str], weights: dict[str, float]) -> str | None:
+    """The clause of a CJK line that holds most of the question's kanji/katakana bigrams.
+
+    CJK terms are bigrams, and those with kana in them are grammar ("住んで",
+    "でい") that any clause may hold: the names and things asked about
+    (東京, 大阪, 抽烟) pick the clause, the rest of the terms only break a tie.
+    "私は去年東京から大阪に引っ越したので、もう東京には住んでいません" is "yes" to
+    "私は大阪に住んでいますか" and "no" to "私は今も東京に住んでいますか".
+    """
+    names = [t for t in weights if _NAME_BIGRAM.match(t)]
+    scored = [
+        (
+            sum(1 for t in names if t in normalize(c)),
+            sum(w for t, w in weights.items() if t in normalize(c)),
+            c,
+        )
+        for c in clauses
+    ]
+    best = max(scored, key=lambda s: (s[0], s[1]))
+    ties = [s for s in scored if (s[0], s[1]) == (best[0], best[1])]
+    if best[0] == 0 or len(ties) > 1:
         return None
-    return "no" if _NEGATION.search(clause) else "yes"
+    return best[2]
 
 
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")

@@ -173,6 +173,50 @@ def test_a_question_about_an_ending_is_answered_by_the_denied_habit() -> None:
     assert check("Do I smoke?", "Yes, you smoke.", [line]).problem == "contradicts"
 
 
-def test_a_cjk_line_of_several_clauses_gets_no_polarity_verdict() -> None:
+def test_the_clause_naming_what_is_asked_decides_a_cjk_line() -> None:
     line = Evidence("私は去年東京から大阪に引っ越したので、もう東京には住んでいません。", T0)
-    assert check("私は大阪に住んでいますか？", "いいえ。", [line]).ok
+    assert check("私は今も東京に住んでいますか？", "はい", [line]).problem == "contradicts"
+    assert check("私は今も東京に住んでいますか？", "いいえ、住んでいません。", [line]).ok
+    assert check("私は大阪に住んでいますか？", "はい、大阪です。", [line]).ok
+
+
+def test_a_cjk_line_gets_no_polarity_verdict_unless_a_clause_names_what_is_asked() -> None:
+    line = "我喜欢喝茶，但是不喜欢喝咖啡。"
+    assert polarity_of(line, content_terms("我喜欢喝咖啡吗？")) == "no"
+    assert polarity_of(line, content_terms("我喜欢喝茶吗？")) == "yes"
+    assert polarity_of("東京も大阪も、好きです。", content_terms("京都に行きましたか？")) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "question", "answer"),
+    [
+        ("I'm allergic to penicillin.", "Can I take penicillin safely?", "Yes, you can."),
+        ("I'm allergic to penicillin.", "Is penicillin safe for me?", "Yes, it is safe."),
+        ("我对青霉素过敏。", "我可以吃青霉素吗？", "可以，很安全。"),
+        ("私はそばアレルギーがあります。", "私はそばを食べても大丈夫ですか？", "はい。"),
+    ],
+)
+def test_an_allergy_answers_no_to_whether_it_is_safe(line: str, question: str, answer: str) -> None:
+    assert check(question, answer, [Evidence(line, T0)]).problem == "contradicts"
+
+
+def test_an_allergy_still_answers_yes_to_whether_there_is_one() -> None:
+    line = Evidence("I'm allergic to penicillin.", T0)
+    assert check("Am I allergic to penicillin?", "Yes, you are.", [line]).ok
+
+
+def test_no_allergy_answers_yes_to_whether_it_is_safe() -> None:
+    line = Evidence("I'm not allergic to nuts.", T0)
+    assert check("Can I eat nuts?", "No, you can't.", [line]).problem == "contradicts"
+    assert check("Can I eat nuts?", "Yes, you can.", [line]).ok
+
+
+def test_a_clause_about_the_eating_itself_is_not_flipped_by_the_allergy() -> None:
+    line = Evidence("I have coeliac disease, so I can't eat gluten.", T0)
+    assert check("Can I eat gluten?", "Yes, you can eat gluten.", [line]).problem == "contradicts"
+    assert check("Can I eat gluten?", "No, you can't.", [line]).ok
+
+
+def test_chinese_asks_whether_a_medicine_can_be_used() -> None:
+    line = Evidence("我对青霉素过敏。", T0)
+    assert check("我可以用青霉素吗？", "是的，我可以使用青霉素。", [line]).problem == "contradicts"

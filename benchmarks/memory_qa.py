@@ -205,12 +205,10 @@ def starter_path() -> Path:
     return Path(prepare_starter_model(models))
 
 
-def open_services(paths: AppPaths, seed: int | None) -> AppServices:
-    """AppServices as the app builds them, with a seeded engine and the real MiniLM."""
-    settings = Settings()
-    embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
-    models = settings.models
-    engine = ChatEngine(
+def open_engine(seed: int | None) -> ChatEngine:
+    """The starter as the app's default settings open it, with a sampling seed."""
+    models = Settings().models
+    return ChatEngine(
         starter_path(),
         context_size=models.context_size,
         threads=models.threads,
@@ -219,7 +217,13 @@ def open_services(paths: AppPaths, seed: int | None) -> AppServices:
         max_answer_tokens=models.max_answer_tokens,
         seed=seed,
     )
-    return AppServices.open(paths, settings=settings, embedder=embedder, chat_model=engine)
+
+
+def open_services(paths: AppPaths, seed: int | None) -> AppServices:
+    """AppServices as the app builds them, with a seeded engine and the real MiniLM."""
+    embedder = benchlib.open_embedder(benchlib.install_model(paths, benchlib.embedding_model()))
+    engine = open_engine(seed)
+    return AppServices.open(paths, settings=Settings(), embedder=embedder, chat_model=engine)
 
 
 async def warm_up(services: AppServices) -> None:

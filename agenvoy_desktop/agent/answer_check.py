@@ -233,9 +233,7 @@ def _misses(answer: str, computed: Computed) -> bool:
 def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
     terms = content_terms(question)
     clause = deciding_clause(line.text, terms)
-    expected: Polarity | None = None
-    if clause is not None:
-        expected = "no" if _NEGATION.search(clause) else "yes"
+    expected = None if clause is None else _polarity(clause)
     if expected is not None and (_REVERSES.search(question) or _asks_if_safe(question, clause)):
         # "Did I quit smoking?" over "I no longer smoke": a denial answers yes;
         # "Can I take penicillin?" over "I'm allergic to penicillin": no
@@ -472,8 +470,10 @@ _CLAUSE = re.compile(r"[,;:]\s*|\s+(?:and|but|so)\s+|[，；、]")
 def polarity_of(line: str, terms: Sequence[str]) -> Polarity | None:
     """Whether *line* affirms or denies what the question's *terms* name (None: cannot tell)."""
     clause = deciding_clause(line, terms)
-    if clause is None:
-        return None
+    return None if clause is None else _polarity(clause)
+
+
+def _polarity(clause: str) -> Polarity:
     return "no" if _NEGATION.search(clause) else "yes"
 
 

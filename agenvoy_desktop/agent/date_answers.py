@@ -167,6 +167,19 @@ def _on_day(
         if first <= best_mention(item.text, item.time_ns).date <= last
         or first <= local_date(item.time_ns) <= last
     ]
+    if not items:
+        # told afterwards ("I attended a lecture on the 10th of April", said in May): the
+        # date is in the line, not in when it was said
+        later = recall.find_items(
+            store,
+            session_id,
+            query,
+            window[0],
+            floor,
+            time_range=(start, _local_midnight_ns(today) + _DAY_NS - 1),
+            window_step=window[1],
+        )
+        items = [i for i in later if first <= best_mention(i.text, i.time_ns).date <= last]
     sentence = explain(question, [], today)
     return WorkedOut(question, sentence, tuple(items), frozenset(), days=(first, last))
 

@@ -174,3 +174,13 @@ def test_nothing_told_of_the_month_asked_about_is_said(store: MemoryStore) -> No
     assert "nothing the user told you happened on 2022-12-01 to 2022-12-31" in prompt
     assert result.checked == "never told"
     assert result.answer == "I don't know: I can't find it in what you've told me."
+
+
+def test_an_event_of_the_month_told_afterwards_is_found(store: MemoryStore) -> None:
+    _plant(store, "I went to a pottery workshop on the 10th of December.", start=T0 - 300 * DAY)
+    _result, model, _events = _turn(
+        store, "How many workshops did I go to in December?", [["One."]]
+    )
+    prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
+    assert "nothing the user told you happened" not in prompt
+    assert "pottery workshop on the 10th of December" in prompt

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agenvoy_desktop.agent import recall
 from agenvoy_desktop.agent.date_reasoning import (
@@ -212,6 +212,17 @@ def _first_words(
         return ()
     others = {t for event, _ in ordered[1:] for t in recall.content_terms(event)}
     return tuple(t for t in recall.content_terms(ordered[0][0]) if t not in others)
+
+
+def with_dated_lines(worked: WorkedOut, block: RecallBlock) -> WorkedOut:
+    """*worked* with the block's lines whose date falls in its days, where its own search
+    found none: the event search may miss a line recall found ("a 2-day workshop I attended
+    on the 17th and 18th of April"), and the month is then not empty."""
+    if worked.question.kind != "on_day" or worked.items or worked.days is None:
+        return worked
+    first, last = worked.days
+    dated = [i for i in block.items if first <= best_mention(i.text, i.time_ns).date <= last]
+    return replace(worked, items=tuple(dated)) if dated else worked
 
 
 def with_worked_out(

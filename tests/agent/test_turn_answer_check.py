@@ -184,3 +184,16 @@ def test_an_event_of_the_month_told_afterwards_is_found(store: MemoryStore) -> N
     prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
     assert "nothing the user told you happened" not in prompt
     assert "pottery workshop on the 10th of December" in prompt
+
+
+def test_a_recalled_line_dated_in_the_month_keeps_it_from_being_empty(
+    store: MemoryStore,
+) -> None:
+    line = "I learned it in a 2-day workshop I attended on the 17th and 18th of October."
+    _plant(store, line, start=T0 - 20 * DAY)
+    _result, model, _events = _turn(
+        store, "How many days did I spend attending workshops and lectures in October?", [["2."]]
+    )
+    prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
+    assert "nothing the user told you happened" not in prompt
+    assert "17th and 18th of October" in prompt

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -285,13 +285,17 @@ def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
 def _closest(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     """The user's (or a document's) line holding the most of the question's words, if any."""
     terms = content_terms(question)
-    scored = [
-        (sum(1 for t in terms if t in normalize(e.text)), e.time_ns, e)
-        for e in evidence
-        if not e.context
-    ]
+    return _best_line(evidence, lambda text: sum(1 for t in terms if t in normalize(text)), 1)
+
+
+def _best_line(
+    evidence: Sequence[Evidence], score: Callable[[str], int], least: int
+) -> Evidence | None:
+    """The user's (or a document's) line scoring highest, the newer on a tie, if it scores
+    at least *least* (neighbours' sentences shown as context never count)."""
+    scored = [(score(e.text), e.time_ns, e) for e in evidence if not e.context]
     best = max(scored, key=lambda s: s[:2], default=None)
-    return best[2] if best is not None and best[0] else None
+    return best[2] if best is not None and best[0] >= least else None
 
 
 CJK_RUN = 3
@@ -304,9 +308,7 @@ def _cjk_line(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     ("我可以吃青霉素吗？" over "我对青霉素过敏。" shares 青霉素 only)."""
     if not _CJK_CHAR.search(question):
         return None
-    scored = [(_shared_run(question, e.text), e.time_ns, e) for e in evidence if not e.context]
-    best = max(scored, key=lambda s: s[:2], default=None)
-    return best[2] if best is not None and best[0] >= CJK_RUN else None
+    return _best_line(evidence, lambda text: _shared_run(question, text), CJK_RUN)
 
 
 def _shared_run(question: str, text: str) -> int:

@@ -594,8 +594,7 @@ def recall_only(item: Item, built: Built, embedder: Any) -> dict[str, Any]:
 
 def _recall_rows(services: AppServices, item: Item, built: Built, now: int) -> dict[str, Any]:
     from agenvoy_desktop.agent import recall
-    from agenvoy_desktop.agent.never_said import never_said
-    from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
+    from agenvoy_desktop.agent.never_said import asks_about_own_past, never_said
     from agenvoy_desktop.agent.worked_out import add_worked_out
 
     store, run = services.store, services.storage.run_sync
@@ -618,7 +617,7 @@ def _recall_rows(services: AppServices, item: Item, built: Built, now: int) -> d
         header=recall.BLOCK_HEADER,
         now_ns=now,
     )
-    unsaid = run(never_said, store, text, block.items) if asks_for_own_fact(text) else []
+    unsaid = run(never_said, store, text, block.items) if asks_about_own_past(text) else []
     evidence = set(built.evidence_ids)
     rank = next((i for i, c in enumerate(candidates) if c.message_id in evidence), None)
     kept_rank = next((i for i, c in enumerate(kept) if c.message_id in evidence), None)

@@ -21,7 +21,10 @@ turn checks each final answer that memory informed (:func:`check`):
   one with another value, and the answer carries only the earlier value;
 - **nothing drawn from memory**: a question whose words one line clearly
   holds, answered without any of that line's values (a number, a name, a
-  word the question did not contain).
+  word the question did not contain); a count or a time answered with no
+  number where the line has one; "where / who / what brand" answered with
+  none of the names the lines about the question's thing give; advice
+  refused under the user's own lines (asked again, never quoted).
 
 A failed check says what a sharper prompt should tell the model
 (:attr:`Verdict.instruction`) and what to show if the model fails again:
@@ -39,8 +42,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agenvoy_desktop.agent.date_reasoning import local_date
+from agenvoy_desktop.agent.never_said import asked_things
 from agenvoy_desktop.agent.not_remembered import language_of
-from agenvoy_desktop.agent.recall import asks_for_advice, content_terms
+from agenvoy_desktop.agent.recall import asks_for_advice, content_terms, light_stem, names_in
 from agenvoy_desktop.agent.recall_lines import values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
@@ -60,6 +64,8 @@ class Computed(Protocol):
     def values(self) -> frozenset[str]: ...
     @property
     def words(self) -> tuple[str, ...]: ...
+    @property
+    def later(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,28 +147,49 @@ def check(
                 computed.sentence,
             )
         return OK
-    if line is None and asks_yes_no(question):
-        line = _cjk_line(question, evidence)
-        if line is not None:
-            return _polarity_verdict(question, answer, line)
-    if line is None:
-        # advice refused is not memory contradicted: no quote answers "Any tips?"
-        asked = refuses(answer) and not asks_for_advice(question)
-        line = _closest(question, evidence) if asked else None
-        if line is None:
+    return _against_lines(question, answer, evidence, line, tool_results=tool_results)
+
+
+def _against_lines(
+    question: str,
+    answer: str,
+    evidence: Sequence[Evidence],
+    line: Evidence | None,
+    *,
+    tool_results: bool,
+) -> Verdict:
+    """:func:`check` where no result was worked out: the answer against the lines shown,
+    *line* the one the question asks about (:func:`supporting`), if any."""
+    if refuses(answer) and asks_for_advice(question):
+        # "As an AI language model, I don't have the ability to buy a NAS device…" under
+        # the user's own lines about their storage: asked once more, with no quote to fall
+        # back on (a remembered line answers no "What do you think?")
+        near = line or _closest(question, evidence)
+        if near is None:
             return OK
-        # a refusal under lines of the user's ("I'm sorry, but I can't assist with that.")
+        return Verdict(
+            "not drawn", _instruction(near, "Give your advice with this in mind; do not refuse.")
+        )
+    if (named := _unnamed(question, answer, evidence)) is not None:
         return Verdict(
             "not drawn",
-            _instruction(line, "Answer the question from this line."),
-            quoted(question, line),
+            _instruction(named, "Answer the question with the name this line gives."),
+            quoted(question, named),
         )
+    if line is None:
+        return _without_a_line(question, answer, evidence)
     if asks_yes_no(question):
         return _polarity_verdict(question, answer, line)
-    if _older_value(answer, line, evidence):
+    if _older_value(question, answer, line, evidence):
         return Verdict(
             "older value",
             _instruction(line, "This is the latest thing the user said about it; answer with it."),
+            quoted(question, line),
+        )
+    if _lacks_number(question, answer, line, content_terms(question)) and not refuses(answer):
+        return Verdict(
+            "not drawn",
+            _instruction(line, "Answer the question with the number this line gives."),
             quoted(question, line),
         )
     choice = _CHOICE.search(question) is not None  # "more water or less?": an option is the answer
@@ -175,6 +202,22 @@ def check(
             quoted(question, line),
         )
     return OK
+
+
+def _without_a_line(question: str, answer: str, evidence: Sequence[Evidence]) -> Verdict:
+    """No line holds half of the question's words: a CJK yes/no question is held to the
+    line sharing a run of its characters, a refusal to the closest line."""
+    if asks_yes_no(question) and (cjk := _cjk_line(question, evidence)) is not None:
+        return _polarity_verdict(question, answer, cjk)
+    line = _closest(question, evidence) if refuses(answer) else None
+    if line is None:
+        return OK
+    # a refusal under lines of the user's ("I'm sorry, but I can't assist with that.")
+    return Verdict(
+        "not drawn",
+        _instruction(line, "Answer the question from this line."),
+        quoted(question, line),
+    )
 
 
 _NOT_KNOWING = re.compile(
@@ -223,11 +266,22 @@ def _never_told(question: str, words: Sequence[str]) -> Verdict:
 
 
 def _misses(answer: str, computed: Computed) -> bool:
-    """The answer repeats none of the result's numbers, or none of the first event's words."""
+    """The answer repeats none of the result's numbers, or none of the first event's words,
+    or names a later event first without an "after" ("The festival came before the start
+    of my Spanish classes" under "The start of your Spanish classes came before…")."""
     if computed.values:
         return not computed.values & values_in(_without_dates(answer))
     said = normalize(answer)
-    return not any(word in said for word in computed.words)
+    first = [said.find(word) for word in computed.words if word in said]
+    if not first:
+        return True
+    later = [said.find(word) for word in computed.later if word in said]
+    if not later or min(first) < min(later):
+        return False
+    return _AFTER.search(said) is None
+
+
+_AFTER = re.compile(r"\b(?:after|later than|followed)\b")
 
 
 def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
@@ -273,6 +327,9 @@ def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     if asks_quantity(question) and any(values_in(_without_dates(e.text)) for e in lines):
         # "How many followers…": the line that answers holds a number
         lines = [e for e in lines if values_in(_without_dates(e.text))]
+    elif asks_name(question) and any(_new_names(question, e.text) for e in lines):
+        # "Where did I buy my new bookshelf?": the line that answers names a place
+        lines = [e for e in lines if _new_names(question, e.text)]
     best: tuple[bool, bool, int, int, Evidence] | None = None
     for line in lines:
         held = sum(1 for term in terms if term in normalize(line.text))
@@ -392,16 +449,91 @@ def _plain_words(text: str) -> set[str]:
     return {w for w in words if w not in STOPWORDS} | set(content_terms(text))
 
 
-def _older_value(answer: str, line: Evidence, evidence: Sequence[Evidence]) -> bool:
-    """*line* is the latest, and the answer holds a value of an older line but none of its own."""
+def _older_value(question: str, answer: str, line: Evidence, evidence: Sequence[Evidence]) -> bool:
+    """*line* is the latest, and the answer holds a value of an older line but none of its own
+    (the values of the sentences that hold the question's words: "a meeting from 2-3pm. …
+    yoga classes, which is three times a week" answers "How often do I do yoga?" with 3)."""
     if not line.latest:
         return False
+    terms = content_terms(question)
     said = values_in(_without_dates(answer))
-    own = values_in(_without_dates(line.text))
+    own = _values_about(line.text, terms)
     if said & own:
         return False
-    older = set().union(*(values_in(e.text) for e in evidence if e is not line and not e.latest))
+    older = set().union(
+        *(_values_about(e.text, terms) for e in evidence if e is not line and not e.latest)
+    )
     return bool(said & (older - own))
+
+
+def _values_about(text: str, terms: Sequence[str]) -> frozenset[str]:
+    """The values of *text*'s sentences that hold any of *terms* (all of them if none does)."""
+    about = [s for s in sentences(text) if any(t in normalize(s) for t in terms)]
+    return values_in(_without_dates(" ".join(about) if about else text))
+
+
+def _lacks_number(question: str, answer: str, line: Evidence, terms: Sequence[str]) -> bool:
+    """A question for a count or a time ("How many…", "What time…") answered without any
+    number, while the line it asks about has one where the question's words are."""
+    if _COUNT_OR_TIME.search(question) is None or values_in(_without_dates(answer)):
+        return False
+    return bool(_values_about(line.text, terms))
+
+
+_ASKS_NAME = re.compile(
+    r"^\W*(?:where|who|whom)\b|\b(?:what|which)\s+(?:brand|store|shop|company|restaurant|"
+    r"hotel|cafe|café|place|city|town|country|university|college|school|airline|app|website)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_name(question: str) -> bool:
+    """The question asks for a place, a brand or a person ("Where did I…", "What brand…")."""
+    return _ASKS_NAME.search(question) is not None
+
+
+def _new_names(question: str, text: str) -> frozenset[str]:
+    """Names *text* holds that *question* does not, folded ("IKEA", "Trader", "Joe")."""
+    found = {n.casefold() for n in names_in(text)}
+    found |= {w.casefold() for w in _ACRONYM.findall(text)}
+    return frozenset(found - {w.casefold() for w in _NAME_WORD.findall(question)})
+
+
+_ACRONYM = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z]{3,}\b")
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def _unnamed(question: str, answer: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """For a question asking for a place, brand or person: the line that answers it, when
+    the answer holds none of the names the lines about the question's thing give ("What
+    brand of shampoo…" → "Lavender" over "… at Trader Joe's"; "Where did I buy my new
+    bookshelf?" → the bulbs "I bought from Home Depot", over "The new bookshelf is from
+    IKEA").  A line is about the thing when it holds every word the question names a
+    thing with (``agent/never_said.asked_things``) and some of its words."""
+    if not asks_name(question) or _CJK_CHAR.search(question):
+        return None
+    things = [light_stem(normalize(word)) for word, _ in asked_things(question)]
+    terms = content_terms(question)
+
+    def score(text: str) -> int:
+        folded = normalize(text)
+        if not _new_names(question, text) or not all(t in folded for t in things):
+            return 0
+        return sum(1 for term in terms if term in folded)
+
+    about = [e for e in evidence if not e.context and score(e.text)]
+    said = {_POSSESSIVE.sub("", w).casefold() for w in _NAME_WORD.findall(answer)}
+    if not about or any(_new_names(question, e.text) & said for e in about):
+        return None
+    return _best_line(about, score, 1)
+
+
+_COUNT_OR_TIME = re.compile(
+    r"\bhow\s+(?:many|much)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
+    r"|多少|几|いくつ|いくら|wie\s+(?:viele|viel)\b",
+    re.IGNORECASE,
+)
 
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")

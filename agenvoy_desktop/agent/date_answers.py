@@ -64,6 +64,8 @@ class WorkedOut:  # the answer check reads sentence, values and words (answer_ch
     """Numbers an answer must repeat one of ("6" for "6 days apart"; empty: no number)."""
     words: tuple[str, ...] = ()
     """For "which first": content words naming the event that came first."""
+    later: tuple[str, ...] = ()
+    """For "which first": content words naming the events that came after it."""
     days: tuple[dt.date, dt.date] | None = None
     """For "on_day": the first and last day the question points at."""
 
@@ -105,12 +107,14 @@ def work_out(
         return None
     sentence = explain(question, found, today)
     complete = len(found) == len(question.events)
+    first, later = _order_words(question, found) if complete else ((), ())
     return WorkedOut(
         question,
         sentence,
         tuple(items),
         _values(question, sentence) if complete else frozenset(),
-        _first_words(question, found) if complete else (),
+        first,
+        later=later,
     )
 
 
@@ -201,17 +205,22 @@ def _without_dates(text: str) -> str:
     return re.sub(r"\d{4}-\d{2}-\d{2}", " ", text)
 
 
-def _first_words(
+def _order_words(
     question: TemporalQuestion, found: Sequence[tuple[str, DatedMention]]
-) -> tuple[str, ...]:
-    """Words naming the event that came first and not the others (kind "first" only)."""
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Words naming the event that came first and not the others, and words naming the
+    others and not the first (kind "first" only; empty when the order is not known)."""
     if question.kind != "first" or len(found) < 2:
-        return ()
+        return (), ()
     ordered = sorted(found, key=lambda pair: pair[1].date)
     if ordered[0][1].date == ordered[1][1].date:
-        return ()
-    others = {t for event, _ in ordered[1:] for t in recall.content_terms(event)}
-    return tuple(t for t in recall.content_terms(ordered[0][0]) if t not in others)
+        return (), ()
+    first = recall.content_terms(ordered[0][0])
+    others = [t for event, _ in ordered[1:] for t in recall.content_terms(event)]
+    return (
+        tuple(t for t in first if t not in others),
+        tuple(dict.fromkeys(t for t in others if t not in first)),
+    )
 
 
 def with_dated_lines(worked: WorkedOut, block: RecallBlock) -> WorkedOut:
@@ -223,6 +232,45 @@ def with_dated_lines(worked: WorkedOut, block: RecallBlock) -> WorkedOut:
     first, last = worked.days
     dated = [i for i in block.items if first <= best_mention(i.text, i.time_ns).date <= last]
     return replace(worked, items=tuple(dated)) if dated else worked
+
+
+_DAYS_ASKED = re.compile(r"\bhow\s+many\s+days\b", re.IGNORECASE)
+_SPAN = re.compile(
+    r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)[\s-]days?\b", re.IGNORECASE
+)
+_DAY_OF_MONTH = re.compile(r"\b(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def with_days_counted(text: str, worked: WorkedOut) -> WorkedOut:
+    """*worked* with the days its lines tell of added up, for "How many days did I spend
+    … in April?": a line's own span ("a 2-day workshop"), else the days of the month it
+    names ("on the 17th and 18th"), else one day — a 0.5B model handed "the 10th of April"
+    and "a 2-day workshop" answered with the dates, not with 3."""
+    if (
+        worked.question.kind != "on_day"
+        or not worked.items
+        or worked.days is None
+        or worked.days[0] == worked.days[1]
+        or _DAYS_ASKED.search(text) is None
+    ):
+        return worked
+    counts = [_days_told(item.text) for item in worked.items]
+    total = sum(counts)
+    each = " + ".join(
+        f"{n} ({best_mention(item.text, item.time_ns).date.isoformat()})"
+        for n, item in zip(counts, worked.items, strict=True)
+    )
+    unit = "day" if total == 1 else "days"
+    sentence = f"the lines above tell of {each} = {total} {unit}."
+    return replace(worked, sentence=sentence, values=frozenset({str(total)}))
+
+
+def _days_told(line: str) -> int:
+    """The days one line tells of: its span, else the days of the month it names, else 1."""
+    if span := _SPAN.search(line):
+        value = values_in(span.group(1))
+        return int(next(iter(value))) if value else 1
+    return max(1, len({m.group(0).casefold() for m in _DAY_OF_MONTH.finditer(line)}))
 
 
 def with_worked_out(
@@ -241,9 +289,10 @@ def with_worked_out(
             span = first.isoformat() if first == last else f"{first} to {last}"
             nothing = f"{WORKED_OUT} nothing the user told you happened on {span}."
             return recall.with_result(text, block, [], nothing, header=header, now_ns=now_ns)
-        # a month or a week needs no sentence; one day does ("… was Wednesday, 2023-02-01")
+        # a month or a week needs no sentence, unless its days were counted; one day does
+        # ("… was Wednesday, 2023-02-01")
         one_day = worked.days is not None and worked.days[0] == worked.days[1]
-        footer = f"{WORKED_OUT} {worked.sentence}" if one_day else ""
+        footer = f"{WORKED_OUT} {worked.sentence}" if one_day or worked.values else ""
         return recall.with_result(text, block, worked.items, footer, header=header, now_ns=now_ns)
     return recall.with_result(
         text, block, worked.items, f"{WORKED_OUT} {worked.sentence}", header=header, now_ns=now_ns

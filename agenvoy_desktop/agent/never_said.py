@@ -13,16 +13,36 @@ Which words name a thing is read off the question (:func:`asked_things`):
 a name, or a word a determiner, possessive or count stands before.  Only
 such words are looked up, so a question's verbs and adjectives ("older",
 "different") never make it "never told".
+
+A name is held to more than its count: "Who became a parent first, Tom or
+Alex?" was answered "Tom" though the user only ever told of Alex's baby,
+and "How long had I worked before my job at Google?" with the years at
+another firm — "Tom" and "Google" are in several archived messages, just
+never with what the question asks of them.  A name no recalled line holds
+is never told when no archived message holds it together with one of the
+question's other things (:func:`_told_with`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
-from agenvoy_desktop.agent.recall import RecallItem, doc_frequency, light_stem, question_word
-from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
+from agenvoy_desktop.agent.date_reasoning import parse_temporal_question
+from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
+from agenvoy_desktop.agent.recall import (
+    IDF_CAP,
+    RecallItem,
+    content_terms,
+    doc_frequency,
+    light_stem,
+    question_word,
+)
+from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
 from agenvoy_desktop.core.store import MemoryStore
+
+log = logging.getLogger(__name__)
 
 NEVER_SAID_DF = 2
 """A question's word in at most this many archived messages (the question itself among
@@ -54,7 +74,17 @@ _NOT_NAMES = frozenset(
         "november december"
     )
 )
+_PRONOUNS = frozenset(str.split("i you he she it we they me him us them"))
 _LIST_SEP = re.compile(r"\s*(?:,\s*(?:and|or)?|\band\b|\bor\b)\s*", re.IGNORECASE)
+
+
+def asks_about_own_past(text: str) -> bool:
+    """The question is about the user's own life ("Where do I…"), or orders two remembered
+    events ("Who became a parent first, Tom or Alex?"): the things it names are looked up."""
+    if asks_for_own_fact(text):
+        return True
+    question = parse_temporal_question(text)
+    return question is not None and question.kind == "first"
 
 
 def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> list[str]:
@@ -64,12 +94,46 @@ def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> li
         " ".join([*(i.text for i in items), *(n.text for i in items for n in i.neighbours)])
     )
     out: list[str] = []
-    for word, phrase in asked_things(text, shown):
+    asked = asked_things(text, shown)
+    names = {light_stem(normalize(w)) for w, _ in asked if _is_name(text, w)}
+    things = [light_stem(normalize(w)) for w, _ in asked]
+    others = [t for t in things if t not in names] or [
+        t for t in content_terms(text) if t not in names
+    ]
+    for word, phrase in asked:
         term = light_stem(normalize(word))
-        if term in shown or doc_frequency(store, term, NEVER_SAID_DF + 1) > NEVER_SAID_DF:
+        if term in shown:
+            continue
+        if doc_frequency(store, term, NEVER_SAID_DF + 1) > NEVER_SAID_DF and (
+            term not in names or _told_with(store, term, others)
+        ):
             continue
         out.append(phrase)
     return out
+
+
+def _is_name(text: str, word: str) -> bool:
+    """*word* is capitalised inside *text*'s sentence, not its first word ("Tom", "Google")."""
+    if not word[:1].isupper():
+        return False
+    return re.search(rf"(?<![.?!]\s)(?<!^)\b{re.escape(word)}\b", text) is not None
+
+
+def _told_with(store: MemoryStore, name: str, others: Sequence[str]) -> bool:
+    """An archived message besides the question holds *name* and one of *others*: the
+    question's other things ("parent" of "Who became a parent first, Tom or Alex?"), or
+    its other words where it names no thing ("buy" of "What did I buy at Target?").  True
+    when unsure.  The question is archived before recall runs, so it counts once."""
+    name_terms = query_terms(name)
+    other_exprs = [q.expr for t in others for q in query_terms(t)[:1]]
+    if not name_terms or not other_exprs:
+        return True
+    expr = f"({name_terms[0].expr} AND ({' OR '.join(other_exprs)}))"
+    try:
+        return store.archive.doc_frequency(expr, IDF_CAP) > 1
+    except Exception:  # a query the index cannot run: as good as told, so nothing is claimed
+        log.debug("co-occurrence of %r unavailable", name, exc_info=True)
+        return True
 
 
 def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
@@ -98,7 +162,8 @@ def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
         if lead and question_word(lead[-1]):  # "how many years older": a measure
             continue
         named = index > 0 and word[0].isupper() and folded not in _NOT_NAMES
-        counted = any(w in _THING_LEAD or w.isdigit() for w in lead)
+        # "my new bookshelf", "3 posters"; not "that I participated" (a pronoun between)
+        counted = any(w in _THING_LEAD or w.isdigit() for w in lead) and lead[-1] not in _PRONOUNS
         if (named or counted) and not _in_found_list(text, word, shown):
             own = bool(lead) and lead[-1] in _OWN
             things.setdefault(word, f"your {word}" if own else word)
@@ -106,8 +171,12 @@ def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
 
 
 def _in_found_list(text: str, word: str, shown: str) -> bool:
-    """*word* is a member of a list ("A, B and C") another member of which *shown* holds."""
+    """*word* is a member of a list ("A, B and C") another member of which *shown* holds.
+
+    A choice ("Tom or Alex") is no such list: each side is asked about on its own."""
     for clause in re.split(r"[.?!;:]", text):
+        if re.search(r"\bor\b", clause) and not re.search(r"\band\b", clause):
+            continue
         members = [m for m in _LIST_SEP.split(clause) if m.strip()]
         if len(members) < 2 or not any(re.search(rf"\b{re.escape(word)}\b", m) for m in members):
             continue

@@ -136,13 +136,25 @@ def number_for(line: str, thing: str, unit: str, *, money: bool) -> Number | Non
 
 
 def _sentence_for(line: str, thing: str) -> str | None:
+    """The sentence with a number that holds most of *thing*'s words, or whose sentence
+    before does ("I was at a baby shower … my coworker … . I purchased her a set of baby
+    clothes, totaling $100."), a sentence's own words first."""
     terms = recall.content_terms(thing)
-    scored = [
-        (sum(1 for t in terms if t in normalize(s)), s)
-        for s in sentences(line)
-        if re.search(r"\d", s)
-    ]
-    scored = [(held, s) for held, s in scored if held]
+    parts = sentences(line)
+
+    def held(text: str) -> int:
+        folded = normalize(text)
+        return sum(1 for t in terms if t in folded)
+
+    scored: list[tuple[float, str]] = []
+    for index, sentence in enumerate(parts):
+        if not re.search(r"\d", sentence):
+            continue
+        own = held(sentence)
+        before = held(parts[index - 1]) if index else 0
+        score = own if own else before - 0.5
+        if score > 0:
+            scored.append((score, sentence))
     return max(scored, key=lambda pair: pair[0])[1] if scored else None
 
 
@@ -177,6 +189,7 @@ class NumbersWorkedOut:
     items: tuple[RecallItem, ...]
     values: frozenset[str]
     words: tuple[str, ...] = ()
+    later: tuple[str, ...] = ()
 
 
 def work_out(

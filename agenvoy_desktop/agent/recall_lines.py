@@ -177,7 +177,7 @@ _NUMBER_WORDS = {
 
 
 def latest_ids(
-    lines: Sequence[tuple[str, int, str]], query_terms: Sequence[str], *, share: float = 0.6
+    lines: Sequence[tuple[str, int, str]], query_terms: Sequence[str], *, share: float = 0.5
 ) -> frozenset[str]:
     """Ids of the lines that restate an earlier line's fact with another value.
 

@@ -62,7 +62,7 @@ from agenvoy_desktop.agent.context import (
     tool_results_note,
 )
 from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
-from agenvoy_desktop.agent.never_said import never_said
+from agenvoy_desktop.agent.never_said import asks_about_own_past, never_said
 from agenvoy_desktop.agent.not_remembered import (
     Example,
     asks_for_own_fact,
@@ -77,6 +77,7 @@ from agenvoy_desktop.agent.policy import (
     DOCUMENT_SEARCH_TOOL,
     FULL,
     SEARCH_TOOL,
+    TIME_TOOLS,
     TurnPlan,
     clock_in_prompt,
     filter_specs,
@@ -684,6 +685,11 @@ class _Turn:
         self.clock = clock_in_prompt(user.content, small_model=config.small_model)
         if self.passages.text and self.plan.tools is not None:  # the passages are in the prompt
             self.plan = replace(self.plan, tools=self.plan.tools - {DOCUMENT_SEARCH_TOOL})
+        worked = self.worked
+        if worked is not None and (worked.values or worked.words) and self.plan.tools is not None:
+            # the block ends with the result: asked again, the starter fed date_calc
+            # "December 17th" and spent a minute on calls that failed
+            self.plan = replace(self.plan, tools=self.plan.tools - TIME_TOOLS)
         if not self.settings.tools:  # plain chat: the one round answers, with no tools
             self.plan = replace(self.plan, tools=frozenset(), max_tool_rounds=0)
 
@@ -852,8 +858,6 @@ class _Turn:
                 now_ns=now,
                 window_step=step,
             )
-            if searched is None and asks_for_own_fact(user.content):
-                self.never_said = never_said(agent.store, text, block.items)
             if searched is None:
                 block, self.worked = add_worked_out(
                     agent.store,
@@ -866,6 +870,9 @@ class _Turn:
                     now_ns=now,
                     window_step=step,
                 )
+            if searched is None and asks_about_own_past(user.content):
+                # after the worked-out lines: a name one of them holds was told
+                self.never_said = never_said(agent.store, text, block.items)
         except Exception:
             log.warning("proactive recall failed; answering without it", exc_info=True)
             return RecallBlock()

@@ -40,6 +40,7 @@ def add_worked_out(
     )
     if dated is not None:
         dated = date_answers.with_dated_lines(dated, block)
+        dated = date_answers.with_days_counted(text, dated)
         return date_answers.with_worked_out(text, block, dated, header=header, now_ns=now_ns), dated
     summed = number_answers.work_out(
         store, session_id, text, window_messages, floor=floor, window_step=window_step

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from agenvoy_desktop.agent.answer_check import (
@@ -150,14 +152,20 @@ def test_quoted_names_who_said_it() -> None:
     assert quoted("Wo wohne ich?", Evidence("Ich wohne in Graz.", T0)).startswith("Du hast mir am")
 
 
-def test_a_refusal_under_a_line_is_caught_but_not_a_refused_advice() -> None:
+def test_a_refusal_under_a_line_is_caught_and_a_refused_advice_asked_again() -> None:
     line = Evidence("I started taking ukulele lessons with my friend Rachel today.", T0)
     question = "What did I do with Rachel on the Wednesday two months ago?"
     refused = check(question, "I'm sorry, but I can't assist with that.", [line])
     assert refused.problem == "not drawn"
     assert "ukulele" in refused.fallback
     advice = "Any tips for my ukulele lessons with Rachel?"
-    assert check(advice, "I'm sorry, but I can't assist with that.", [line]).ok
+    again = check(advice, "I'm sorry, but I can't assist with that.", [line])
+    # asked once more with the line, but no quote answers "Any tips?"
+    assert again.problem == "not drawn"
+    assert "ukulele lessons" in again.instruction
+    assert again.fallback == ""
+    assert check(advice, "Practise chords for ten minutes a day.", [line]).ok
+    assert check("Any tips for learning the banjo?", "I'm sorry, I can't.", []).ok
 
 
 def test_an_option_of_a_choice_question_is_an_answer() -> None:
@@ -220,3 +228,86 @@ def test_a_clause_about_the_eating_itself_is_not_flipped_by_the_allergy() -> Non
 def test_chinese_asks_whether_a_medicine_can_be_used() -> None:
     line = Evidence("我对青霉素过敏。", T0)
     assert check("我可以用青霉素吗？", "是的，我可以使用青霉素。", [line]).problem == "contradicts"
+
+
+def test_the_older_value_is_read_where_the_question_words_are() -> None:
+    older = Evidence("I've been doing yoga twice a week, which has really been helping me.", T0)
+    newer = Evidence(
+        "I've also got a meeting on Wednesday from 2-3pm. Oh, and I attend yoga classes, "
+        "which is three times a week - it really helps me clear my head.",
+        T0 + DAY,
+        latest=True,
+    )
+    question = "How often do I attend yoga classes to help with my anxiety?"
+    # "2-3pm" is a value of the newer line, but not of the sentence about yoga
+    assert check(question, "I attend yoga twice a week.", [older, newer]).problem == ("older value")
+    assert check(question, "Three times a week.", [older, newer]).ok
+
+
+def test_a_count_or_time_answered_without_a_number_is_caught() -> None:
+    line = Evidence(
+        "I need to be done with the meeting before I head to the gym, which is usually at 6:00 pm.",
+        T0,
+    )
+    question = "What time do I usually go to the gym?"
+    verdict = check(question, "You go to the gym on Tuesdays and Thursdays.", [line])
+    assert verdict.problem == "not drawn"
+    assert "6:00 pm" in verdict.fallback
+    assert check(question, "Usually at 6 pm.", [line]).ok
+    # "how long" may be answered in words ("over a year"): not held to a number
+    wait = Evidence("Over a year of waiting for my visa was tough.", T0)
+    assert check("How long did I wait for my visa?", "Over a year.", [wait]).ok
+
+
+def test_a_name_question_is_answered_with_the_name_of_the_line_about_its_thing() -> None:
+    shampoo = Evidence(
+        "I've been using a lavender scented shampoo that I picked up on a whim at "
+        "Trader Joe's, and it's been doing wonders for my hair.",
+        T0,
+    )
+    question = "What brand of shampoo do I currently use?"
+    verdict = check(question, "The brand of shampoo currently used is Lavender.", [shampoo])
+    assert verdict.problem == "not drawn"
+    assert "Trader Joe's" in verdict.fallback
+    assert check(question, "You use Trader Joe's.", [shampoo]).ok
+
+    got = Evidence("I also got a new bookshelf, which has helped me declutter.", T0)
+    ikea = Evidence("The new bookshelf is from IKEA, and I'm really happy with it.", T0 + 1)
+    bulbs = Evidence(
+        "I'll check the old bulbs I bought from Home Depot before buying a new one.", T0 + 2
+    )
+    lines = [got, ikea, bulbs]
+    question = "Where did I buy my new bookshelf from?"
+    # the bulbs line names a store too, but not the bookshelf
+    verdict = check(question, "From Home Depot, where you bought the old bulbs.", lines)
+    assert verdict.problem == "not drawn"
+    assert "IKEA" in verdict.fallback
+    assert check(question, "You bought it from IKEA.", lines).ok
+    # a line naming nothing leaves the answer alone
+    assert check("Where do I work out?", "At home.", [Evidence("I work out at home.", T0)]).ok
+
+
+@dataclass(frozen=True)
+class _FirstWorkedOut:
+    sentence: str = "The start of your Spanish classes (February 2023) came before the festival."
+    values: frozenset[str] = frozenset()
+    words: tuple[str, ...] = ("start", "spanish", "class")
+    later: tuple[str, ...] = ("attendance", "cultural", "festival")
+
+
+def test_which_came_first_is_held_to_the_worked_out_order() -> None:
+    question = (
+        "Which event happened first, my attendance at a cultural festival or the start of "
+        "my Spanish classes?"
+    )
+    worked = _FirstWorkedOut()
+
+    def problem(answer: str) -> str:
+        return check(question, answer, [], computed=worked).problem
+
+    assert problem("My attendance at a cultural festival came before my Spanish classes.") == (
+        "not worked out"
+    )
+    assert problem("The start of your Spanish classes came first.") == ""
+    assert problem("The cultural festival came after the start of your Spanish classes.") == ""
+    assert problem("The festival.") == "not worked out"

@@ -184,6 +184,18 @@ TODAY = date(2023, 4, 19)
             ("do with Rachel",),
         ),
         ("What did I buy last Saturday?", "on_day", None, ("buy",)),
+        (
+            "How many different museums or galleries did I visit in December?",
+            "on_day",
+            None,
+            ("visit different museums or galleries",),
+        ),
+        (
+            "How many days did I spend hiking in April?",
+            "on_day",
+            None,
+            ("spend hiking",),
+        ),
         ("Where was I yesterday?", "on_day", None, ()),
     ],
 )
@@ -286,6 +298,10 @@ def _dates(text: str) -> list[tuple[str, str, str]]:
         ("a few days ago", [("a few days ago", "2023-04-16", "week")]),
         ("six months ago", [("six months ago", "2022-10-19", "month")]),
         ("I started yoga 2 years ago.", [("2 years ago", "2021-04-19", "year")]),
+        (
+            "I've been taking Spanish classes for the past three months.",
+            [("for the past three months", "2023-01-19", "month")],
+        ),
         ("last month", [("last month", "2023-03-19", "month")]),
         ("last year", [("last year", "2022-04-19", "year")]),
         ("earlier this month", [("earlier this month", "2023-04-10", "month")]),

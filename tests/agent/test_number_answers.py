@@ -66,6 +66,14 @@ def test_the_number_that_goes_with_the_unit_is_taken() -> None:
     assert fare is not None
     assert fare.text == "$12"
     assert number_for("The taxi was late at 10:30.", "taxi", "", money=True) is None
+    # the amount in the sentence after the one that names the thing
+    shower = (
+        "I was at a baby shower and got a gift receipt, in case my coworker wanted to "
+        "exchange anything. I purchased her a set of baby clothes, totaling $100."
+    )
+    gift = number_for(shower, "gifts for my coworker", "spent", money=True)
+    assert gift is not None
+    assert gift.text == "$100"
 
 
 def test_a_total_over_two_sessions_is_worked_out(store: MemoryStore) -> None:

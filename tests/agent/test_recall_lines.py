@@ -82,6 +82,13 @@ def test_the_newer_of_two_lines_with_other_values_is_the_latest() -> None:
     same_value = [lines[0], ("d", T0 + DAY, "Three Korean restaurants so far, I said.")]
     assert latest_ids(same_value, terms) == frozenset()
     assert latest_ids(lines[:1], terms) == frozenset()
+    # half the words either line holds is the same thing: the newer line says more
+    terms = ["attend", "yoga", "class", "help", "anxiety"]
+    yoga = [
+        ("e", T0, "I've been doing yoga twice a week, which has been helping me."),
+        ("f", T0 + 90 * DAY, "I attend yoga classes three times a week - it helps me."),
+    ]
+    assert latest_ids(yoga, terms) == frozenset({"f"})
 
 
 def test_when_says_the_day_and_how_long_ago() -> None:

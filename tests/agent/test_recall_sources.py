@@ -10,12 +10,14 @@ import pytest
 from agenvoy_desktop.agent import date_answers
 from agenvoy_desktop.agent.never_said import asked_things, never_said
 from agenvoy_desktop.agent.recall import (
+    BLOCK_HEADER,
     DEFAULT_FLOOR,
     asks_about_assistant,
     find_block,
     find_items,
     gathers,
 )
+from agenvoy_desktop.agent.worked_out import add_worked_out
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import SECOND, T0, conversation
 
@@ -170,3 +172,66 @@ def test_a_question_about_a_day_finds_what_was_told_of_it(store: MemoryStore) ->
         "I started taking ukulele lessons with my friend Rachel today!"
     ]
     assert worked.values == frozenset()
+
+
+def test_a_name_said_only_with_other_things_was_never_told(store: MemoryStore) -> None:
+    for text in (
+        "My colleague Tom moved to Berlin last spring.",
+        "Tom recommended a great ramen place near the office.",
+        "I went bouldering with Tom on Saturday.",
+        "My cousin Alex just became a parent: a baby girl!",
+    ):
+        _session(store, [text, "Nice."])
+    now = store.create_session("today")
+    question = "Who became a parent first, Tom or Alex?"
+    store.append(now, conversation([question], start=T0 + DAY))  # asked: stored first
+    # "Tom" is in three messages, never with "parent"; Alex's line is recalled
+    alex = [i for i in find_block(store, now, question, 16).items if "Alex" in i.text]
+    assert never_said(store, question, alex) == ["Tom"]
+    # told with what is asked: not "never told", though recall shows nothing
+    asked = "Where did Tom recommend a ramen place?"
+    store.append(now, conversation([asked], start=T0 + 2 * DAY))
+    assert "Tom" not in never_said(store, asked, [])
+
+
+def test_a_pronoun_between_keeps_a_verb_from_being_a_thing() -> None:
+    question = "What was the life event of one of my relatives that I participated in?"
+    words = [word for word, _ in asked_things(question)]
+    assert "relatives" in words
+    assert "participated" not in words
+
+
+def test_the_days_a_month_s_lines_tell_of_are_added_up(store: MemoryStore) -> None:
+    may = dt.datetime(2023, 5, 1, 12, 0, tzinfo=dt.UTC)
+    said = int(may.timestamp()) * SECOND
+    _session(
+        store,
+        [
+            "By the way, I attended a lecture on sustainable development on the 10th of April.",
+            "Sounds inspiring.",
+            "I learned about normalization in a 2-day workshop I attended on the 17th and "
+            "18th of April.",
+            "Great.",
+        ],
+        start=said,
+    )
+    now = store.create_session("today")
+    question = "How many days did I spend attending workshops and lectures in April?"
+    now_ns = said + DAY
+    block = find_block(store, now, question, 16, now_ns=now_ns)
+    shown, worked = add_worked_out(
+        store,
+        now,
+        question,
+        block,
+        window_messages=16,
+        floor=DEFAULT_FLOOR,
+        header=BLOCK_HEADER,
+        now_ns=now_ns,
+    )
+    assert isinstance(worked, date_answers.WorkedOut)
+    assert len(worked.items) == 2
+    assert worked.values == frozenset({"3"})
+    assert shown.text.endswith("= 3 days.")
+    # another question about the month is left as it was
+    assert date_answers.with_days_counted("What did I attend in April?", worked) is worked

@@ -7,6 +7,8 @@ import asyncio
 import pytest
 
 from agenvoy_desktop.agent import turn as turn_module
+from agenvoy_desktop.agent.builtin_tools import time_tools
+from agenvoy_desktop.agent.policy import TIME_TOOLS
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import (
@@ -36,14 +38,18 @@ def _plant(store: MemoryStore, *texts: str, start: int = T0) -> None:
 
 
 def _turn(
-    store: MemoryStore, question: str, script: list[list[object]]
+    store: MemoryStore,
+    question: str,
+    script: list[list[object]],
+    tools: ToolRegistry | None = None,
 ) -> tuple[TurnResult, ScriptedChatModel, list[TurnEvent]]:
     now = store.create_session("today")
     model = ScriptedChatModel(script)
     storage = Storage()
     events: list[TurnEvent] = []
+    registry = ToolRegistry() if tools is None else tools
     try:
-        agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=True))
+        agent = Agent(storage, store, model, registry, config=AgentConfig(small_model=True))
         result = asyncio.run(agent.run_turn(now, question, on_event=events.append))
     finally:
         storage.close()
@@ -116,6 +122,22 @@ def test_days_between_two_remembered_events_are_worked_out(store: MemoryStore) -
     assert result.checked == "not worked out"
     assert result.answer_from == "quote"
     assert "days apart" in result.answer
+
+
+def test_a_worked_out_result_leaves_the_date_tools_out(store: MemoryStore) -> None:
+    _plant(store, "Today I attended the gardening workshop at the library.")
+    _plant(store, "I finally planted the tomato saplings today!", start=T0 + 6 * DAY - 2 * DAY)
+    question = (
+        "How many days passed between the day I attended the gardening workshop "
+        "and the day I planted the tomato saplings?"
+    )
+    tools = ToolRegistry(time_tools(lambda: T0 + 10 * DAY))
+    result, _model, _events = _turn(store, question, [["They were 4 days apart."]], tools)
+    assert result.answer == "They were 4 days apart."
+    assert not TIME_TOOLS & set(result.tools_offered)
+    # without a result to hand over, a question about dates keeps them
+    other, _model, _events = _turn(store, "What is the date today?", [["Friday."]], tools)
+    assert set(other.tools_offered) >= TIME_TOOLS
 
 
 def test_an_invented_fact_with_nothing_recalled_becomes_i_dont_know(store: MemoryStore) -> None:

@@ -336,6 +336,8 @@ _FAMILIES = (
     _family(rf"\b(?:last|this past|on) {_WD}(?!s)\b", _weekday_named),
     _family(rf"\bnext {_WD}\b", _weekday_named, ahead=True),
     _family(rf"\b{_NUM} {_UNIT_WORD} ago\b", _ago),
+    # "taking Spanish classes for the past three months": it started that long ago
+    _family(rf"\bfor (?:the )?(?:past|last) {_NUM} {_UNIT_WORD}\b", _ago),
     _family(r"\b(?:last|this past) weekend\b|\bover the weekend\b", _weekend),
     _family(r"\blast (?P<p>week|month|year)\b", _relative_period),
     _family(r"\bnext (?P<p>week|month|year)\b", _relative_period, ahead=True),

@@ -102,10 +102,12 @@ _WHEN = re.compile(
 )
 _WHEN_EMBEDDED = re.compile(r"^when (?:i|we) (?P<e>.+)$", _I)
 _ON_DAY_HEAD = re.compile(
-    r"^(?:what|where|who|whom|which \w+|how much|how many \w+) (?:did|was|were) (?:i|we)\b"
+    r"^(?:what|where|who|whom|which \w+|how much|how many (?P<n>\w+(?:,?\s+[\w'-]+){0,5}?)) "
+    r"(?:did|was|were) (?:i|we)\b"
     r"(?P<e>.*?)(?:\s+on)?$",
     _I,
 )
+_UNITS_COUNTED = frozenset(str.split("days weeks months years hours minutes times nights weekends"))
 _ADVICE_HEAD = re.compile(
     r"\b(?:should|shall|would|could|can|must|will|does|am|is|are|to)\b|^(?:\w+ )?do\b", _I
 )
@@ -297,7 +299,11 @@ def _parse_on_day(text: str) -> TemporalQuestion | None:
     head = _ON_DAY_HEAD.match(text[: anchor.start()].rstrip())
     if head is None:
         return None
-    event = head.group("e").strip()
+    # "How many different museums or galleries did I visit …": the things counted belong
+    # to the event searched for ("visit different museums or galleries")
+    counted = head.group("n") or ""
+    counted = "" if counted.casefold() in _UNITS_COUNTED else counted  # "how many days"
+    event = " ".join(part for part in (head.group("e").strip(), counted) if part)
     phrase = re.sub(r"^on\s+", "", anchor.group(0), flags=_I)
     return TemporalQuestion("on_day", None, (event,) if event else (), anchor=phrase)
 

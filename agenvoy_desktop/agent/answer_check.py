@@ -44,7 +44,14 @@ from typing import Literal, Protocol
 from agenvoy_desktop.agent.date_reasoning import local_date
 from agenvoy_desktop.agent.never_said import asked_things
 from agenvoy_desktop.agent.not_remembered import language_of
-from agenvoy_desktop.agent.recall import asks_for_advice, content_terms, light_stem, names_in
+from agenvoy_desktop.agent.recall import (
+    NAME_WORD,
+    POSSESSIVE,
+    asks_for_advice,
+    content_terms,
+    light_stem,
+    names_in,
+)
 from agenvoy_desktop.agent.recall_lines import values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
@@ -411,9 +418,13 @@ def eligible(question: str, evidence: Sequence[Evidence]) -> list[Evidence]:
 
 
 _CHOICE = re.compile(r"\w,?\s+or\s+\w[^?]*\?|还是|それとも|\boder\b", re.IGNORECASE)
+_COUNTS = (
+    r"\bhow\s+(?:many|much)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
+    r"|多少|几|いくつ|いくら|wie\s+(?:viele|viel)\b"
+)
+"""A question for a count or a clock time: its answer is a number."""
 _QUANTITY = re.compile(
-    r"\bhow\s+(?:many|much|long|old|often|far)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
-    r"|多少|几|何時|いくつ|いくら|wie\s+(?:viele|viel|lange|alt|oft)",
+    _COUNTS + r"|\bhow\s+(?:long|old|often|far)\b|何時|wie\s+(?:viel|lange|alt|oft)",
     re.IGNORECASE,
 )
 
@@ -496,12 +507,10 @@ def _new_names(question: str, text: str) -> frozenset[str]:
     """Names *text* holds that *question* does not, folded ("IKEA", "Trader", "Joe")."""
     found = {n.casefold() for n in names_in(text)}
     found |= {w.casefold() for w in _ACRONYM.findall(text)}
-    return frozenset(found - {w.casefold() for w in _NAME_WORD.findall(question)})
+    return frozenset(found - {w.casefold() for w in NAME_WORD.findall(question)})
 
 
 _ACRONYM = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z]{3,}\b")
-_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_POSSESSIVE = re.compile(r"['’]s?$")
 
 
 def _unnamed(question: str, answer: str, evidence: Sequence[Evidence]) -> Evidence | None:
@@ -523,17 +532,13 @@ def _unnamed(question: str, answer: str, evidence: Sequence[Evidence]) -> Eviden
         return sum(1 for term in terms if term in folded)
 
     about = [e for e in evidence if not e.context and score(e.text)]
-    said = {_POSSESSIVE.sub("", w).casefold() for w in _NAME_WORD.findall(answer)}
+    said = {POSSESSIVE.sub("", w).casefold() for w in NAME_WORD.findall(answer)}
     if not about or any(_new_names(question, e.text) & said for e in about):
         return None
     return _best_line(about, score, 1)
 
 
-_COUNT_OR_TIME = re.compile(
-    r"\bhow\s+(?:many|much)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
-    r"|多少|几|いくつ|いくら|wie\s+(?:viele|viel)\b",
-    re.IGNORECASE,
-)
+_COUNT_OR_TIME = re.compile(_COUNTS, re.IGNORECASE)
 
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")

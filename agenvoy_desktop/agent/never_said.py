@@ -33,6 +33,8 @@ from agenvoy_desktop.agent.date_reasoning import parse_temporal_question
 from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
 from agenvoy_desktop.agent.recall import (
     IDF_CAP,
+    NAME_WORD,
+    POSSESSIVE,
     RecallItem,
     content_terms,
     doc_frequency,
@@ -65,8 +67,6 @@ _NOT_THINGS = _THING_LEAD | frozenset(
 )
 """Words a determiner stands before that name no thing of their own (ordinals, numbers,
 common adjectives, "name", "kind"), besides the question words."""
-_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_POSSESSIVE = re.compile(r"['’]s?$")
 _NOT_NAMES = frozenset(
     str.split(
         "i i'm i've i'll i'd dr mr mrs ms prof monday tuesday wednesday thursday friday "
@@ -143,10 +143,10 @@ def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
     whose other members *shown* holds is left out: "workshops, lectures and conferences"
     asks about all three, and the user who attended two of them was still told about.
     """
-    words = _NAME_WORD.findall(text)
+    words = NAME_WORD.findall(text)
     things: dict[str, str] = {}
     for index, written in enumerate(words):
-        word = _POSSESSIVE.sub("", written)
+        word = POSSESSIVE.sub("", written)
         folded = word.casefold()
         stem = light_stem(folded)
         if (

@@ -646,9 +646,9 @@ def names_in(text: str) -> frozenset[str]:
     """
     names: set[str] = set()
     for sentence in _SENTENCE_END.split(text):
-        words = _NAME_WORD.findall(sentence)
+        words = NAME_WORD.findall(sentence)
         for written in words[1:]:
-            word = _POSSESSIVE.sub("", written)
+            word = POSSESSIVE.sub("", written)
             if (
                 len(word) >= 2
                 and word[0].isupper()
@@ -667,8 +667,10 @@ def shared_names(names: frozenset[str], content: str) -> int:
 
 
 _SENTENCE_END = re.compile(r"[.!?;:]\s+|[\n。！？]")
-_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_POSSESSIVE = re.compile(r"['’]s?$")
+NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+"""A word as names are written: letters first, then letters, digits, apostrophes, hyphens."""
+POSSESSIVE = re.compile(r"['’]s?$")
+"""The possessive ending of a word ("Joe's" → "Joe")."""
 
 
 def _word_set(words: str) -> frozenset[str]:

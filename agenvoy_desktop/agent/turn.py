@@ -99,6 +99,7 @@ from agenvoy_desktop.agent.recall import (
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.agent.voice import Voice, VoiceStream
 from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.message_edit import question_to_answer
@@ -622,6 +623,8 @@ class _Turn:
         self.passages = DocumentPassages()
         self.never_said: list[str] = []
         """Words of the question the user never said (``agent/never_said.py``)."""
+        self.voice: Voice | None = None
+        """How the answer is turned to face the user (``agent/voice.py``); set with recall."""
         self.worked: WorkedOut | None = None
         """The result code worked out for a question about time (``agent/date_answers.py``)."""
         self.example: Example | None = None
@@ -678,6 +681,8 @@ class _Turn:
             self.result.not_remembered = True
         if text or self.example is not None:
             await self.agent.storage.run(self._log_recall, user, text)
+        if self.recall.items:
+            self.voice = self._voice_for(user.content)
         if text:
             self.result.recall_text = text
             self.result.recall_ids = self.recall.message_ids
@@ -692,6 +697,15 @@ class _Turn:
             self.plan = replace(self.plan, tools=self.plan.tools - TIME_TOOLS)
         if not self.settings.tools:  # plain chat: the one round answers, with no tools
             self.plan = replace(self.plan, tools=frozenset(), max_tool_rounds=0)
+
+    def _voice_for(self, question: str) -> Voice:
+        said = [item.text for item in self.recall.items if item.role == "user"]
+        said += [n.text for item in self.recall.items for n in item.neighbours if n.role == "user"]
+        return Voice.for_turn(question, said, about_assistant=asks_about_assistant(question))
+
+    def _in_voice(self, text: str) -> str:
+        """A model's answer as said to the user ("you", not "the user"; ``agent/voice.py``)."""
+        return text if self.voice is None else self.voice.rewrite(text)
 
     @property
     def recall_text(self) -> str:
@@ -954,7 +968,7 @@ class _Turn:
 
         verdict = check(text)
         if verdict.ok:
-            return text
+            return self._in_voice(text)
         self.result.checked = verdict.problem
         self.result.replaced.append(text)
         self.emit(AnswerRetracted(verdict.problem))
@@ -969,14 +983,14 @@ class _Turn:
         self.emit(TurnStatus("checking"))
         second, calls, _finish = await self._model_round([], first=False, instruction=verdict)
         if self.stop.is_set():
-            return second
+            return self._in_voice(second)
         again = check(second)
         if again.ok and not calls and second.strip():
             self.result.answer_from = "second try"
-            return second
+            return self._in_voice(second)
         fallback = verdict.fallback or again.fallback
         if not fallback:
-            return second if second.strip() else text
+            return self._in_voice(second if second.strip() else text)
         self.result.replaced.append(second)
         self.emit(AnswerRetracted(again.problem or "no answer"))
         self.emit(AnswerDelta(fallback))
@@ -1031,6 +1045,7 @@ class _Turn:
         relay = asyncio.ensure_future(_relay(self.stop, round_stop))
         began = time.perf_counter()
         wrote: float | None = None
+        voiced = VoiceStream(self.voice)  # what the user sees is said to them
         # A model still loading (at start, or for the first time on this machine, when it
         # also calibrates for ~13 s) says so, rather than "Thinking…" all that while.
         self.emit(TurnStatus("thinking" if getattr(agent.model, "loaded", True) else "loading"))
@@ -1047,17 +1062,13 @@ class _Turn:
                     if wrote is None:
                         wrote = time.perf_counter()
                         self.emit(TurnStatus("writing"))
-                    if self.result.first_token_s is None:
-                        self.result.first_token_s = time.perf_counter() - self.started
-                    self.partial.append(event.text)
-                    self.emit(AnswerDelta(event.text))
-                    if loops is not None and (cut := loops.feed(event.text)) is not None:
-                        self.loop_cut = cut
-                        round_stop.set()
+                    self._take_text(event.text, voiced, loops, round_stop)
                 elif isinstance(event, ToolCallRequest):
                     calls.append(event)
                 elif isinstance(event, ChatFinished):
                     finish = event
+            if held := voiced.flush():
+                self.emit(AnswerDelta(held))
         except KnownError:
             # The model failed mid-answer (a server gone, a dropped stream): keep what it
             # wrote, marked interrupted, then let the caller show the one-line reason.
@@ -1070,6 +1081,19 @@ class _Turn:
         if finish is not None:
             self._counted(finish, wrote)
         return self._round_text(finish), calls, finish
+
+    def _take_text(
+        self, text: str, voiced: VoiceStream, loops: LoopWatch | None, round_stop: asyncio.Event
+    ) -> None:
+        """A piece of the round's answer: kept, shown (in the user's voice), watched for loops."""
+        if self.result.first_token_s is None:
+            self.result.first_token_s = time.perf_counter() - self.started
+        self.partial.append(text)
+        if shown := voiced.feed(text):
+            self.emit(AnswerDelta(shown))
+        if loops is not None and (cut := loops.feed(text)) is not None:
+            self.loop_cut = cut
+            round_stop.set()
 
     def _answer_tokens(self, *, second_try: bool) -> int | None:
         """The round's answer limit: the app's, or less for a small model's answer to a
@@ -1278,7 +1302,8 @@ class _Turn:
 
     async def _finish_interrupted(self, *, failed: bool = False) -> None:
         if not self.answered:
-            await self._save_answer("".join(self.partial), interrupted=True, failed=failed)
+            text = self._in_voice("".join(self.partial))
+            await self._save_answer(text, interrupted=True, failed=failed)
 
     async def _save(self, message: Message) -> None:
         store = self.agent.store

@@ -1,0 +1,454 @@
+"""The answer said to the person asking: "you", not "the user", nor their own "I".
+
+The recall block tells the model what "the user said" and quotes them in the
+first person.  The starter then answers right but in the wrong voice: "The
+user attended yoga classes three times a week, which helps with his
+anxiety." or, copying the quote, "I have been averaging around 2 hours of
+screen time on Instagram per day." (13 of 64 LongMemEval answers).  Read in
+the window, the first sounds like somebody else is meant and the second like
+the assistant talking about itself.  Turning the recalled lines round before
+the model sees them did not help (``agent/pronouns.py``), so the answer is
+put right as it streams, sentence by sentence:
+
+* "the user" as a person (not "the user interface") becomes "you", the verb
+  after it agrees ("the user has" → "you have"), and he/she/they, his/her/
+  their later in that sentence become "you"/"your";
+* a sentence that opens in the first person and repeats the user's own words
+  (a word of the question or of a remembered line of theirs, near its start)
+  is turned round (``pronouns.swap_person``): "I waited over a year" → "You
+  waited over a year".  A sentence where the assistant speaks for itself
+  ("I don't know…", "I recommend…", "I'm sorry…") is left alone, and so is
+  every sentence when the question asks what the assistant said.
+
+Everything is pure and word-level; :class:`VoiceStream` applies it to a
+stream, holding back only what a later word could still change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agenvoy_desktop.agent.pronouns import swap_person
+from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS
+
+DECIDE_WORDS = 8
+"""Words of a first-person sentence looked at for an echo of the user's words."""
+HELD_WORDS = 2
+"""Words held back while streaming: a rewrite looks one word ahead ("the" + "user")."""
+
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]+[\"'\u201d)\]]*\s+|\n+")
+_TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
+_LEAD = frozenset({"yes", "no", "ok", "okay", "sure", "well", "so", "actually", "indeed"})
+_OPENERS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my"})
+_ASSISTANT_SPEECH = frozenset(
+    [
+        "i'd",
+        "i'll",
+        "don't",
+        "do",
+        "did",
+        "didn't",
+        "can't",
+        "cannot",
+        "can",
+        "could",
+        "couldn't",
+        "would",
+        "will",
+        "won't",
+        "should",
+        "might",
+        "may",
+        "must",
+        "think",
+        "believe",
+        "hope",
+        "recommend",
+        "recommended",
+        "suggest",
+        "suggested",
+        "mention",
+        "mentioned",
+        "said",
+        "say",
+        "told",
+        "tell",
+        "understand",
+        "see",
+        "apologize",
+        "remember",
+        "recall",
+        "know",
+        "knew",
+        "assume",
+        "guess",
+        "noticed",
+        "notice",
+        "wish",
+        "advise",
+        "appreciate",
+        "agree",
+        "sorry",
+        "glad",
+        "afraid",
+        "unable",
+        "happy",
+        "here",
+        "sure",
+        "unsure",
+        "not",
+        "no",
+        "just",
+        "an",
+        "a",
+        "only",
+    ]
+)
+"""The first words after "I" (or "I'm") that make a sentence the assistant's own."""
+
+_AGREE = {
+    "is": "are",
+    "was": "were",
+    "has": "have",
+    "does": "do",
+    "doesn't": "don't",
+    "isn't": "aren't",
+    "wasn't": "weren't",
+    "hasn't": "haven't",
+}
+_ADVERBS = frozenset(
+    [
+        "also",
+        "always",
+        "usually",
+        "still",
+        "just",
+        "recently",
+        "often",
+        "never",
+        "now",
+        "only",
+        "already",
+        "currently",
+        "really",
+        "actually",
+        "previously",
+        "then",
+        "typically",
+        "generally",
+        "even",
+        "mostly",
+        "mainly",
+        "sometimes",
+        "once",
+        "finally",
+        "first",
+        "later",
+        "regularly",
+    ]
+)
+_NOT_A_PERSON = frozenset(
+    [
+        "interface",
+        "input",
+        "inputs",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "table",
+        "tables",
+        "account",
+        "accounts",
+        "data",
+        "agent",
+        "experience",
+        "manual",
+        "guide",
+        "session",
+        "sessions",
+        "profile",
+        "profiles",
+        "object",
+        "model",
+        "base",
+        "group",
+        "groups",
+        "story",
+        "stories",
+        "settings",
+        "directory",
+        "folder",
+        "home",
+        "list",
+        "class",
+        "role",
+        "roles",
+        "permission",
+        "permissions",
+        "record",
+        "records",
+        "field",
+        "fields",
+        "key",
+        "keys",
+        "password",
+        "login",
+        "logins",
+        "object",
+        "variable",
+        "query",
+        "agreement",
+    ]
+)
+"""Words after "the user" that make it a thing ("the user interface"), not the person."""
+_THIRD_PERSON = {
+    "he": "you",
+    "she": "you",
+    "they": "you",
+    "him": "you",
+    "them": "you",
+    "his": "your",
+    "their": "your",
+    "theirs": "yours",
+    "himself": "yourself",
+    "herself": "yourself",
+    "themselves": "yourself",
+    "themself": "yourself",
+}
+_QUOTE = re.compile('["\u201c\u201d]')
+_QUOTE_SPLIT = re.compile('(["\u201c\u201d])')
+_NAME = re.compile(r"\b[A-Z][a-z]+")
+_HER_OBJECT_NEXT = frozenset(
+    ["and", "or", "to", "with", "in", "on", "at", "for", "a", "an", "the", "that", "this"]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Voice:
+    """What a rewrite needs to know: the question and the user's own remembered lines."""
+
+    echo_words: frozenset[str]
+    """Four-letter stems of the content words the user said (question, their lines)."""
+    turn_first_person: bool
+    """False when the question asks what the assistant said (its "I" is its own)."""
+
+    @classmethod
+    def for_turn(cls, question: str, user_lines: Iterable[str], *, about_assistant: bool) -> Voice:
+        words: set[str] = set()
+        for text in (question, *user_lines):
+            words.update(_stem(w) for w in _content_words(text))
+        return cls(frozenset(words), not about_assistant)
+
+    def sentences(self, text: str) -> list[tuple[str, bool, bool]]:
+        """*text* rewritten sentence by sentence: (rewrite, final, complete).  A rewrite is
+        final unless its sentence is unfinished, opens in the first person and is still too
+        short to tell whether it echoes the user (it is then given as said).  What stands
+        in quotation marks is the user's or a source's own words and stays as written."""
+        out: list[tuple[str, bool, bool]] = []
+        start, quoted = 0, False
+        for end_match in _SENTENCE_END.finditer(text):
+            piece = text[start : end_match.end()]
+            out.append((self._sentence(piece, complete=True, quoted=quoted), True, True))
+            quoted ^= len(_QUOTE.findall(piece)) % 2 == 1
+            start = end_match.end()
+        if start < len(text):
+            tail = text[start:]
+            decided = quoted or self._echoes(tail, complete=False) is not None
+            said = self._sentence(tail, complete=False, quoted=quoted) if decided else tail
+            out.append((said, decided, False))
+        return out
+
+    def rewrite(self, text: str) -> str:
+        """The whole answer in the right voice."""
+        return "".join(sentence for sentence, _, _ in self.sentences(text))
+
+    def _sentence(self, sentence: str, *, complete: bool, quoted: bool) -> str:
+        echoes = not quoted and self.turn_first_person and self._echoes(sentence, complete=complete)
+        turn = swap_person if echoes else _without_the_user
+        out = ""
+        for part in _QUOTE_SPLIT.split(sentence):
+            if _QUOTE.fullmatch(part):
+                quoted = not quoted
+                out += part
+            else:
+                out += part if quoted else turn(part)
+        return out
+
+    def _echoes(self, sentence: str, *, complete: bool) -> bool | None:
+        """Whether a first-person sentence repeats the user's words (None: not yet known)."""
+        words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(sentence)]
+        while words and words[0] in _LEAD:
+            words = words[1:]
+        if not words:
+            return False if complete else None
+        if words[0] not in _OPENERS:
+            return False
+        rest = words[1 : 1 + DECIDE_WORDS]
+        if words[0] != "my":
+            if not rest:
+                return False if complete else None
+            if rest[0] in _ASSISTANT_SPEECH or (
+                words[0] in {"i'm", "i"}
+                and rest[0] in {"am", "was"}
+                and len(rest) > 1
+                and rest[1] in _ASSISTANT_SPEECH
+            ):
+                return False
+            if rest[0] == "have" and len(rest) > 1 and rest[1] == "no":
+                return False  # "I have no record of…"
+        for word in rest:
+            if word not in STOPWORDS and len(word) >= 4 and _stem(word) in self.echo_words:
+                return True
+        if complete or len(rest) >= DECIDE_WORDS:
+            return False
+        return None
+
+
+def _content_words(text: str) -> list[str]:
+    return [
+        w
+        for w in (t.lower().replace("\u2019", "'") for t in _TOKEN.findall(text))
+        if len(w) >= 4 and w not in STOPWORDS
+    ]
+
+
+def _stem(word: str) -> str:
+    return word[:4]
+
+
+_THE_USER = re.compile(
+    r"\b(?P<the>[Tt]he) user(?P<poss>['\u2019]s\b)?(?P<rest>(?:\s+[A-Za-z'\u2019]+){0,2})"
+)
+
+
+def _without_the_user(sentence: str) -> str:
+    """ "the user" as a person made "you" (see the module docstring)."""
+    match = _THE_USER.search(sentence)
+    if match is None:
+        return sentence
+    after = match.group("rest").split()
+    if not match.group("poss") and after and after[0].lower() in _NOT_A_PERSON:
+        return sentence
+    upper = match.group("the")[0] == "T" and not sentence[: match.start()].strip()
+    if match.group("poss"):
+        said = ("Your" if upper else "your") + match.group("rest")
+        rest_start = match.end()
+    else:
+        said = ("You" if upper else "you") + _agreeing(match.group("rest"))
+        rest_start = match.end()
+    tail = sentence[rest_start:]
+    if not _NAME.search(match.group("rest")):
+        tail = _third_person_after(tail)
+    return sentence[: match.start()] + said + _without_the_user(tail)
+
+
+def _agreeing(rest: str) -> str:
+    """The verb after "the user" as after "you": "has" → "have", "usually goes" → "usually go"."""
+    words = re.match(r"(\s*)(\S+)(.*)", rest, re.DOTALL)
+    if words is None:
+        return rest
+    if words.group(2).lower() in _ADVERBS and words.group(3).strip():
+        return words.group(1) + words.group(2) + _agreeing(words.group(3))
+    word = words.group(2)
+    if not word:
+        return rest
+    lead, after = words.group(1), words.group(3)
+    key = word.lower().replace("\u2019", "'")
+    if key in _AGREE:
+        return lead + _AGREE[key].replace("'", "\u2019" if "\u2019" in word else "'") + after
+    if key in _ADVERBS or key in STOPWORDS or not key.endswith("s") or key.endswith("ss"):
+        return rest
+    return lead + _plain_verb(word) + after
+
+
+def _plain_verb(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if re.search(r"(?:ch|sh|ss|x|z|o)es$", word):
+        return word[:-2]
+    return word[:-1]
+
+
+_PRONOUN = re.compile(
+    r"\b(?P<word>he|she|they|him|them|his|their|theirs|himself|herself|themselves|themself|her)"
+    r"\b(?!['\u2019])(?P<next>\s+[A-Za-z'\u2019]+)?",
+    re.IGNORECASE,
+)
+
+
+def _third_person_after(text: str) -> str:
+    """He/she/they (and their forms) in the rest of a sentence about the user: "you"."""
+
+    def swap(match: re.Match[str]) -> str:
+        word, following = match.group("word"), match.group("next") or ""
+        key = word.lower()
+        if key == "her":
+            nxt = following.strip().lower()
+            said = "you" if not nxt or nxt in _HER_OBJECT_NEXT else "your"
+        else:
+            said = _THIRD_PERSON[key]
+        if word[0].isupper():
+            said = said.capitalize()
+        if key in {"he", "she"}:
+            following = _agreeing(following)  # after "they" it agrees with "you" already
+        return said + following
+
+    # a person named after "the user" may be who a later "he" or "her" means
+    name = _NAME.search(text)
+    limit = name.start() if name else len(text)
+    return _PRONOUN.sub(swap, text[:limit]) + text[limit:]
+
+
+class VoiceStream:
+    """An answer's text, rewritten by a :class:`Voice` while it streams.
+
+    ``feed`` returns what may be shown now: the rewrite of the text so far
+    but for its last :data:`HELD_WORDS` words and an unfinished first-person
+    sentence that is not yet known to echo the user.  Should a later word
+    change what was shown (rare: a rewrite that looks further), nothing more
+    streams and the saved answer, rewritten whole, replaces the bubble.
+    """
+
+    def __init__(self, voice: Voice | None) -> None:
+        self._voice = voice
+        self._raw = ""
+        self._shown = ""
+        self._diverged = False
+
+    def feed(self, text: str) -> str:
+        if self._voice is None:
+            return text
+        self._raw += text
+        ready = ""
+        for sentence, final, complete in self._voice.sentences(self._raw):
+            if not final:
+                break
+            ready += sentence if complete else _held_back(sentence)
+        return self._advance(ready)
+
+    def flush(self) -> str:
+        if self._voice is None:
+            return ""
+        return self._advance(self._voice.rewrite(self._raw))
+
+    def _advance(self, ready: str) -> str:
+        if self._diverged or self._shown.startswith(ready):
+            return ""  # nothing new ("the user" became "you": fewer words are ready)
+        if not ready.startswith(self._shown):
+            self._diverged = True
+            return ""
+        new, self._shown = ready[len(self._shown) :], ready
+        return new
+
+
+def _held_back(text: str) -> str:
+    """*text* without its last words (they may still be rewritten)."""
+    cut = len(text)
+    for _ in range(HELD_WORDS):
+        cut = text.rstrip().rfind(" ", 0, cut)
+        if cut <= 0:
+            return ""
+    return text[: cut + 1]

@@ -760,10 +760,10 @@ def choose(items: Sequence[Item], args: argparse.Namespace) -> list[Item]:
     return chosen
 
 
-def open_engine(seed: int | None) -> ChatEngine:
+def open_engine(seed: int | None, model: Path | None = None) -> ChatEngine:
     from memory_qa import open_engine as starter_engine
 
-    return starter_engine(seed)
+    return starter_engine(seed, model)
 
 
 def progress(index: int, total: int, row: Row) -> None:
@@ -785,7 +785,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         embedder = benchlib.open_embedder(
             benchlib.install_model(model_paths, benchlib.embedding_model())
         )
-    engine = open_engine(seed)
+    engine = open_engine(seed, args.chat_model)
     rows: list[Row] = []
     try:
         await engine.load()
@@ -865,6 +865,9 @@ def main() -> None:
         help="only questions whose profile is cached (while another run builds the rest)",
     )
     ap.add_argument("--rejudge", type=Path, help="judge this result file's answers again")
+    ap.add_argument(
+        "--chat-model", type=Path, help="another GGUF to answer with (default: the starter)"
+    )
     ap.add_argument(
         "--show-prompts", action="store_true", help="print every prompt and what the model wrote"
     )

@@ -205,11 +205,11 @@ def starter_path() -> Path:
     return Path(prepare_starter_model(models))
 
 
-def open_engine(seed: int | None) -> ChatEngine:
-    """The starter as the app's default settings open it, with a sampling seed."""
+def open_engine(seed: int | None, model: Path | None = None) -> ChatEngine:
+    """The starter (or *model*) as the app's default settings open it, with a sampling seed."""
     models = Settings().models
     return ChatEngine(
-        starter_path(),
+        model or starter_path(),
         context_size=models.context_size,
         threads=models.threads,
         gpu_layers=models.gpu_layers,

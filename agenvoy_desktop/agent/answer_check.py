@@ -52,7 +52,7 @@ from agenvoy_desktop.agent.recall import (
     light_stem,
     names_in,
 )
-from agenvoy_desktop.agent.recall_lines import values_in
+from agenvoy_desktop.agent.recall_lines import focus, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
 
@@ -703,6 +703,11 @@ def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
 
 
 # -- the fallback -------------------------------------------------------------------------------
+_ELLIPSES = re.compile(r"…(?:\s*…)+")
+QUOTE_CHARS = 180
+"""A quoted message is cut to its sentences with the question's words, about this long:
+quoted whole, "How many projects have I completed?" was answered with 300 characters
+of a request for painting ideas around "I just finished my 5th project"."""
 _LEADS: dict[str, dict[str, str]] = {
     "en": {
         "user": 'You told me{on}: "{text}"',
@@ -747,10 +752,14 @@ def quoted(question: str, line: Evidence, polarity: Polarity | None = None) -> s
     words = _LEADS[language]
     day = local_date(line.time_ns).isoformat() if line.time_ns else ""
     role = line.role if line.role in ("assistant", "document") else "user"
+    said = line.text
+    if role != "document":  # a passage is cited whole; a message is cut to what answers
+        said = focus(line.text, dict.fromkeys(content_terms(question), 1.0), QUOTE_CHARS)
+        said = _ELLIPSES.sub("…", said)  # a line recall had cut already is cut again
     text = words[role].format(
         on=words["on"].format(day=day) if day else "",
         source=f" [{line.source}]" if line.source else "",
-        text=line.text,
+        text=said,
     )
     if polarity is not None and asks_yes_no(question):
         text = words[polarity] + ("" if language in ("zh", "ja") else " ") + text

@@ -152,6 +152,20 @@ def test_quoted_names_who_said_it() -> None:
     assert quoted("Wo wohne ich?", Evidence("Ich wohne in Graz.", T0)).startswith("Du hast mir am")
 
 
+def test_a_long_message_is_quoted_by_the_sentence_that_answers() -> None:
+    said = Evidence(
+        "I'm excited to try out the Bee's Knees with my homemade honey syrup. … By the way, "
+        "speaking of gin, I've tried making a Negroni at home 10 times now since my friend "
+        "Emma showed me how. Do you have any recommendations for other gin-based cocktails?",
+        T0,
+    )
+    answer = quoted("How many times have I tried making a Negroni at home?", said)
+    assert answer == (
+        'You told me on 2023-11-14: "… By the way, speaking of gin, I\'ve tried making a '
+        'Negroni at home 10 times now since my friend Emma showed me how. …"'
+    )
+
+
 def test_a_refusal_under_a_line_is_caught_and_a_refused_advice_asked_again() -> None:
     line = Evidence("I started taking ukulele lessons with my friend Rachel today.", T0)
     question = "What did I do with Rachel on the Wednesday two months ago?"

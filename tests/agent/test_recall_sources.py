@@ -194,6 +194,23 @@ def test_a_name_said_only_with_other_things_was_never_told(store: MemoryStore) -
     assert "Tom" not in never_said(store, asked, [])
 
 
+def test_a_name_never_said_at_all_is_named_alone(store: MemoryStore) -> None:
+    for text in (
+        "My cousin Alex just adopted a baby girl from China.",
+        "Alex had a wonderful experience with her agency.",
+        "Alex sends me photos of the baby every week.",
+        "Being a parent of twins must be exhausting.",
+        "My neighbour became a parent in May.",
+        "Which parent app do you recommend?",
+    ):
+        _session(store, [text, "Nice."])
+    now = store.create_session("today")
+    question = "Who became a parent first, Tom or Alex?"
+    store.append(now, conversation([question], start=T0 + DAY))
+    # Alex is never said with "parent", but Tom is said nowhere: only Tom was never told
+    assert never_said(store, question, []) == ["Tom"]
+
+
 def test_a_pronoun_between_keeps_a_verb_from_being_a_thing() -> None:
     question = "What was the life event of one of my relatives that I participated in?"
     words = [word for word, _ in asked_things(question)]

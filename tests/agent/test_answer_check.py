@@ -161,7 +161,7 @@ def test_a_long_message_is_quoted_by_the_sentence_that_answers() -> None:
     )
     answer = quoted("How many times have I tried making a Negroni at home?", said)
     assert answer == (
-        'You told me on 2023-11-14: "… By the way, speaking of gin, I\'ve tried making a '
+        "You told me on 2023-11-14: \"… By the way, speaking of gin, I've tried making a "
         'Negroni at home 10 times now since my friend Emma showed me how. …"'
     )
 

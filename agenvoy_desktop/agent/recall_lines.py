@@ -33,6 +33,13 @@ FOCUS_CHARS = 300
 """About 75 tokens per remembered message: a fact and the sentence around it."""
 GAP = " … "
 _NUMBER = re.compile(r"\d")
+_VALUE = re.compile(
+    r"\d|\b(?:[Aa]go|[Yy]esterday|[Ll]ast|[Ee]arlier|[Rr]ecently|[Ss]ince|January|February|March|"
+    r"April|May|June|July|August|September|October|November|December|Monday|Tuesday|"
+    r"Wednesday|Thursday|Friday|Saturday|Sunday|two|three|four|five|six|seven|eight|nine|ten|"
+    r"a\s+(?:week|month|year|couple))\b"
+)
+"""A number or a time in a sentence: what a question's answer is often made of."""
 _WORD = re.compile(r"\w+")
 
 
@@ -52,6 +59,16 @@ def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) 
     ranked = [index for score, index in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]
     if not ranked:
         return clip_words(flat, limit)
+    best = ranked[0]
+    # the sentence next to the best that tells a number or a time ("I got a set of 10 for
+    # $25 about a month ago" after "I've been using those training pads") is the fact more
+    # often than a request elsewhere that repeats a word of the question
+    valued = [
+        i
+        for i in (best + 1, best - 1)
+        if 0 <= i < len(parts) and _VALUE.search(parts[i]) and not asks_or_requests(parts[i])
+    ]
+    ranked = [best, *valued, *(i for i in ranked[1:] if i not in valued)]
     chosen: list[int] = []
     used = 0
     for index in ranked:
@@ -62,7 +79,6 @@ def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) 
         used += cost
     if len(chosen) == 1 and len(parts[chosen[0]]) > limit:
         return clip_words(parts[chosen[0]], limit, around=_first_term(parts[chosen[0]], weights))
-    best = ranked[0]
     for index in (best + 1, best - 1):  # the fact is often in the sentence next to the words
         cost = len(parts[index]) + len(GAP) if 0 <= index < len(parts) else limit + 1
         if index not in chosen and used + cost <= limit:

@@ -50,6 +50,18 @@ def test_the_sentence_after_the_words_is_kept_when_it_fits() -> None:
     assert "Over a year of uncertainty" in shown
 
 
+def test_a_number_or_time_next_to_the_words_goes_before_a_request_with_them() -> None:
+    text = (
+        "I'm thinking of getting some more supplies for my puppy, Luna. She's still in "
+        "potty-training, and I've been using those eco-friendly training pads from Chewy.com. "
+        "I got a set of 10 for $25 about a month ago, and they've been a lifesaver. Do you "
+        "have any recommendations for other potty-training aids or tips?"
+    )
+    shown = focus(text, {"train": 1.0, "pad": 1.0, "luna": 1.0, "purchas": 1.0})
+    assert "about a month ago" in shown  # what dates the purchase
+    assert "Do you have any recommendations" not in shown
+
+
 def test_without_shared_words_the_opening_is_shown() -> None:
     shown = focus(LONG, {"penguin": 1.0})
     assert shown.startswith("I'm trying to figure out")

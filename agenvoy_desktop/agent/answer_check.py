@@ -704,7 +704,7 @@ def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
 
 # -- the fallback -------------------------------------------------------------------------------
 _ELLIPSES = re.compile(r"…(?:\s*…)+")
-QUOTE_CHARS = 180
+QUOTE_CHARS = 240
 """A quoted message is cut to its sentences with the question's words, about this long:
 quoted whole, "How many projects have I completed?" was answered with 300 characters
 of a request for painting ideas around "I just finished my 5th project"."""

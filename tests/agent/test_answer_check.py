@@ -156,14 +156,15 @@ def test_a_long_message_is_quoted_by_the_sentence_that_answers() -> None:
     said = Evidence(
         "I'm excited to try out the Bee's Knees with my homemade honey syrup. … By the way, "
         "speaking of gin, I've tried making a Negroni at home 10 times now since my friend "
-        "Emma showed me how. Do you have any recommendations for other gin-based cocktails?",
+        "Emma showed me how. Do you have any recommendations for other gin-based cocktails? "
+        "I also bought a new shaker and some fancy glasses for the party next weekend.",
         T0,
     )
     answer = quoted("How many times have I tried making a Negroni at home?", said)
-    assert answer == (
-        "You told me on 2023-11-14: \"… By the way, speaking of gin, I've tried making a "
-        'Negroni at home 10 times now since my friend Emma showed me how. …"'
-    )
+    assert answer.startswith('You told me on 2023-11-14: "')
+    assert "I've tried making a Negroni at home 10 times" in answer
+    assert "shaker" not in answer  # the sentences without the question's words are left out
+    assert "… …" not in answer  # nor is an ellipsis doubled where recall had cut already
 
 
 def test_a_refusal_under_a_line_is_caught_and_a_refused_advice_asked_again() -> None:

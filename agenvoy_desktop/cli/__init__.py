@@ -6,6 +6,10 @@ stderr and exit status 1; nothing already stored is altered by a failed
 command.  Anything else is a bug: one line that says so and where the log
 with its traceback is.  With no command, the window opens.
 
+What a command prints on stdout goes through :mod:`output_guard`: control
+characters from stored text are shown escaped, and a reader that closes the
+pipe early (``| head``) ends the output quietly, exit status 141.
+
 Each command group lives in its own module and adds its commands through
 :func:`build_parser`'s ``add`` helper; what they share is in :mod:`common`.
 """
@@ -21,6 +25,8 @@ from pathlib import Path
 from types import ModuleType
 
 from agenvoy_desktop.cli.common import CliError, command_adder, profile_options, run_repairing
+from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout
+from agenvoy_desktop.cli.safe_text import shown_line
 from agenvoy_desktop.cli.version import VersionAction
 from agenvoy_desktop.core.errors import is_known, one_line
 from agenvoy_desktop.llm.buffer_probe import PROBE_FLAG, probe_main
@@ -166,6 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         gui_args = ["--data-dir", str(args.data_dir)] if args.data_dir else []
         return gui_main(gui_args + (["-v"] if verbose else []))
+    with guarded_stdout() as stdout:
+        status = _run(args)
+    return READER_GONE_STATUS if stdout.reader_gone else status
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit status; its failure said in one line on stderr."""
     try:
         return run_repairing(args)
     except KeyboardInterrupt:
@@ -173,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the one place a command's failure becomes an exit status
         if is_known(exc):
-            print(f"agenvoy-desktop: error: {one_line(exc)}", file=sys.stderr)
+            print(f"agenvoy-desktop: error: {shown_line(one_line(exc))}", file=sys.stderr)
         else:
             log.info("internal error", exc_info=True)  # on the terminal with -v
             _report_bug(args, exc)
@@ -185,7 +198,8 @@ def _report_bug(args: argparse.Namespace, exc: Exception) -> None:
     where = _log_bug(app_paths(args.data_dir).log_file, args.command, exc)
     details = f"details in {where}" if where else "details above"
     print(
-        f"agenvoy-desktop: internal error: {type(exc).__name__}: {one_line(exc)} ({details})",
+        f"agenvoy-desktop: internal error: {type(exc).__name__}: {shown_line(one_line(exc))}"
+        f" ({details})",
         file=sys.stderr,
     )
 

@@ -3,7 +3,10 @@
 The turn runs in full (tools included): the answer streams to stdout, tool
 calls, results and error-memory hints go to stderr, so
 ``agenvoy-desktop chat "…" > answer.txt`` keeps only the answer.  Ctrl+C
-stops the answer; what was said so far is kept, marked interrupted.  The
+stops the answer; what was said so far is kept, marked interrupted.  SIGTERM
+(a logout, a shutdown, ``kill``) takes the same path and exits with status
+143.  Everything printed is shown with control characters escaped
+(:mod:`~agenvoy_desktop.cli.safe_text`): a model can be led to write escapes.  The
 command returns as soon as the answer is stored and embedded: a summary pass
 the turn may have started is stopped, not awaited (the next start, or the
 window's idle timer, folds those messages; nothing is summarised twice).
@@ -14,10 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from agenvoy_desktop.cli.common import AddCommand, CliError, open_services
+from agenvoy_desktop.cli.safe_text import json_shown, shown, shown_line
 from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.operations.sessions import auto_title, create_session
 
@@ -42,21 +49,23 @@ def _print_event(event: TurnEvent) -> None:
     )
 
     if isinstance(event, AnswerDelta):
-        sys.stdout.write(event.text)
+        sys.stdout.write(shown(event.text))
         sys.stdout.flush()
     elif isinstance(event, AnswerRetracted):
         # stdout cannot take back what it printed: the replacement follows on its own line
-        print(f"\n[checked against your memory ({event.problem}); corrected answer:]", flush=True)
+        problem = shown_line(event.problem)
+        print(f"\n[checked against your memory ({problem}); corrected answer:]", flush=True)
     elif isinstance(event, ToolCallStarted):
-        args = json.dumps(event.arguments, ensure_ascii=False)
-        print(f"\n→ {event.name}({args})", file=sys.stderr, flush=True)
+        args = json_shown(json.dumps(event.arguments, ensure_ascii=False))
+        print(f"\n→ {shown_line(event.name)}({args})", file=sys.stderr, flush=True)
     elif isinstance(event, ToolCallFinished):
         outcome = event.outcome
         status = "error" if outcome.is_error else "empty" if outcome.empty else "ok"
         first = outcome.content.strip().splitlines()[0] if outcome.content.strip() else ""
-        print(f"← {outcome.name} [{status}] {first[:200]}", file=sys.stderr, flush=True)
+        said = shown_line(f"← {outcome.name} [{status}] {first[:200]}")
+        print(said, file=sys.stderr, flush=True)
         if event.hint:
-            print(f"  hint from error memory:\n{_indent(event.hint)}", file=sys.stderr)
+            print(f"  hint from error memory:\n{_indent(shown(event.hint))}", file=sys.stderr)
 
 
 def _indent(text: str) -> str:
@@ -70,7 +79,60 @@ def cmd_chat(args: argparse.Namespace) -> int:
         check_session_id(args.session)  # before minutes of model loading
     responsive_threads()  # as the window: the turn hands work between threads
     with open_services(args) as services:
-        return asyncio.run(_chat(services, args.session, args.message))
+        return asyncio.run(_until_terminated(_chat(services, args.session, args.message)))
+
+
+TERMINATED_STATUS = 128 + signal.SIGTERM
+"""143: the status of a program ended by SIGTERM, as a shell reports it."""
+
+
+async def _until_terminated(work: Coroutine[Any, Any, int]) -> int:
+    """Run *work*; SIGTERM cancels it as Ctrl+C does, so the answer so far is kept.
+
+    Cancelling the running turn is what ``asyncio.run`` does on Ctrl+C: the
+    turn stores its partial answer, marked interrupted, before it ends.  A
+    second SIGTERM while that happens is ignored (it would cut the saving).
+    """
+    main = asyncio.current_task()
+    assert main is not None
+    terminated = asyncio.Event()
+
+    def stop() -> None:
+        if not terminated.is_set():
+            terminated.set()
+            main.cancel()
+
+    restore = _on_sigterm(asyncio.get_running_loop(), stop)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not terminated.is_set():
+            raise  # Ctrl+C: asyncio.run turns it into KeyboardInterrupt
+        main.uncancel()
+        print("\nagenvoy-desktop: terminated; the answer so far is kept", file=sys.stderr)
+        return TERMINATED_STATUS
+    finally:
+        restore()
+
+
+def _on_sigterm(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> Callable[[], object]:
+    """Call *stop* on the loop at SIGTERM; returns what puts the old handling back.
+
+    Only the main thread can take a signal (a test may run the command in
+    another; it then keeps the default).  Windows' loop has no signal
+    handlers: there ``signal.signal`` hands it over.
+    """
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+        return lambda: loop.remove_signal_handler(signal.SIGTERM)
+    except NotImplementedError:
+        pass
+    except (RuntimeError, ValueError):  # not the main thread
+        return lambda: None
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, lambda _sig, _frame: loop.call_soon_threadsafe(stop))
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 async def _chat(services: AppServices, session: str | None, message: str) -> int:

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_desktop.cli.safe_text import json_shown, shown, shown_line
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.timeutil import now_ns, parse_iso_in_range
 from agenvoy_desktop.paths import HOME_ENV, AppPaths, app_paths
@@ -114,20 +115,22 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 # -- output -----------------------------------------------------------------------
 def emit_json(data: object) -> None:
-    """*data* as indented JSON on stdout (non-ASCII kept readable)."""
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
+    """*data* as indented JSON on stdout (non-ASCII kept readable, controls escaped)."""
+    sys.stdout.write(json_shown(json.dumps(data, ensure_ascii=False, indent=2)) + "\n")
 
 
 def clip(text: str, width: int = 160) -> str:
-    """*text* on one line, cut to *width* characters with an ellipsis."""
+    """*text* on one line, cut to *width* characters with an ellipsis, ready to print.
+
+    Control characters are escaped after the cut (:func:`~.safe_text.shown_line`).
+    """
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shown_line(flat if len(flat) <= width else flat[: width - 1] + "…")
 
 
 def notice(text: str) -> None:
     """Something the user should know that is not the command's output (stderr)."""
-    print(f"agenvoy-desktop: notice: {text}", file=sys.stderr)
+    print(f"agenvoy-desktop: notice: {shown(text)}", file=sys.stderr)
 
 
 def progress_bar(desc: str) -> Progress:

@@ -37,6 +37,7 @@ from agenvoy_desktop.cli.common import (
     profile_paths,
     settings_of,
 )
+from agenvoy_desktop.cli.safe_text import shown_line
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.locks import FileLock, program_name
@@ -248,7 +249,7 @@ def _list_line(collection: Collection, stats: IndexStats | None, problem: str | 
         when = format_local(stats.last_indexed_ns)
         state = f"{stats.files} files, {stats.chunks} chunks{failed}, last indexed {when}"
     watching = ", watched" if collection.watch else ""
-    return f"{collection.name}: {state}{watching}  [{roots}]"
+    return f"{shown_line(collection.name)}: {shown_line(state)}{watching}  [{roots}]"
 
 
 # -- index --------------------------------------------------------------------------------------
@@ -412,7 +413,7 @@ def _print_hits(hits: list[DocumentHit]) -> None:
         print("no results")
     for rank, hit in enumerate(hits, start=1):
         heading = f" ({clip(hit.heading, 60)})" if hit.heading else ""
-        print(f"{rank:>2}. {hit.score:7.4f}  {hit.citation}{heading}")
+        print(f"{rank:>2}. {hit.score:7.4f}  {shown_line(hit.citation)}{heading}")
         print(f"    {clip(hit.text)}")
 
 

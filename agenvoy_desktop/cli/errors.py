@@ -27,6 +27,7 @@ from agenvoy_desktop.cli.common import (
     in_range,
     profile_options,
 )
+from agenvoy_desktop.cli.safe_text import shown
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import (
     ORDER_KEYS,
@@ -137,7 +138,7 @@ def record_json(record: ErrorRecord, now: int) -> dict[str, Any]:
 
 def _say(text: str, *, err: bool = False) -> None:
     """One line to stdout (or stderr): the CLI's output, not a debugging print."""
-    (sys.stderr if err else sys.stdout).write(text + "\n")
+    (sys.stderr if err else sys.stdout).write(shown(text) + "\n")
 
 
 def _table(records: list[ErrorRecord], now: int, scores: list[float] | None = None) -> None:

@@ -28,6 +28,7 @@ from agenvoy_desktop.cli.common import (
     emit_json,
     profile_options,
 )
+from agenvoy_desktop.cli.safe_text import shown_line
 from agenvoy_desktop.llm.catalogue import ROLES, CatalogueEntry, CatalogueError, ModelCatalogue
 from agenvoy_desktop.llm.discovery import DiscoveredModel, discover_gguf_files
 from agenvoy_desktop.llm.gguf_info import GgufInfo, ModelFileError
@@ -177,7 +178,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     _print_table([[*header, "PATH"], *rows, *_endpoint_rows(endpoints)])
     for entry in entries:
         if entry.problem:
-            print(f"{entry.name}: {entry.problem}", file=sys.stderr)
+            print(shown_line(f"{entry.name}: {entry.problem}"), file=sys.stderr)
     return 0
 
 
@@ -250,7 +251,7 @@ def cmd_models_discover(args: argparse.Namespace) -> int:
     )
     for model in found:
         if model.error:
-            print(f"{model.path}: {model.error}", file=sys.stderr)
+            print(shown_line(f"{model.path}: {model.error}"), file=sys.stderr)
     print(
         "\nuse one (read in place, never modified):  agenvoy-desktop models add PATH [--name NAME]"
     )
@@ -341,6 +342,8 @@ def _info_text(info: GgufInfo | None, field: str) -> str:
 
 
 def _print_table(rows: Sequence[Sequence[str]]) -> None:
+    """Aligned columns; names, metadata and paths come from files: shown escaped."""
+    rows = [[shown_line(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]

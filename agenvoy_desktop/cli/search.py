@@ -14,6 +14,7 @@ from agenvoy_desktop.cli.common import (
     open_store,
     time_option,
 )
+from agenvoy_desktop.cli.safe_text import shown_line
 from agenvoy_desktop.core.search import MODES, SearchQuery, SearchResult
 from agenvoy_desktop.core.store import check_session_id
 from agenvoy_desktop.core.timeutil import format_iso, format_local
@@ -82,6 +83,6 @@ def _print_hits(result: SearchResult) -> None:
     for rank, hit in enumerate(result.hits, start=1):
         msg = hit.item.message
         print(
-            f"{rank:>2}. {hit.score:7.4f}  {hit.item.session_id}  "
-            f"{format_local(msg.time_ns)}  {msg.role}: {clip(msg.content)}"
+            f"{rank:>2}. {hit.score:7.4f}  {shown_line(hit.item.session_id)}  "
+            f"{format_local(msg.time_ns)}  {shown_line(msg.role)}: {clip(msg.content)}"
         )

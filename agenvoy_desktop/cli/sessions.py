@@ -21,6 +21,7 @@ from agenvoy_desktop.cli.common import (
     open_store,
     profile_options,
 )
+from agenvoy_desktop.cli.safe_text import shown, shown_line
 from agenvoy_desktop.core.session_settings import SessionSettings
 from agenvoy_desktop.core.store import SessionInfo, check_session_id
 from agenvoy_desktop.core.timeutil import format_local
@@ -62,7 +63,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(
             f"{info.session_id:<14} {format_local(info.updated_ns) if info.updated_ns else '-':<17}"
             f" {info.history_messages:>6} recent {info.archived_messages:>7} archived "
-            f"{info.history_bytes / 1024:>8.1f} KiB  {info.title or ''}"
+            f"{info.history_bytes / 1024:>8.1f} KiB  {shown_line(info.title or '')}"
         )
     return 0
 
@@ -89,9 +90,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         for key, value in data.items():
             if key != "events":
-                print(f"{key:>18}: {value}")
+                print(f"{key:>18}: {shown_line(str(value))}")
         for event in data.get("events", []):
-            print(f"{'event':>18}: {event}")
+            print(f"{'event':>18}: {shown_line(str(event))}")
     return 0
 
 
@@ -149,7 +150,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         print(f"{'system prompt':>13}: default")
     else:
         print(f"{'system prompt':>13}: custom ({len(settings.system_prompt):,} characters)")
-        print(settings.system_prompt)
+        print(shown(settings.system_prompt))
     return 0
 
 

@@ -1,20 +1,27 @@
-"""``agenvoy-desktop chat`` returns once its answer is done.
+"""``agenvoy-desktop chat`` returns once its answer is done, and keeps it when stopped.
 
 It used to wait for the summary pass the turn triggered, which on a small
 CPU took minutes (300 s in the bug report); a summary can run next time.
+Ended mid-answer by Ctrl+C or by SIGTERM (a logout, a shutdown), it keeps
+what the model had written, marked interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS
 from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion, StopWhen
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import AppPaths, app_paths
@@ -49,7 +56,7 @@ def test_chat_does_not_wait_for_the_summary_it_triggered(
         store.create_session("t", "s1")
         store.append("s1", conversation([f"message {i}" for i in range(60)]))
 
-    def start(cls: type[AppServices], paths: AppPaths, **_: object) -> AppServices:
+    def start(cls: type[AppServices], /, paths: AppPaths, **_: object) -> AppServices:
         model = EndlessSummaries([["the answer"]])
         return cls.open(paths, embedder=HashingEmbedder(), chat_model=model)
 
@@ -67,7 +74,7 @@ def test_chat_does_not_wait_for_the_summary_it_triggered(
 def test_a_new_chat_session_is_named_after_its_first_message(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def start(cls: type[AppServices], paths: AppPaths, **_: object) -> AppServices:
+    def start(cls: type[AppServices], /, paths: AppPaths, **_: object) -> AppServices:
         model = ScriptedChatModel([["4.5 bar"]])
         return cls.open(paths, embedder=HashingEmbedder(), chat_model=model)
 
@@ -78,3 +85,103 @@ def test_a_new_chat_session_is_named_after_its_first_message(
     capsys.readouterr()
     with open_memory(app_paths(profile)) as store:
         assert [s.title for s in store.sessions()] == ["What is my front tyre pressure?"]
+
+
+# -- ended by a signal mid-answer --------------------------------------------------
+WAITING = "scripted model: waiting"
+CHILD = f"""
+import asyncio, sys
+from agenvoy_desktop import cli
+from agenvoy_desktop.agent.services import AppServices
+from tests.fakes import HashingEmbedder
+from tests.scripted_chat import WAIT, ScriptedChatModel
+
+class Gate(asyncio.Event):
+    async def wait(self):
+        print({WAITING!r}, file=sys.stderr, flush=True)
+        return await super().wait()  # never set: the answer stops here
+
+def start(cls, paths, **_):
+    script = ["the partial ", "answer", WAIT, " never said"]
+    model = ScriptedChatModel([script if "--wait" in sys.argv else script[:2]])
+    model.gate = Gate()
+    return cls.open(paths, embedder=HashingEmbedder(), chat_model=model)
+
+AppServices.start = classmethod(start)
+sys.exit(cli.main([arg for arg in sys.argv[1:] if arg != "--wait"]))
+"""
+"""A real ``chat`` process whose model writes part of an answer (then, with --wait, waits)."""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals to a child are POSIX")
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"]
+)
+def test_a_signal_mid_answer_keeps_the_answer_so_far(
+    tmp_path: Path, signum: signal.Signals, status: int
+) -> None:
+    profile = tmp_path / "profile"
+    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "--wait", *argv],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stderr is not None
+        seen = _read_until(child.stderr, WAITING)
+        child.send_signal(signum)  # the model is mid-answer: it has written, not finished
+        out, err = child.communicate(timeout=HANG_GUARD_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == status, seen + err
+    assert "internal error" not in err
+    assert "Traceback" not in err
+    assert out.startswith("the partial answer")
+    with open_memory(app_paths(profile)) as store:
+        answer = store.history("s1").messages[-1]
+    assert (answer.role, answer.content) == ("assistant", "the partial answer")
+    assert answer.extra.get("interrupted") is True
+
+
+def _read_until(stream: IO[str], marker: str) -> str:
+    """The lines of *stream* before the line *marker* (all of them if the child ends first)."""
+    seen = []
+    for line in iter(stream.readline, ""):
+        if line.strip() == marker:
+            break
+        seen.append(line)
+    return "".join(seen)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pipe's EPIPE is POSIX")
+def test_an_answer_into_a_closed_pipe_is_still_kept(tmp_path: Path) -> None:
+    """``chat … | head -c 0``: the reader is gone, the answer is stored all the same."""
+    profile = tmp_path / "profile"
+    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader from the first byte on: no race on when it leaves
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, *argv],
+            cwd=Path(__file__).resolve().parents[2],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=HANG_GUARD_S,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == READER_GONE_STATUS, done.stderr
+    assert "Broken pipe" not in done.stderr
+    with open_memory(app_paths(profile)) as store:
+        answer = store.history("s1").messages[-1]
+    assert (answer.role, answer.content) == ("assistant", "the partial answer")
+    assert not answer.extra.get("interrupted")

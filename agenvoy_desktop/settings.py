@@ -268,21 +268,32 @@ def _sampling_section(raw: object) -> dict[str, dict[str, Any]]:
 
 
 def load_settings(path: Path) -> Settings:
-    """Read ``path``; defaults when it is missing; a corrupt file is set aside."""
+    """Read ``path``; defaults when it is missing; a corrupt file is set aside.
+
+    Bytes that are not UTF-8 count as damage like broken JSON: a single stray
+    byte must not stop every command and the window from opening the profile.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return Settings()
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
+    except UnicodeDecodeError as exc:
+        return _set_aside(path, f"not UTF-8 text: {exc.reason}")
     except ValueError as exc:
-        aside = path.with_name(f"{path.name}.corrupt-{now_ns()}")
-        path.replace(aside)
-        log.warning("settings file %s was unreadable (%s); moved to %s", path, exc, aside)
-        return Settings()
+        return _set_aside(path, str(exc))
     return settings_from_json(data)
+
+
+def _set_aside(path: Path, why: str) -> Settings:
+    """Move a damaged settings file out of the way (kept, never deleted); defaults follow."""
+    aside = path.with_name(f"{path.name}.corrupt-{now_ns()}")
+    path.replace(aside)
+    log.warning("settings file %s was unreadable (%s); moved to %s", path, why, aside)
+    return Settings()
 
 
 def save_settings(path: Path, settings: Settings) -> None:

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agenvoy_desktop.core.errors import KnownError
 
@@ -61,6 +62,16 @@ def program_name() -> str:
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else sys.executable
     name = Path(argv0).name
     return name.removesuffix(".exe").removesuffix(".py") or "python"
+
+
+HOLDER_FIELDS: dict[str, type] = {
+    "pid": int,
+    "program": str,
+    "operation": str,
+    "host": str,
+    "since_ns": int,
+}
+"""A holder file's keys and their JSON types, in :class:`Holder`'s field order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +103,14 @@ class Holder:
     def from_bytes(cls, raw: bytes) -> Holder | None:
         try:
             data = json.loads(raw)
-            return cls(
-                int(data["pid"]),
-                str(data["program"]),
-                str(data["operation"]),
-                str(data["host"]),
-                int(data["since_ns"]),
-            )
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
             return None  # being written, cleared, or not ours
+        if not isinstance(data, dict):
+            return None
+        values: list[Any] = [data.get(key) for key in HOLDER_FIELDS]
+        if any(type(v) is not kind for v, kind in zip(values, HOLDER_FIELDS.values(), strict=True)):
+            return None  # the right keys with the wrong types: not ours either
+        return cls(*values)
 
 
 # -- the platform layer ----------------------------------------------------------------

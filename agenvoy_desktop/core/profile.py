@@ -70,7 +70,7 @@ def read_stamp(paths: AppPaths) -> ProfileStamp | None:
     """
     try:
         data = json.loads(stamp_path(paths).read_text("utf-8"))
-        return ProfileStamp(int(data["format"]), str(data.get("written_by", "?")))
+        return _stamp_from_json(data)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -78,6 +78,19 @@ def read_stamp(paths: AppPaths) -> ProfileStamp | None:
             "unreadable profile stamp %s; the files' own versions decide", stamp_path(paths)
         )
         return None
+
+
+def _stamp_from_json(data: object) -> ProfileStamp:
+    """The stamp's fields; TypeError unless ``format`` is a whole number and the writer text.
+
+    ``"2"`` or ``true`` as a format is damage, not a version to compare.
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"not a JSON object but {type(data).__name__}")
+    number, writer = data.get("format"), data.get("written_by", "?")
+    if type(number) is not int or not isinstance(writer, str):
+        raise TypeError(f"format {number!r} / written_by {writer!r}")
+    return ProfileStamp(number, writer)
 
 
 def migrated_files(paths: AppPaths) -> list[Path]:

@@ -419,7 +419,12 @@ def _check_vectors(
         out.append(Finding(sid, "vectors", detail + (": embedded" if can else ""), can))
         if can:
             store.index_pending(sid)
-    if repair and (live or stored):
+    from agenvoy_desktop.core.vectors import meta_problem  # hnswlib: only when checked
+
+    problem = meta_problem(store.folder(sid))
+    if problem is not None and not repair:
+        out.append(Finding(sid, "vector index", f"{problem}: --repair rebuilds it", False))
+    if repair and (live or stored or problem is not None):
         vectors = store.vectors(sid)
         vectors.count  # noqa: B018 - opening heals the index file
         if vectors.healed:

@@ -1038,11 +1038,44 @@ class PassRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PassRecord:
+    def from_json(cls, data: object) -> PassRecord:
+        """One parsed line; TypeError unless it is an object whose known fields have their types.
+
+        A garbled line is skipped by :func:`read_records` rather than shown
+        (or crashing the timeline) with a list where a count should be.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"not a JSON object but {type(data).__name__}")
+        for key, kinds in _RECORD_TYPES.items():
+            value = data.get(key)
+            if key in data and (not isinstance(value, kinds) or _is_flag(value, kinds)):
+                raise TypeError(f"{key!r} is {value!r}")
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
         values = {k: data[k] for k in known if k in data}
         values["extra"] = {k: v for k, v in data.items() if k not in known}
         return cls(**values)
+
+
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "time_ns": (int,),
+    "model": (str, type(None)),
+    "chunk_first": (dict, type(None)),
+    "chunk_last": (dict, type(None)),
+    "cursor_before": (dict, type(None)),
+    "cursor_after": (dict, type(None)),
+    "messages": (int,),
+    "duration_s": (int, float),
+    "prompt_tokens": (int,),
+    "completion_tokens": (int,),
+    "error": (str, type(None)),
+}
+"""The JSON types of a pass record's known fields (``kind`` and ``time_ns`` are required)."""
+
+
+def _is_flag(value: object, kinds: tuple[type, ...]) -> bool:
+    """A JSON true/false where a number is wanted (bool is an int to Python, not to us)."""
+    return isinstance(value, bool) and bool not in kinds
 
 
 def append_record(folder: Path, record: PassRecord) -> None:

@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import hnswlib
 import numpy as np
@@ -51,6 +52,48 @@ def from_blobs(blobs: Sequence[bytes], dim: int) -> FloatArray:
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
     return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).astype(np.float32)
+
+
+META_FIELDS: dict[str, type] = {"dim": int, "count": int, "capacity": int}
+"""What :meth:`SessionVectors.flush` writes to the meta file, besides the optional ``labels``."""
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """The meta file's content; ValueError unless it has the shape a flush writes.
+
+    Checked field by field so that ``null``, a list or a dict of wrong types
+    is damage (rebuilt from the archive) rather than an AttributeError deep
+    in a search.  Bytes that are not UTF-8 raise ValueError too.
+    """
+    data = json.loads(path.read_bytes().decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"not a JSON object but {type(data).__name__}")
+    for key, kind in META_FIELDS.items():
+        value = data.get(key)
+        if type(value) is not kind or (isinstance(value, int) and value < 0):
+            raise ValueError(f"{key!r} is {value!r}, not a count")
+    if not isinstance(data.get("labels", ""), str):
+        raise ValueError(f"'labels' is {data['labels']!r}, not text")
+    return data
+
+
+def meta_problem(folder: Path) -> str | None:
+    """What is wrong with *folder*'s meta file, in a few words; None when it is fine or absent.
+
+    Read-only, so plain ``doctor`` can report a damaged file it must not touch.
+    """
+    path = folder / META_FILE
+    try:
+        read_meta(path)
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        return f"{META_FILE} damaged (not UTF-8 text: {exc.reason})"
+    except ValueError as exc:
+        return f"{META_FILE} damaged ({exc})"
+    except OSError as exc:
+        return f"{META_FILE} unreadable ({exc.strerror or exc})"
+    return None
 
 
 class SessionVectors:
@@ -96,7 +139,7 @@ class SessionVectors:
         stored = self.archive.vector_labels(self.session_id)
         index, labels = self._load_file()
         if index is None or not labels <= stored:
-            if index is not None or stored:
+            if self.healed is None and (index is not None or stored):
                 self.healed = "index file missing or unreadable: rebuilt"
             self._rebuild(stored)
         else:
@@ -110,17 +153,22 @@ class SessionVectors:
 
     def _load_file(self) -> tuple[hnswlib.Index | None, set[int]]:
         meta_path = self.folder / META_FILE
+        problem = meta_problem(self.folder)
+        if problem is not None:
+            log.warning("vector index %s: %s; rebuilding", self.index_path, problem)
+            self.healed = f"{problem}: rebuilt from the archive"
+            return None, set()
         if not self.index_path.exists() or not meta_path.exists():
             return None, set()
         try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-            if meta.get("dim") != self.dim or meta.get("labels") != LABELS:
+            meta = read_meta(meta_path)
+            if meta["dim"] != self.dim or meta.get("labels") != LABELS:
                 return None, set()
             index = hnswlib.Index(space="ip", dim=self.dim)
-            index.load_index(str(self.index_path), max_elements=int(meta["capacity"]))
+            index.load_index(str(self.index_path), max_elements=meta["capacity"])
             index.set_ef(HNSW_EF_SEARCH)
             labels = {int(x) for x in index.get_ids_list()}
-            if len(labels) != int(meta["count"]):
+            if len(labels) != meta["count"]:
                 return None, set()
         except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
             log.warning("vector index %s unreadable (%s); rebuilding", self.index_path, exc)
@@ -134,7 +182,8 @@ class SessionVectors:
             self._add_from_archive(sorted(labels))
         # Nothing to save for an empty session unless a stale file must be replaced:
         # a search must not leave empty index files behind.
-        self._dirty = bool(labels) or self.index_path.exists()
+        meta_path = self.folder / META_FILE
+        self._dirty = bool(labels) or self.index_path.exists() or meta_path.exists()
 
     def _add_from_archive(self, labels: Sequence[int]) -> None:
         wanted = set(labels)

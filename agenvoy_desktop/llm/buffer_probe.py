@@ -87,15 +87,28 @@ def read_verdict(folder: Path) -> Verdict | None:
     """The stored verdict if it was made on this machine with this llama.cpp, else None."""
     try:
         data: Any = json.loads((folder / VERDICT_FILE).read_text("utf-8"))
-        verdict = Verdict(
-            enabled=bool(data["enabled"]),
-            reason=str(data["reason"]),
-            machine=str(data["machine"]),
-            probed_at=float(data.get("probed_at", 0.0)),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
-    return verdict if verdict.machine == machine_key() else None
+    verdict = _verdict_from_json(data)
+    return verdict if verdict is not None and verdict.machine == machine_key() else None
+
+
+def _verdict_from_json(data: object) -> Verdict | None:
+    """The stored verdict, or None unless every field has its JSON type.
+
+    ``"enabled": "no"`` must not read as enabled: a damaged file means
+    "probe again", never a guess.
+    """
+    if not isinstance(data, dict):
+        return None
+    enabled, reason, machine = data.get("enabled"), data.get("reason"), data.get("machine")
+    probed_at = data.get("probed_at", 0.0)
+    if not isinstance(enabled, bool) or not isinstance(reason, str):
+        return None
+    number = isinstance(probed_at, (int, float)) and not isinstance(probed_at, bool)
+    if not isinstance(machine, str) or not number:
+        return None
+    return Verdict(enabled=enabled, reason=reason, machine=machine, probed_at=float(probed_at))
 
 
 UNQUANTISED = frozenset({"F32", "F16", "BF16"})

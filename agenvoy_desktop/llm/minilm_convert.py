@@ -171,8 +171,11 @@ def convert_minilm(src_dir: Path, out_path: Path, progress: ProgressFn | None = 
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as fh:
-        data = json.load(fh)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = json.load(fh)
+    except ValueError as exc:  # not UTF-8, or not JSON
+        raise ModelSourceError(f"{path}: not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
         raise ModelSourceError(f"{path}: expected a JSON object")
     return data
@@ -184,16 +187,19 @@ def _read_hparams(src_dir: Path) -> BertShape:
         raise ModelSourceError(
             f"{src_dir / 'config.json'}: not a BERT model ({cfg.get('model_type')})"
         )
-    return BertShape(
-        n_layer=int(cfg["num_hidden_layers"]),
-        n_embd=int(cfg["hidden_size"]),
-        n_ff=int(cfg["intermediate_size"]),
-        n_head=int(cfg["num_attention_heads"]),
-        n_ctx=int(cfg["max_position_embeddings"]),
-        n_vocab=int(cfg["vocab_size"]),
-        n_token_types=int(cfg.get("type_vocab_size", 2)),
-        norm_eps=float(cfg.get("layer_norm_eps", 1e-12)),
-    )
+    try:
+        return BertShape(
+            n_layer=int(cfg["num_hidden_layers"]),
+            n_embd=int(cfg["hidden_size"]),
+            n_ff=int(cfg["intermediate_size"]),
+            n_head=int(cfg["num_attention_heads"]),
+            n_ctx=int(cfg["max_position_embeddings"]),
+            n_vocab=int(cfg["vocab_size"]),
+            n_token_types=int(cfg.get("type_vocab_size", 2)),
+            norm_eps=float(cfg.get("layer_norm_eps", 1e-12)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # a missing size, or a list for one
+        raise ModelSourceError(f"{src_dir / 'config.json'}: bad model shape ({exc!r})") from exc
 
 
 def _check_pooling(src_dir: Path) -> None:
@@ -240,8 +246,10 @@ def _read_vocab(src_dir: Path, hparams: BertShape) -> _Vocab:
     strip = tok_cfg.get("strip_accents")
     max_word_chars = _DEFAULT_MAX_WORD_CHARS
     if (src_dir / "tokenizer.json").is_file():
-        model = _load_json(src_dir / "tokenizer.json").get("model", {})
-        max_word_chars = int(model.get("max_input_chars_per_word", max_word_chars))
+        model = _load_json(src_dir / "tokenizer.json").get("model")
+        limit = model.get("max_input_chars_per_word") if isinstance(model, dict) else None
+        if type(limit) is int and limit > 0:
+            max_word_chars = limit
     return _Vocab(
         tokens=tokens,
         types=types,

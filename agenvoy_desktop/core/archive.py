@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,6 +355,32 @@ def _fts_pair(context: _FtsContext, content: str, tool: int, token: str) -> tupl
     return body, token, ctx
 
 
+def title_from_messages(title: str, texts: Iterable[str]) -> bool:
+    """Whether *title* was made from one of *texts* (the sessions list's automatic title).
+
+    The automatic title is a message with its whitespace folded: the whole
+    of it, or its start cut with an ellipsis.  A title the person typed
+    matches only if it says exactly what a message says (then it holds the
+    same words, and goes with them); a word it shares with one does not.
+    """
+    cut = title.endswith("…")
+    stem = " ".join(title.removesuffix("…").split())
+    if not stem:
+        return False
+    flat = (" ".join(text.split()) for text in texts)
+    return any(text.startswith(stem) if cut else text == stem for text in flat)
+
+
+def _clear_derived_title(db: sqlite3.Connection, session_id: str, texts: list[str]) -> None:
+    """Clear the session's title if it was made from *texts* or its earlier versions."""
+    row = db.execute("SELECT title FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None or not row[0]:
+        return
+    older = db.execute("SELECT content FROM message_versions WHERE session_id = ?", (session_id,))
+    if title_from_messages(str(row[0]), [*texts, *(str(r[0]) for r in older)]):
+        db.execute("UPDATE sessions SET title = NULL WHERE session_id = ?", (session_id,))
+
+
 class ArchiveError(KnownError, RuntimeError):
     """An environment problem with the archive file, phrased for the user."""
 
@@ -427,6 +453,9 @@ class Archive(SqliteStore):
 
     def _opened(self) -> None:
         self._db.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+        # What a delete frees is overwritten with zeros, not left in free pages and cells:
+        # a reset, a remove or a deleted message leaves no copy of its text in the file.
+        self._db.execute("PRAGMA secure_delete = ON")
         self._df_memo: dict[tuple[str, str, str, int], tuple[int, int]] = {}
         if self.get_meta("fts_text_version") != str(FTS_TEXT_VERSION):
             self.rebuild_fts()
@@ -562,8 +591,19 @@ class Archive(SqliteStore):
             out.update({r[0]: _row_to_archived(r) for r in rows})
         return out
 
-    def delete_session_rows(self, session_id: str, *, drop_session: bool) -> None:
-        """Clear a session's archive rows, vectors and events (reset / remove)."""
+    def delete_session_rows(
+        self, session_id: str, *, drop_session: bool, keep_events: Collection[str] = ()
+    ) -> None:
+        """Clear a session's archive rows, vectors and events (reset / remove), leaving no copy.
+
+        A reset keeps the session's row (its settings, a title the person
+        typed) and the timeline events of the kinds in *keep_events* (the
+        summary's, when the summary stays); a title made from the session's
+        own words goes with them (:func:`title_from_messages`).  The
+        full-text index then drops the deleted words for good and the
+        write-ahead log is emptied (:meth:`_scrub`).  Idempotent: run again
+        after a crash, it finds nothing to delete and scrubs again.
+        """
         self._df_memo.clear()  # frequencies may have fallen
         with self.transaction() as db:
             rows = db.execute(
@@ -576,11 +616,18 @@ class Archive(SqliteStore):
                 " VALUES ('delete', ?, ?, ?, ?)",
                 list(_fts_rows(rows)),
             )
+            if not drop_session:
+                _clear_derived_title(db, session_id, [str(r[1]) for r in rows])
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM message_versions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
+            kept = sorted(keep_events) if not drop_session else []
+            marks = ",".join("?" * len(kept))
+            db.execute(
+                f"DELETE FROM events WHERE session_id = ? AND kind NOT IN ({marks})",
+                (session_id, *kept),
+            )
             if drop_session:
-                db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
             else:
                 db.execute(
@@ -588,6 +635,26 @@ class Archive(SqliteStore):
                     " WHERE session_id = ?",
                     (session_id,),
                 )
+        self._scrub()
+
+    def _scrub(self) -> None:
+        """Leave no copy of deleted rows: merge the FTS index, then empty the write-ahead log.
+
+        ``secure_delete`` (set at open) zeroes what a delete frees in the
+        tables, but a contentless FTS5 index records a delete as a new
+        segment listing the deleted words, beside the old segment that still
+        holds them, until the segments are merged.  ``optimize`` merges them
+        all at once (about a second per 100,000 messages, and nothing when
+        the index is one segment already).  FTS5's own ``secure-delete``
+        option (SQLite 3.42+) is not enough: measured with 3.54, it takes a
+        deleted term out of the segments but its prefix stays in the
+        segment index, so ``optimize`` runs whatever the version.  Last,
+        the log, which still holds the pages as they were before, is copied
+        back and truncated (:meth:`SqliteStore.truncate_log`).
+        """
+        with self.transaction() as db:
+            db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        self.truncate_log()
 
     # -- taking messages out of the live conversation -----------------------------
     def message(self, session_id: str, msg_id: str) -> ArchivedMessage | None:

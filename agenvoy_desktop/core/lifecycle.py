@@ -9,8 +9,17 @@ to be deleted, because pending operations are finished before anything else.
 
 | operation | history.json | vectors | archive (messages + meta) | summary |
 |-----------|--------------|---------|---------------------------|---------|
-| reset     | deleted      | cleared | cleared                   | kept    |
+| reset     | deleted      | cleared | cleared                   | kept¹   |
 | remove    | folder gone  | cleared | cleared                   | deleted |
+
+¹ deleted too when the caller asks (``clear_summary``).
+
+Nothing of the session's text survives either: a reset deletes every file
+of the folder but the session's settings (and the summary's, when it
+stays), a title made from the messages, the timeline's events (but the
+summary's, when it stays); the archive zeroes what it frees, merges its
+full-text index and empties its write-ahead log
+(:meth:`Archive.delete_session_rows`).
 
 Message actions (delete, edit, regenerate, fork) journal themselves the same
 way (:mod:`message_edit`); :func:`finish_pending` rolls them forward too.
@@ -24,27 +33,42 @@ import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
+from agenvoy_desktop.core.session_settings import SETTINGS_FILE
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
+from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 
 Operation = Literal["reset", "remove"]
 TRASH_PREFIX = ".removing-"
+SUMMARY_FILES = (SUMMARY_FILE, META_FILE, LOG_FILE)
+"""The summary's files (and, with a ``.`` after the name, their set-aside copies)."""
+SUMMARY_EVENTS = frozenset({"summary_pass", "summary_failed", "summary_edit"})
+"""Timeline events that belong to the summary: a reset that keeps it keeps them."""
+SUMMARIZER_LOCK = "summary.lock"
+"""``summarizer.runs.LOCK_FILE``, named here so a reset need not load the summarizer:
+a summary pass may hold it, so a reset never deletes it."""
+KEPT_BY_RESET = (SETTINGS_FILE, SUMMARIZER_LOCK)
+"""Files of a session folder a reset leaves: its settings, and the summarizer's lock."""
 
 
 __all__ = ["finish_pending", "ops_dir", "remove_session", "reset_session", "run_operation"]
 
 
-def reset_session(store: MemoryStore, session_id: str) -> None:
-    """Clear history, vectors and archive of a session; keep its summary."""
+def reset_session(store: MemoryStore, session_id: str, *, clear_summary: bool = False) -> None:
+    """Clear history, vectors and archive of a session; keep its summary unless *clear_summary*.
+
+    The summary stays by default: it is what a person resets for, to go on
+    from the gist without the transcript.
+    """
     with store.locked(session_id, "reset"):
-        run_operation(store, "reset", store.require(session_id))
+        run_operation(store, "reset", store.require(session_id), clear_summary=clear_summary)
 
 
 def remove_session(store: MemoryStore, session_id: str) -> None:
@@ -53,18 +77,23 @@ def remove_session(store: MemoryStore, session_id: str) -> None:
         run_operation(store, "remove", store.require(session_id))
 
 
-def run_operation(store: MemoryStore, op: Operation, session_id: str) -> None:
+def run_operation(
+    store: MemoryStore, op: Operation, session_id: str, *, clear_summary: bool = False
+) -> None:
     """Journal, perform and close one reset/remove; the caller holds the session's lock."""
     journal = ops_dir(store) / f"{session_id}.json"
-    atomic_write_text(
-        journal, json.dumps({"op": op, "session_id": session_id, "time_ns": store.clock()})
-    )
-    _perform(store, op, session_id)
+    entry = {"op": op, "session_id": session_id, "time_ns": store.clock()}
+    if clear_summary:
+        entry["clear_summary"] = True
+    atomic_write_text(journal, json.dumps(entry))
+    _perform(store, op, session_id, clear_summary=clear_summary)
     journal.unlink(missing_ok=True)
     fsync_dir(journal.parent)
 
 
-def _perform(store: MemoryStore, op: Operation, session_id: str) -> None:
+def _perform(
+    store: MemoryStore, op: Operation, session_id: str, *, clear_summary: bool = False
+) -> None:
     folder = store.folder(session_id)
     store.forget_cached(session_id)
     if op == "remove":
@@ -78,13 +107,35 @@ def _perform(store: MemoryStore, op: Operation, session_id: str) -> None:
         shutil.rmtree(trash, ignore_errors=True)
         log.info("removed session %s", session_id)
         return
-    store.archive.delete_session_rows(session_id, drop_session=False)
+    kept_events = frozenset() if clear_summary else SUMMARY_EVENTS
+    store.archive.delete_session_rows(session_id, drop_session=False, keep_events=kept_events)
     store.archive.ensure_session(session_id, store.clock())
     store.archive.add_event(session_id, store.clock(), "reset", {})
-    for name in ("history.json", "vectors.hnsw", "vectors.meta.json"):
-        (folder / name).unlink(missing_ok=True)
-    fsync_dir(folder)
+    _empty_folder(folder, keep_summary=not clear_summary)
     log.info("reset session %s", session_id)
+
+
+def _empty_folder(folder: Path, *, keep_summary: bool) -> None:
+    """Delete every file a reset does not keep: history, index files, set-aside copies.
+
+    A list of what stays rather than of what goes: a copy a repair set
+    aside (``history.json.corrupt-…``) or a file a later version adds holds
+    the session's text as well.
+    """
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.name in KEPT_BY_RESET or (keep_summary and _is_summary_file(path.name)):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    fsync_dir(folder)
+
+
+def _is_summary_file(name: str) -> bool:
+    return any(name == s or name.startswith(s + ".") for s in SUMMARY_FILES)
 
 
 def finish_pending(store: MemoryStore) -> list[str]:
@@ -108,14 +159,29 @@ def finish_pending(store: MemoryStore) -> list[str]:
     return done
 
 
+def _read_journal(journal: Path) -> dict[str, Any]:
+    """A journal entry; TypeError unless it is an object whose op and session are text.
+
+    ``null``, a list or a number where the entry should be would otherwise
+    stop every start-up at the first ``entry["op"]``.
+    """
+    entry = json.loads(journal.read_text("utf-8"))
+    if not isinstance(entry, dict):
+        raise TypeError(f"not a JSON object but {type(entry).__name__}")
+    for key in ("op", "session_id"):
+        if not isinstance(entry.get(key), str):
+            raise TypeError(f"{key!r} is {entry.get(key)!r}, not text")
+    return entry
+
+
 def _finish_one(store: MemoryStore, journal: Path) -> list[str]:
     try:
-        entry = json.loads(journal.read_text("utf-8"))
-        op, sid = entry["op"], check_session_id(str(entry["session_id"]))
+        entry = _read_journal(journal)
+        op, sid = entry["op"], check_session_id(entry["session_id"])
     except FileNotFoundError:  # its operation just finished
         return []
-    except (OSError, ValueError, KeyError):
-        log.warning("unreadable operation journal %s; ignored", journal)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("unreadable operation journal %s (%s); set aside as .bad", journal, exc)
         journal.rename(journal.with_suffix(".bad"))
         return []
     with _unless_busy(store, sid, op) as free:
@@ -123,7 +189,7 @@ def _finish_one(store: MemoryStore, journal: Path) -> list[str]:
             return []
         done: list[str] = []
         if op in ("reset", "remove"):
-            _perform(store, op, sid)
+            _perform(store, op, sid, clear_summary=bool(entry.get("clear_summary", False)))
             done.append(f"finished interrupted {op} of session {sid}")
         elif op in message_edit.OPERATIONS:
             try:

@@ -207,6 +207,31 @@ class SqliteStore:
                 self._raise(exc)
         return max(0, int(log_frames) - int(copied))
 
+    def truncate_log(self) -> bool:
+        """Copy the whole write-ahead log into the database and cut the log to zero bytes.
+
+        After deleting private text: the log still holds the pages as they
+        were before the delete.  TRUNCATE waits (``busy_timeout``) for other
+        connections' readers to finish; one still reading after that keeps
+        the log as it is until a later checkpoint, which is logged, not
+        raised (the delete itself is done).  Returns whether the log is empty.
+        """
+        with self._lock:
+            try:
+                busy, log_frames, copied = self._db.execute(
+                    "PRAGMA wal_checkpoint(TRUNCATE)"
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                self._raise(exc)
+        done = not busy and int(log_frames) <= 0 and int(copied) <= 0
+        if not done:
+            logging.getLogger(type(self).__module__).warning(
+                "%s %s: another program is reading it; its log is emptied at the next checkpoint",
+                self._kind,
+                self.path,
+            )
+        return done
+
     def __enter__(self) -> Self:
         return self
 

@@ -240,14 +240,21 @@ def auto_title(store: MemoryStore, session_id: str) -> Changed[str | None]:
     return Changed(title, MemoryChanges(sessions=True, session_id=session_id))
 
 
-def reset_session(store: MemoryStore, session_id: str) -> MemoryChanges:
-    """Clear the session's messages, vectors and archive rows; its summary stays."""
-    lifecycle.reset_session(store, session_id)
+def reset_session(
+    store: MemoryStore, session_id: str, *, clear_summary: bool = False
+) -> MemoryChanges:
+    """Clear the session's messages, vectors, archive rows and everything made from them.
+
+    Its summary stays unless *clear_summary*; a title made from its messages
+    goes (one the person typed stays).  No copy of the text is left in the
+    profile's files (:mod:`~agenvoy_desktop.core.lifecycle`).
+    """
+    lifecycle.reset_session(store, session_id, clear_summary=clear_summary)
     return session_changes(session_id)
 
 
 def remove_session(store: MemoryStore, session_id: str) -> MemoryChanges:
-    """Delete the session and everything remembered of it."""
+    """Delete the session and everything remembered of it, leaving no copy in the profile."""
     lifecycle.remove_session(store, session_id)
     return session_changes(session_id)
 

@@ -1,0 +1,314 @@
+"""Reset and Remove leave no byte of the session's text anywhere in the profile.
+
+A secret planted in a session (its first message, so its title too; a later
+message; a tool result; an earlier version of an answer; a recall record of
+the timeline; a summary when the reset clears it) must be gone from every
+file of the profile after the operation: the archive and its write-ahead
+log, the full-text index's segments, SQLite's free pages, the session
+folder, leftovers such as a set-aside history file, and the app's log.
+Every other session keeps its messages, title and search hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenvoy_desktop.core import lifecycle, message_edit
+from agenvoy_desktop.core.search import SearchQuery, search_chat_history
+from agenvoy_desktop.core.startup import open_memory
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summary import KeyDecision, Summary, load_summary, save_summary
+from agenvoy_desktop.operations import sessions as session_ops
+from agenvoy_desktop.paths import AppPaths
+from tests.conftest import SECOND, T0, FakeClock, msg
+from tests.fakes import HashingEmbedder
+
+SECRET = "quokkalock4721"
+"""The planted secret: one token, found nowhere else (not even by chance in a binary file)."""
+OTHER = "marguerite"
+"""A word only the other session holds: it must stay findable."""
+
+
+@pytest.fixture
+def app_log(paths: AppPaths) -> Iterator[Path]:
+    """Everything the app logs (DEBUG included) goes to the profile's log file, as in the app."""
+    paths.log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(paths.log_file, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    yield paths.log_file
+    root.removeHandler(handler)
+    root.setLevel(previous)
+    handler.close()
+
+
+def _plant(store: MemoryStore) -> tuple[str, str]:
+    """A session holding the secret in every place a session's text goes, and one without it."""
+    sid = store.create_session(None, "secret")
+    t = T0
+    store.append(
+        sid,
+        [
+            msg("user", f"My bike lock code is {SECRET}.", t),
+            msg("assistant", "Noted, I will remember it.", t + SECOND),
+            msg("user", "Check the lock file please", t + 2 * SECOND),
+            msg("assistant", "", t + 3 * SECOND, tool_calls=[{"id": "c1", "name": "read"}]),
+            msg("tool", f"lock.txt: code={SECRET}", t + 4 * SECOND, tool_call_id="c1", name="read"),
+            msg("assistant", f"The file says {SECRET} as well.", t + 5 * SECOND),
+            msg("user", "And what was it again?", t + 6 * SECOND),
+            msg("assistant", f"It was {SECRET}, as you said.", t + 7 * SECOND),
+        ],
+    )
+    session_ops.auto_title(store, sid)
+    # An earlier version of the last answer (message_versions), and a new answer.
+    message_edit.regenerate_truncate(store, sid, store.history(sid).messages[-1].id)
+    store.append(sid, [msg("assistant", f"Your code: {SECRET}.", t + 8 * SECOND)])
+    # What recall put in a prompt, as the timeline records it.
+    store.archive.add_event(sid, t + 9 * SECOND, "recall", {"text": f"you said: {SECRET}"})
+    # A history file a repair set aside.
+    (store.folder(sid) / "history.json.corrupt-1-ab").write_text(SECRET, "utf-8")
+    store.index_pending(sid)
+    store.vectors(sid).flush()
+
+    other = store.create_session(None, "other")
+    store.append(
+        other,
+        [
+            msg("user", f"The lighthouse keeper is called {OTHER.title()}", t + 20 * SECOND),
+            msg("assistant", "A fine name for a keeper.", t + 21 * SECOND),
+            msg("tool", f"keeper={OTHER}", t + 22 * SECOND, tool_call_id="c9", name="read"),
+        ],
+    )
+    session_ops.auto_title(store, other)
+    store.index_pending(other)
+    store.vectors(other).flush()
+    assert SECRET in str(store.archive.session(sid).title)  # type: ignore[union-attr]
+    assert session_ops.content_matches(store, SECRET) == {sid: 3}
+    return sid, other
+
+
+def _traces(root: Path, secret: str = SECRET) -> list[str]:
+    """Every file under *root* whose bytes hold *secret* (UTF-8), with the count."""
+    needle = secret.encode("utf-8")
+    found = []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            count = path.read_bytes().count(needle)
+            if count:
+                found.append(f"{path.relative_to(root)}: {count}")
+    return sorted(found)
+
+
+def _assert_no_trace(paths: AppPaths) -> None:
+    assert _traces(paths.config_dir) == []
+    assert _traces(paths.data_dir) == []
+
+
+def _assert_other_intact(store: MemoryStore, other: str) -> None:
+    assert store.archive.count(other) == 3
+    first = store.history(other).messages[0]
+    assert first.content.endswith(OTHER.title())
+    meta = store.archive.session(other)
+    assert meta is not None
+    assert meta.title == first.content
+    assert session_ops.content_matches(store, OTHER) == {other: 1}
+    hits = search_chat_history(store, SearchQuery(OTHER, mode="keyword", include_tool=True))
+    assert {h.item.session_id for h in hits.hits} == {other}
+    semantic = search_chat_history(store, SearchQuery(f"keeper {OTHER}", mode="semantic"))
+    assert semantic.hits
+    assert {h.item.session_id for h in semantic.hits} == {other}
+    assert store.archive.fts_ok()
+    assert store.archive.integrity_problems() == []
+
+
+def _assert_secret_gone(store: MemoryStore) -> None:
+    assert session_ops.content_matches(store, SECRET) == {}
+    assert store.archive.keyword_search(SECRET, limit=10, include_tool=True) == []
+    assert not any(SECRET in (m.title or "") for m in store.archive.sessions())
+
+
+Operation = Callable[[MemoryStore, str], Any]
+
+
+def _check(paths: AppPaths, operate: Operation, *, removed: bool) -> None:
+    """Plant, *operate*, then look for the secret in every file, app running and closed."""
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    sid, other = _plant(store)
+    assert _traces(paths.config_dir)  # the check itself sees the secret before
+    operate(store, sid)
+    assert store.exists(sid) is not removed
+    assert store.folder(sid).is_dir() is not removed  # a reset session stays, empty
+    _assert_secret_gone(store)
+    _assert_other_intact(store, other)
+    _assert_no_trace(paths)  # while the app still runs
+    store.close()
+    _assert_no_trace(paths)
+    reopened = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        _assert_secret_gone(reopened)
+        _assert_other_intact(reopened, other)
+    finally:
+        reopened.close()
+    _assert_no_trace(paths)
+
+
+def test_reset_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
+    _check(paths, session_ops.reset_session, removed=False)
+    assert app_log.exists()
+
+
+def test_reset_keeps_the_summary_unless_asked_to_clear_it(paths: AppPaths, app_log: Path) -> None:
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid, other = _plant(store)
+        summary = Summary(key_decisions=(KeyDecision("use the blue lock"),))
+        save_summary(store.folder(sid), summary)
+        session_ops.reset_session(store, sid)
+        assert load_summary(store.folder(sid)) == summary  # kept by design
+        save_summary(store.folder(sid), Summary(key_decisions=(KeyDecision(SECRET),)))
+        session_ops.reset_session(store, sid, clear_summary=True)
+        assert load_summary(store.folder(sid)) is None
+        _assert_secret_gone(store)
+        _assert_other_intact(store, other)
+        _assert_no_trace(paths)
+    finally:
+        store.close()
+    _assert_no_trace(paths)
+
+
+def test_remove_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
+    _check(paths, session_ops.remove_session, removed=True)
+
+
+def test_an_interrupted_remove_finished_at_start_leaves_no_trace(
+    paths: AppPaths, app_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash after the journal was written: the next start finishes the job, traceless."""
+
+    def crash(store: MemoryStore, op: str, session_id: str, **_options: object) -> None:
+        raise KeyboardInterrupt
+
+    def crashing_remove(store: MemoryStore, sid: str) -> None:
+        with monkeypatch.context() as patch:
+            patch.setattr(lifecycle, "_perform", crash)
+            with pytest.raises(KeyboardInterrupt):
+                lifecycle.remove_session(store, sid)
+        assert lifecycle.finish_pending(store) == [f"finished interrupted remove of session {sid}"]
+
+    _check(paths, crashing_remove, removed=True)
+
+
+def test_remove_through_the_undo_window_leaves_no_trace(
+    paths: AppPaths, app_log: Path, qapp: Any, qtbot: Any
+) -> None:
+    """The window's path: Remove starts the undo window; when it passes, the store deletes."""
+    pending_ops = pytest.importorskip("agenvoy_desktop.ui.pending_ops")
+    started: list[Any] = []
+
+    class Storage:
+        async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+            return fn(*args)
+
+    class Services:
+        storage = Storage()
+        store: MemoryStore
+
+    class Runner:
+        def run(self, coro: Any, what: str = "") -> None:
+            started.append(coro)
+
+        def broadcast(self, changes: object) -> None:
+            pass
+
+        def readable(self, exc: BaseException) -> str:
+            return str(exc)
+
+    def remove_after_the_window(store: MemoryStore, sid: str) -> None:
+        services = Services()
+        services.store = store
+        ops = pending_ops.PendingOps(services, Runner(), delay_ms=1)
+        op = ops.schedule("remove", sid, "title")
+        assert store.exists(sid)  # nothing deleted inside the window
+        qtbot.waitUntil(lambda: bool(started), timeout=10_000)  # the window passed
+        asyncio.run(started.pop())
+        assert op.state == "done"
+        ops.deleteLater()
+
+    _check(paths, remove_after_the_window, removed=True)
+
+
+def test_the_lock_name_a_reset_keeps_is_the_summarizers() -> None:
+    from agenvoy_desktop.core.summarizer.runs import LOCK_FILE
+
+    assert lifecycle.SUMMARIZER_LOCK == LOCK_FILE
+
+
+def test_an_interrupted_reset_that_clears_the_summary_clears_it_at_start(
+    paths: AppPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal remembers the choice: the roll-forward clears the summary too."""
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid, other = _plant(store)
+        save_summary(store.folder(sid), Summary(key_decisions=(KeyDecision(SECRET),)))
+
+        def crash(*_args: object, **_options: object) -> None:
+            raise OSError("killed")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(lifecycle, "_perform", crash)
+            with pytest.raises(OSError, match="killed"):
+                lifecycle.reset_session(store, sid, clear_summary=True)
+        assert lifecycle.finish_pending(store) == [f"finished interrupted reset of session {sid}"]
+        assert load_summary(store.folder(sid)) is None
+        _assert_secret_gone(store)
+        _assert_other_intact(store, other)
+        _assert_no_trace(paths)
+    finally:
+        store.close()
+
+
+def test_the_archive_zeroes_what_it_deletes(paths: AppPaths) -> None:
+    """Debian's SQLite zeroes freed space by default; other builds do not: the archive asks."""
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        assert store.archive._query("PRAGMA secure_delete") == [(1,)]
+    finally:
+        store.close()
+
+
+def test_a_title_the_person_typed_survives_a_reset(paths: AppPaths) -> None:
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid = store.create_session("Bike", "typed")
+        store.append(sid, [msg("user", f"Bike code {SECRET}", T0), msg("assistant", "ok", T0 + 1)])
+        session_ops.reset_session(store, sid)
+        assert store.archive.session(sid).title == "Bike"  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_a_long_first_message_makes_a_cut_title_that_a_reset_clears(paths: AppPaths) -> None:
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid = store.create_session(None, "long")
+        words = f"Please   remember that the code of the blue bike lock is {SECRET} for now"
+        store.append(sid, [msg("user", words, T0), msg("assistant", "ok", T0 + 1)])
+        title = session_ops.auto_title(store, sid).value
+        assert title is not None
+        assert title.endswith("…")
+        session_ops.reset_session(store, sid)
+        assert store.archive.session(sid).title is None  # type: ignore[union-attr]
+    finally:
+        store.close()

@@ -9,7 +9,9 @@ iterator.  Requests to one model take turns, as on the engine's worker (some
 servers, llama-cpp-python's among them, abort a running answer when another
 request arrives).
 
-Failures are :class:`EndpointError` lines.  A half-streamed answer is never
+Failures are :class:`EndpointError` lines.  A server that ignores the answer
+limit, sends more than a few megabytes or trickles past the overall deadline
+(:data:`ANSWER_DEADLINE_S`) is cut off with one.  A half-streamed answer is never
 retried — the error is raised after the deltas already yielded, so the turn
 keeps them — while :meth:`EndpointChatModel.complete_json` (the summary)
 retries a server that was away, with backoff.  Each request uses its own
@@ -63,6 +65,14 @@ log = logging.getLogger(__name__)
 DEFAULT_CONTEXT = 4096
 """Context assumed when neither the caller nor the server says (a common server default)."""
 DEFAULT_ANSWER_TOKENS = 1024
+ANSWER_DEADLINE_S = 900.0
+"""Longest one answer may take, request to last chunk, before reading stops.
+
+The read timeout only catches a server that goes silent; one that trickles a
+token every few seconds would hold the turn (and the model's lock) for
+hours.  A slow CPU server (2 tokens/s) writes a default 1,024-token answer
+in under 9 minutes after a long prompt, so 15 minutes cuts only a stuck one.
+"""
 JSON_TEMPERATURE = 0.2
 """As the engine's: low but not zero, so a constrained answer does not loop."""
 RETRY_DELAYS_S = (1.0, 2.0, 4.0)
@@ -113,6 +123,7 @@ class EndpointChatModel:
         context_size: int | None = None,
         connect_timeout: float = 5.0,
         read_timeout: float = 120.0,
+        answer_deadline: float = ANSWER_DEADLINE_S,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.root_url = self.base_url.removesuffix("/v1")
@@ -122,6 +133,8 @@ class EndpointChatModel:
         """Chat answers' sampling; read when each request is made."""
         self.max_answer_tokens = DEFAULT_ANSWER_TOKENS
         self.retry_delays: tuple[float, ...] = RETRY_DELAYS_S
+        self.answer_deadline = answer_deadline
+        """Seconds one answer may take in all (:data:`ANSWER_DEADLINE_S`)."""
         self.extra_body: dict[str, Any] = {}
         """Server-specific fields added to every request (Ollama's ``keep_alive``, a logit bias)."""
         self.token_counts_estimated = False
@@ -274,7 +287,7 @@ class EndpointChatModel:
         self._check_open()
         kept, dropped = self._fit(messages, tools, max_tokens)
         bodies = self._chat_bodies(kept, tools, max_tokens, temperature, tool_choice)
-        answer = Answer(tools, started)
+        answer = Answer(tools, started, max_tokens)
         async with self._turn() as halt:
             client = self._client()
             response = None
@@ -288,7 +301,14 @@ class EndpointChatModel:
                 answer.end = StreamEnd.STOPPED
             else:
                 async with contextlib.aclosing(
-                    payloads(response, answer, self.base_url, (halt, stop), self._timeout)
+                    payloads(
+                        response,
+                        answer,
+                        self.base_url,
+                        (halt, stop),
+                        self._timeout,
+                        deadline_s=self.answer_deadline,
+                    )
                 ) as stream:
                     async for chunk in stream:
                         for event in answer.feed(chunk):
@@ -372,7 +392,7 @@ class EndpointChatModel:
             base | {"response_format": _response_format(kind, schema)} | self.extra_body
             for kind in formats
         ]
-        answer = Answer(None, time.perf_counter())
+        answer = Answer(None, time.perf_counter(), max_tokens)
         async with self._turn() as halt:
             client = self._client()
             if not self._checked:
@@ -384,7 +404,14 @@ class EndpointChatModel:
                 refused=lambda exc: _refused(exc, "response_format"),
             )
             async with contextlib.aclosing(
-                payloads(response, answer, self.base_url, (halt, None), self._timeout)
+                payloads(
+                    response,
+                    answer,
+                    self.base_url,
+                    (halt, None),
+                    self._timeout,
+                    deadline_s=self.answer_deadline,
+                )
             ) as stream:
                 async for chunk in stream:
                     answer.feed(chunk)

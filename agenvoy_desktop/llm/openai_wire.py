@@ -22,7 +22,11 @@ from agenvoy_desktop.llm.llama_model import ModelRunError
 from agenvoy_desktop.llm.tool_calls import new_call_id
 from agenvoy_desktop.settings import SamplingSettings
 
-ErrorKind = Literal["refused", "timeout", "http", "stream", "malformed", "unloaded", "auth"]
+ErrorKind = Literal[
+    "refused", "timeout", "http", "stream", "malformed", "unloaded", "auth", "oversize", "deadline"
+]
+"""``oversize``: more than the answer limit or the body cap arrived; ``deadline``: the
+answer took longer than the overall deadline.  Neither is worth an automatic retry."""
 
 SERVER_TEXT_LIMIT = 160
 """Characters of a server's own error text quoted in our one line."""
@@ -193,8 +197,8 @@ def parse_chunk(data: str, base_url: str) -> Chunk:
         raise malformed(base_url, data)
     if choices:
         choice = choices[0]
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        if not isinstance(delta, dict):
+        delta = _delta_of(choice)
+        if delta is None:
             raise malformed(base_url, data)
         content = delta.get("content")
         chunk.text = content if isinstance(content, str) else ""
@@ -204,6 +208,55 @@ def parse_chunk(data: str, base_url: str) -> Chunk:
         )
         chunk.finish_reason = choice.get("finish_reason")
     return chunk
+
+
+def _delta_of(choice: object) -> dict[str, Any] | None:
+    """A streamed choice's ``delta``; some servers send the whole ``message`` in one event."""
+    if not isinstance(choice, dict):
+        return None
+    delta = choice.get("delta", choice.get("message"))
+    return delta if isinstance(delta, dict) else None
+
+
+def parse_completion(text: str, base_url: str) -> Chunk:
+    """A whole, non-streamed ``chat.completion`` body as one chunk (as if streamed at once).
+
+    Some servers and proxies ignore ``"stream": true`` and answer with the
+    finished answer: its content and tool calls are as good as a stream's.
+    """
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        raise malformed(base_url, text) from None
+    if not isinstance(obj, dict):
+        raise malformed(base_url, text)
+    if "error" in obj:
+        return parse_chunk(text, base_url)  # raises the server's own words
+    choices = obj.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise malformed(base_url, text)
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    return Chunk(
+        text=content if isinstance(content, str) else "",
+        tool_parts=_whole_calls(calls) if isinstance(calls, list) else [],
+        finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
+        usage=obj.get("usage") if isinstance(obj.get("usage"), dict) else None,
+    )
+
+
+def _whole_calls(calls: list[Any]) -> list[dict[str, Any]]:
+    """Finished tool calls as stream pieces; arguments given as an object become JSON text."""
+    parts: list[dict[str, Any]] = []
+    for index, call in enumerate(c for c in calls if isinstance(c, dict)):
+        function = dict(call.get("function") or {})
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+        parts.append({"index": index, "id": call.get("id"), "function": function})
+    return parts
 
 
 class ToolCallAssembler:
@@ -266,6 +319,47 @@ def malformed(base_url: str, data: str) -> EndpointError:
         f"The server at {base_url} sent a chunk that is not OpenAI chat JSON "
         f"({server_text(data)[:60]!r}) — is it an OpenAI-compatible server?",
         "malformed",
+    )
+
+
+def html_page(base_url: str) -> EndpointError:
+    return EndpointError(
+        f"The server at {base_url} answered with an HTML page, not OpenAI chat JSON "
+        "(is the URL the API's?) — check the endpoint's address; it usually ends in /v1.",
+        "malformed",
+    )
+
+
+def too_big(base_url: str, limit_bytes: int) -> EndpointError:
+    return EndpointError(
+        f"The server at {base_url} sent more than {limit_bytes / 2**20:.3g} MB for one answer "
+        "— reading stopped there; is it an OpenAI-compatible chat server?",
+        "oversize",
+    )
+
+
+def past_answer_limit(base_url: str, max_tokens: int) -> EndpointError:
+    return EndpointError(
+        f"The server at {base_url} kept sending past the answer limit of {max_tokens:,} tokens "
+        "(it ignores max_tokens) — reading stopped there; raise the answer limit in Settings "
+        "if answers need more room.",
+        "oversize",
+    )
+
+
+def past_deadline(base_url: str, deadline_s: float) -> EndpointError:
+    return EndpointError(
+        f"The server at {base_url} was still answering after {deadline_s:g} s — it is too "
+        "slow or stuck; reading stopped there. Try again, or choose a faster server.",
+        "deadline",
+    )
+
+
+def dropped_mid_chunk(base_url: str) -> EndpointError:
+    return EndpointError(
+        f"The connection to the server at {base_url} dropped mid-answer (a chunk arrived cut "
+        "off) — check that the server is still running, then send again.",
+        "stream",
     )
 
 

@@ -14,7 +14,8 @@ put right as it streams, sentence by sentence:
   after it agrees ("the user has" → "you have"), and he/she/they, his/her/
   their later in that sentence become "you"/"your";
 * a sentence that opens in the first person and repeats the user's own words
-  (a word of the question or of a remembered line of theirs, near its start)
+  (a word of the question or of a remembered line of theirs, near its start;
+  in Chinese a character pair: "我的妈妈的生日是十月三号" over "我妈妈的生日是哪天？")
   is turned round (``pronouns.swap_person``): "I waited over a year" → "You
   waited over a year".  A sentence where the assistant speaks for itself
   ("I don't know…", "I recommend…", "I'm sorry…") is left alone, and so is
@@ -31,14 +32,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agenvoy_desktop.agent.pronouns import swap_person
-from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS
+from agenvoy_desktop.core.retrieval.fts_text import CJK_FUNCTION_BIGRAMS, STOPWORDS
 
 DECIDE_WORDS = 8
 """Words of a first-person sentence looked at for an echo of the user's words."""
 HELD_WORDS = 2
 """Words held back while streaming: a rewrite looks one word ahead ("the" + "user")."""
 
-_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]+[\"'\u201d)\]]*\s+|\n+")
+_SENTENCE_END = re.compile(
+    r"[.!?]+[\"'\u201d)\]]*\s+|[\u3002\uff01\uff1f]+[\u201d\u300d\u300f\uff09]*\s*|\n+"
+)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_ZH_OPENER = re.compile(r"\s*(?:(?:是的|好的|不是|对)[，,。]\s*)?(我们|我們|我)")
+_ZH_ASSISTANT = re.compile(
+    r"不|没|沒|很抱歉|抱歉|建议|建議|无法|無法|认为|認為|可以|会|會|能|想|来|是|明白|理解|希望|推荐|"
+    r"推薦|觉得|覺得|知道|找不到|记得|記得"
+)
+"""What follows 我 when the assistant speaks for itself (我不知道, 我建议, 我是…)."""
+DECIDE_CHARS = 10
+"""Characters after 我 looked at for an echo of the user's words."""
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 _LEAD = frozenset({"yes", "no", "ok", "okay", "sure", "well", "so", "actually", "indeed"})
 _OPENERS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my"})
@@ -240,6 +252,7 @@ class Voice:
         words: set[str] = set()
         for text in (question, *user_lines):
             words.update(_stem(w) for w in _content_words(text))
+            words.update(_bigrams(text))
         return cls(frozenset(words), not about_assistant)
 
     def sentences(self, text: str) -> list[tuple[str, bool, bool]]:
@@ -279,6 +292,8 @@ class Voice:
 
     def _echoes(self, sentence: str, *, complete: bool) -> bool | None:
         """Whether a first-person sentence repeats the user's words (None: not yet known)."""
+        if _CJK.search(sentence[:12]):
+            return self._echoes_zh(sentence, complete=complete)
         words = [w.lower().replace("\u2019", "'") for w in _TOKEN.findall(sentence)]
         while words and words[0] in _LEAD:
             words = words[1:]
@@ -305,6 +320,30 @@ class Voice:
         if complete or len(rest) >= DECIDE_WORDS:
             return False
         return None
+
+    def _echoes_zh(self, sentence: str, *, complete: bool) -> bool | None:
+        """The same for Chinese: "我的妈妈的生日是十月三号" over "我妈妈的生日是哪天？"."""
+        opener = _ZH_OPENER.match(sentence)
+        if opener is None:
+            return False
+        rest = sentence[opener.end() : opener.end() + DECIDE_CHARS]
+        if not rest:
+            return False if complete else None
+        if not rest.startswith("的") and _ZH_ASSISTANT.match(rest):
+            return False
+        if any(gram in self.echo_words for gram in _bigrams(rest)):
+            return True
+        if complete or len(rest) >= DECIDE_CHARS:
+            return False
+        return None
+
+
+def _bigrams(text: str) -> set[str]:
+    """The Chinese character pairs of *text* (function pairs such as 我的 left out)."""
+    grams: set[str] = set()
+    for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text):
+        grams.update(run[i : i + 2] for i in range(len(run) - 1))
+    return grams - CJK_FUNCTION_BIGRAMS - {"我们", "我們", "我的", "你的"}
 
 
 def _content_words(text: str) -> list[str]:
@@ -445,7 +484,10 @@ class VoiceStream:
 
 
 def _held_back(text: str) -> str:
-    """*text* without its last words (they may still be rewritten)."""
+    """*text* without its last words (they may still be rewritten); in Chinese, which
+    has no spaces, its last two characters (我 before 们)."""
+    if _CJK.search(text[-4:]):
+        return text[:-HELD_WORDS]
     cut = len(text)
     for _ in range(HELD_WORDS):
         cut = text.rstrip().rfind(" ", 0, cut)

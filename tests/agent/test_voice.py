@@ -166,3 +166,27 @@ def test_quoted_words_stay_as_written() -> None:
     assert _voice().rewrite(answer) == answer
     mixed = 'The user said "I have been averaging 2 hours" on Instagram.'
     assert _voice().rewrite(mixed) == 'You said "I have been averaging 2 hours" on Instagram.'
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "said"),
+    [
+        ("我妈妈的生日是哪天？", "我的妈妈的生日是十月三号。", "你的妈妈的生日是十月三号。"),
+        (
+            "我们的婚礼决定在哪里办？",
+            "我们的婚礼将在杭州西湖边办。",
+            "你们的婚礼将在杭州西湖边办。",
+        ),
+        ("我住在哪里？", "我住在北京。我希望这能帮到你。", "你住在北京。我希望这能帮到你。"),
+        ("我对什么过敏？", "我不知道：你没有告诉过我。", "我不知道：你没有告诉过我。"),
+    ],
+)
+def test_a_chinese_answer_in_the_users_voice_is_turned_round(
+    question: str, answer: str, said: str
+) -> None:
+    voice = Voice.for_turn(question, [], about_assistant=False)
+    assert voice.rewrite(answer) == said
+    stream = VoiceStream(voice)
+    shown = "".join(stream.feed(char) for char in answer)
+    assert shown  # Chinese streams too, though it has no spaces between words
+    assert shown + stream.flush() == said

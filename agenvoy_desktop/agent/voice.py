@@ -55,70 +55,32 @@ _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 _LEAD = frozenset({"yes", "no", "ok", "okay", "sure", "well", "so", "actually", "indeed"})
 _OPENERS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my"})
 _ASSISTANT_SPEECH = frozenset(
-    [
-        "i'd",
-        "i'll",
-        "don't",
-        "do",
-        "did",
-        "didn't",
-        "can't",
-        "cannot",
-        "can",
-        "could",
-        "couldn't",
-        "would",
-        "will",
-        "won't",
-        "should",
-        "might",
-        "may",
-        "must",
-        "think",
-        "believe",
-        "hope",
-        "recommend",
-        "recommended",
-        "suggest",
-        "suggested",
-        "mention",
-        "mentioned",
-        "said",
-        "say",
-        "told",
-        "tell",
-        "understand",
-        "see",
-        "apologize",
-        "remember",
-        "recall",
-        "know",
-        "knew",
-        "assume",
-        "guess",
-        "noticed",
-        "notice",
-        "wish",
-        "advise",
-        "appreciate",
-        "agree",
-        "sorry",
-        "glad",
-        "afraid",
-        "unable",
-        "happy",
-        "here",
-        "sure",
-        "unsure",
-        "not",
-        "no",
-        "just",
-        "an",
-        "a",
-        "only",
-    ]
+    re.findall(
+        r"\S+",
+        """
+        i'd i'll would will won't should might may must think believe hope recommend recommended
+        suggest suggested mention mentioned said say told tell understand see apologize remember
+        recall know knew assume guess noticed notice wish advise appreciate agree sorry glad afraid
+        unable happy here sure unsure not no just an a only
+        """,
+    )
 )
 """The first words after "I" (or "I'm") that make a sentence the assistant's own."""
+_MODALS = frozenset(re.findall(r"\S+", "don't do did didn't can't cannot can could couldn't"))
+"""Words whose verb decides: "I don't know" is the assistant's, "I don't have a sister" not."""
+_ASSISTANT_VERBS = frozenset(
+    re.findall(
+        r"\S+",
+        """
+        know think find help assist provide access recall remember see tell say answer be recommend
+        suggest give offer understand browse check believe hope guess agree mind apologize mean
+        """,
+    )
+)
+_NO_RECORD = frozenset(
+    re.findall(r"\S+", "any enough information access records record details data that this the")
+)
+"""After "I don't have": the assistant's lack ("any information"), not the user's ("a sister")."""
 
 _AGREE = {
     "is": "are",
@@ -303,17 +265,9 @@ class Voice:
             return False
         rest = words[1 : 1 + DECIDE_WORDS]
         if words[0] != "my":
-            if not rest:
-                return False if complete else None
-            if rest[0] in _ASSISTANT_SPEECH or (
-                words[0] in {"i'm", "i"}
-                and rest[0] in {"am", "was"}
-                and len(rest) > 1
-                and rest[1] in _ASSISTANT_SPEECH
-            ):
-                return False
-            if rest[0] == "have" and len(rest) > 1 and rest[1] == "no":
-                return False  # "I have no record of…"
+            own = _assistant_speaks(words[0], rest, complete=complete)
+            if own is not False:
+                return None if own is None else False
         for word in rest:
             if word not in STOPWORDS and len(word) >= 4 and _stem(word) in self.echo_words:
                 return True
@@ -336,6 +290,38 @@ class Voice:
         if complete or len(rest) >= DECIDE_CHARS:
             return False
         return None
+
+
+def _assistant_speaks(opener: str, rest: list[str], *, complete: bool) -> bool | None:
+    """Whether "I …" with *rest* after it is the assistant speaking for itself ("I don't
+    know", "I'm sorry", "I have no record"); None while too few words have come."""
+    if not rest:
+        return True if complete else None
+    if rest[0] in _MODALS:
+        said = _modal_says(rest[1:], complete=complete)
+        return None if said is None else not said
+    if rest[0] in _ASSISTANT_SPEECH:
+        return True
+    if opener in {"i'm", "i"} and rest[0] in {"am", "was"} and rest[1:2]:
+        return rest[1] in _ASSISTANT_SPEECH
+    return rest[0] == "have" and rest[1:2] == ["no"]  # "I have no record of…"
+
+
+def _modal_says(after: list[str], *, complete: bool) -> bool | None:
+    """After "I don't / can't …": False when the verb is the assistant's own ("know",
+    "have any information"), True when it may be the user's, None when not yet known."""
+    if after[:1] == ["not"]:
+        after = after[1:]
+    if not after:
+        return False if complete else None
+    if after[0] in _ASSISTANT_VERBS:
+        return False
+    if after[0] == "have":
+        if len(after) < 2:
+            return False if complete else None
+        if after[1] in _NO_RECORD:
+            return False
+    return True
 
 
 def _bigrams(text: str) -> set[str]:

@@ -70,6 +70,23 @@ def test_the_assistant_speaking_for_itself_is_left_alone(answer: str) -> None:
     assert _voice().rewrite(answer) == answer
 
 
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("No, I don't have a sister.", "No, you don't have a sister."),
+        ("No, I do not have a sister.", "No, you do not have a sister."),
+        ("I don't have any information about your sister.", None),
+        ("I don't know: you haven't told me about a sister.", None),
+        ("I can't find a sister in what you told me.", None),
+    ],
+)
+def test_a_negated_statement_is_the_users_unless_its_verb_is_the_assistants(
+    answer: str, said: str | None
+) -> None:
+    voice = _voice("Do I have a sister?", "I don't have a sister, only two brothers.")
+    assert voice.rewrite(answer) == (answer if said is None else said)
+
+
 def test_a_first_person_sentence_without_the_users_words_stays() -> None:
     answer = "I think so. I have been averaging 2 hours of screen time."
     assert _voice().rewrite(answer) == "I think so. You have been averaging 2 hours of screen time."

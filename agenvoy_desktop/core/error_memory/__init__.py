@@ -6,6 +6,7 @@ A package by responsibility; everything a caller needs is importable from here.
   expiry and purge, vectors kept in step with the in-memory index.
 - :mod:`.opening` — where a profile keeps it, opening it checked, setting a
   damaged file aside.
+- :mod:`.salvage` — the records a damaged file still holds, for the fresh one.
 - :mod:`.schema` — tables, migrations, the columns a record is read from.
 - :mod:`.records` — rows ↔ :class:`ErrorRecord`, merging and editing drafts.
 - :mod:`.writes` — the SQL that writes and deletes a record's rows.

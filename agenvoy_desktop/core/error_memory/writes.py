@@ -14,6 +14,7 @@ from typing import Any
 from agenvoy_desktop.core.error_memory.index import FloatArray
 from agenvoy_desktop.core.error_memory.records import fts_body
 from agenvoy_desktop.core.error_types import (
+    ERROR_TYPE_PREFIX,
     RecordDraft,
     keyword_term,
     with_type_keyword,
@@ -96,4 +97,37 @@ def rebuild_fts(db: sqlite3.Connection) -> None:
     db.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_text_version', ?)",
         (str(FTS_TEXT_VERSION),),
+    )
+
+
+def restore_records(db: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> set[int]:
+    """Insert salvaged ``errors`` rows (every column, ids kept) with their keyword rows.
+
+    A row whose tool and symptom an earlier one already holds is skipped.
+    The stored keywords carry the class keyword, which the keyword rows
+    leave out (as :func:`write_derived` does).  Returns the ids written.
+    """
+    marks = ", ".join("?" * 16)
+    written: set[int] = set()
+    for row in rows:
+        cur = db.execute(f"INSERT OR IGNORE INTO errors VALUES ({marks})", list(row))
+        if cur.rowcount != 1:
+            continue
+        rec_id, tool = int(row[0]), str(row[1])
+        keywords = [k for k in json.loads(row[8]) if not k.startswith(ERROR_TYPE_PREFIX)]
+        terms = {keyword_term(k) for k in keywords} - {""}
+        db.executemany(
+            "INSERT OR IGNORE INTO error_keywords (tool, term, record_id) VALUES (?, ?, ?)",
+            [(tool, term, rec_id) for term in sorted(terms)],
+        )
+        written.add(rec_id)
+    return written
+
+
+def restore_vectors(db: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert salvaged ``error_vectors`` rows as they were (model tag and bytes)."""
+    db.executemany(
+        "INSERT OR REPLACE INTO error_vectors (record_id, model, symptom_vec, detail_vec)"
+        " VALUES (?, ?, ?, ?)",
+        [list(row) for row in rows],
     )

@@ -29,6 +29,7 @@ from agenvoy_desktop.core.atomic import atomic_write_bytes
 from agenvoy_desktop.core.importers import (
     ImportFormatError,
     RawMessage,
+    TimeOutOfRangeError,
     build_messages,
     raw_from_mapping,
 )
@@ -58,7 +59,11 @@ class LoadReport:
     migrated: bool = False
     corrupt_moved_to: Path | None = None
     skipped: int = 0  # elements that are not messages we can read
-    original_kept_at: Path | None = None  # the file as it was, when something was skipped
+    out_of_range: int = 0  # of those, messages whose time the archive cannot store
+    original_kept_at: Path | None = None  # the file as it was, when something was left out
+    tail_lost: bool = False
+    """The torn tail that was cut off held something (half a message, garbage): not just
+    the closing bracket a crash mid-append leaves off."""
 
 
 class HistoryFile:
@@ -184,7 +189,7 @@ class HistoryFile:
         if read is None:
             return self._loaded([], 0)
         raw, signature, moving = read
-        items, torn = _parse_array(raw)
+        items, torn, tail_lost = _parse_array(raw)
         if items is None:
             if not repair:
                 self.last_report = LoadReport(corrupt_moved_to=self.path)
@@ -193,38 +198,58 @@ class HistoryFile:
             log.error("%s is not a JSON array; moved to %s", self.path, moved)
             self.last_report = LoadReport(corrupt_moved_to=moved)
             return self._loaded([], 0)
-        messages, migrated, skipped = self._to_messages(items)
-        needs_repair = torn or migrated or not _canonical_tail(raw, messages)
+        messages, migrated, skipped, out_of_range = self._to_messages(items)
+        needs_repair = torn or migrated or skipped > 0 or not _canonical_tail(raw, messages)
         stale = moving or (needs_repair and not repair)
         self._loaded(messages, len(raw), stale=stale, signature=signature)
         kept_at = None
         if repair and needs_repair:
-            if skipped:  # never let a rewrite be the only copy of what we could not read
-                kept_at = self.path.with_name(f"{self.path.name}.orig-{os.getpid()}-{id(self):x}")
-                atomic_write_bytes(kept_at, raw)
+            if skipped or tail_lost:  # a rewrite is never the only copy of what we could not read
+                kept_at = self._keep_copy(raw, "corrupt" if tail_lost else "orig")
             self.rewrite(messages)
         self.last_report = LoadReport(
-            torn_tail_dropped=torn, migrated=migrated, skipped=skipped, original_kept_at=kept_at
+            torn_tail_dropped=torn,
+            migrated=migrated,
+            skipped=skipped,
+            out_of_range=out_of_range,
+            original_kept_at=kept_at,
+            tail_lost=tail_lost,
         )
         return messages
 
-    def _to_messages(self, items: list[object]) -> tuple[list[Message], bool, int]:
+    def _keep_copy(self, raw: bytes, kind: str) -> Path:
+        """Write *raw* next to the file as ``history.json.<kind>-…`` before a lossy rewrite.
+
+        ``orig``: elements were skipped as unreadable; ``corrupt``: a torn tail
+        that held something was cut off (the name moved-aside files have).
+        """
+        kept_at = self.path.with_name(f"{self.path.name}.{kind}-{os.getpid()}-{id(self):x}")
+        atomic_write_bytes(kept_at, raw)
+        return kept_at
+
+    def _to_messages(self, items: list[object]) -> tuple[list[Message], bool, int, int]:
         """Our own elements pass straight through; anything else is migrated.
 
-        Returns (messages, migrated, number of elements skipped as unreadable).
+        Returns (messages, migrated, elements skipped as unreadable, how many
+        of those only had a time out of range).  A file of our own elements,
+        some unreadable, is not migrated: it only loses those.
         """
+        ours = all(isinstance(i, dict) and "id" in i and "time" in i for i in items)
         try:
-            if all(isinstance(i, dict) and "id" in i and "time" in i for i in items):
-                return [Message.from_json(i) for i in items if isinstance(i, dict)], False, 0
+            if ours:
+                return [Message.from_json(i) for i in items if isinstance(i, dict)], False, 0, 0
         except (KeyError, ValueError, TypeError):
             pass
         raws: list[RawMessage] = []
+        out_of_range = 0
         for index, item in enumerate(items):
             try:
                 raws.append(_raw_element(self.path, index, item))
             except ImportFormatError as exc:
+                out_of_range += isinstance(exc, TimeOutOfRangeError)
                 log.warning("skipping invalid message: %s", exc)
-        return build_messages(raws, self._fallback_ns), True, len(items) - len(raws)
+        messages = build_messages(raws, self._fallback_ns)
+        return messages, not ours, len(items) - len(raws), out_of_range
 
     def _move_aside(self) -> Path:
         target = self.path.with_name(f"{self.path.name}.corrupt-{os.getpid()}-{id(self):x}")
@@ -333,26 +358,29 @@ def _raw_element(path: Path, index: int, item: object) -> RawMessage:
     return raw_from_mapping(item, f"{path}: message {index + 1}")
 
 
-def _parse_array(raw: bytes) -> tuple[list[object] | None, bool]:
+def _parse_array(raw: bytes) -> tuple[list[object] | None, bool, bool]:
     """Parse a JSON array; on failure keep the complete leading elements.
 
-    Returns (items, torn).  ``items`` is None when the data is not an array at
-    all (the caller moves the file aside rather than destroying it).
+    Returns (items, torn, tail_lost).  ``items`` is None when the data is not
+    an array at all (the caller moves the file aside rather than destroying
+    it).  ``tail_lost`` says whether the text after the last complete element
+    held anything but separators and the closing bracket: a crash mid-append
+    that only left the bracket off loses nothing, and keeps no copy.
     """
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return None, False
+        return None, False, False
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         pass
     else:
-        return (data, False) if isinstance(data, list) else (None, False)
+        return (data, False, False) if isinstance(data, list) else (None, False, False)
     decoder = json.JSONDecoder()
     index = _skip_ws(text, 0)
     if not text.startswith("[", index):
-        return None, False
+        return None, False, False
     index += 1
     items: list[object] = []
     while True:
@@ -367,7 +395,7 @@ def _parse_array(raw: bytes) -> tuple[list[object] | None, bool]:
         index = _skip_ws(text, index)
         if index < len(text) and text[index] == ",":
             index += 1
-    return items, True
+    return items, True, bool(text[index:].strip(" \t\r\n,]"))
 
 
 def _skip_ws(text: str, index: int) -> int:

@@ -37,6 +37,14 @@ class ImportFormatError(KnownError, ValueError):
     """The input is not something we can import; the message says where and why."""
 
 
+class TimeOutOfRangeError(ImportFormatError):
+    """A message time the archive cannot store (before 1970, after 2261).
+
+    Its own type so a reader that skips such messages (history.json) can
+    count them apart from the unreadable ones, and ``doctor`` can say why.
+    """
+
+
 class _NonFiniteNumberError(ValueError):
     """NaN or ±Infinity in the input (Python's json accepts them; JSON does not)."""
 
@@ -140,7 +148,7 @@ def _in_range(ns: int, shown: str | None, where: str) -> int:
     try:
         return check_time_ns(ns, shown)
     except ValueError as exc:
-        raise ImportFormatError(f"{where}: {exc}") from None
+        raise TimeOutOfRangeError(f"{where}: {exc}") from None
 
 
 def _ref(data: Mapping[str, Any], where: str) -> str | None:

@@ -41,18 +41,21 @@ from typing import TYPE_CHECKING
 
 from agenvoy_desktop.core import recovery
 from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.atomic import atomic_write_bytes
 from agenvoy_desktop.core.findings import Finding
-from agenvoy_desktop.core.history import HistoryFile
+from agenvoy_desktop.core.history import HistoryFile, LoadReport
 from agenvoy_desktop.core.lifecycle import finish_pending, ops_dir
 from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.core.summary import check_summary_files
 
 if TYPE_CHECKING:
+    from agenvoy_desktop.core.session_settings import SessionSettings
     from agenvoy_desktop.core.store import MemoryStore
 
 __all__ = [
     "START_EMBED_LIMIT",
     "Finding",
+    "check_case_twins",
     "check_error_memory",
     "check_summaries",
     "count_missing_vectors",
@@ -173,13 +176,10 @@ def _check_session(
         detail = f"not readable; moved to {report.corrupt_moved_to}"
         out.append(Finding(sid, "history.json", detail, repair, notice=repair))
     if report.torn_tail_dropped:
-        out.append(Finding(sid, "history.json", "torn tail from a crash cut back", repair))
+        out.append(_torn_finding(sid, report, repair=repair))
     if report.migrated:
         out.append(Finding(sid, "history.json", "reference format migrated", repair))
-    if report.skipped:
-        kept = f"; the original is kept as {report.original_kept_at}" if repair else ""
-        detail = f"{report.skipped} unreadable message(s) left out{kept}"
-        out.append(Finding(sid, "history.json", detail, repair))
+    out += _skipped_findings(sid, report, repair=repair)
     if store.archive.session(sid) is None:
         out.append(Finding(sid, "archive", "session unknown to the archive", repair))
         if repair:
@@ -204,7 +204,35 @@ def _check_session(
     out += _check_cut(store, sid, known, repair=repair, hist=hist)
     out += _check_vectors(store, sid, repair=repair, hist=hist, embed_limit=embed_limit)
     out += _check_summary(store, sid, repair=repair)
+    out += _check_settings(store, sid, repair=repair)
     return out
+
+
+def _skipped_findings(sid: str, report: LoadReport, *, repair: bool) -> list[Finding]:
+    """Messages left out when history.json was read: times out of range apart, with counts."""
+    kept = f"; the original is kept as {report.original_kept_at}" if repair else ""
+    unreadable = report.skipped - report.out_of_range
+    out: list[Finding] = []
+    if report.out_of_range:
+        detail = (
+            f"{report.out_of_range} message(s) with a time out of range"
+            f" (before 1970 or after 2261) left out{kept}"
+        )
+        out.append(Finding(sid, "history.json", detail, repair))
+    if unreadable:
+        detail = f"{unreadable} unreadable message(s) left out{kept}"
+        out.append(Finding(sid, "history.json", detail, repair))
+    return out
+
+
+def _torn_finding(sid: str, report: LoadReport, *, repair: bool) -> Finding:
+    """A torn tail cut back; one that held something unreadable names where the original is."""
+    if not report.tail_lost:
+        return Finding(sid, "history.json", "torn tail from a crash cut back", repair)
+    detail = "torn tail cut back; what it held could not be read"
+    if repair and report.original_kept_at is not None:
+        detail += f"; the original is kept as {report.original_kept_at}"
+    return Finding(sid, "history.json", detail, repair, notice=repair)
 
 
 def _restore_tail(
@@ -267,6 +295,40 @@ def _check_summary(store: MemoryStore, sid: str, *, repair: bool) -> list[Findin
     return [Finding(sid, "summary", d, repair, notice=repair) for d in details]
 
 
+def _check_settings(store: MemoryStore, sid: str, *, repair: bool) -> list[Finding]:
+    """A session.json that cannot be read (or has fields of the wrong type) is named.
+
+    Turns quietly use the defaults for what is wrong; ``--repair`` keeps the
+    file as ``session.json.corrupt-…`` and writes what was usable in its place.
+    """
+    from agenvoy_desktop.core.session_settings import SETTINGS_FILE, read_settings_file
+
+    folder = store.folder(sid)
+    reading = read_settings_file(folder)
+    if not reading.problem:
+        return []
+    detail = f"{reading.problem}; the defaults are used for it"
+    if not repair:
+        return [Finding(sid, SETTINGS_FILE, detail, False)]
+    try:
+        kept = _rewrite_settings(folder, reading.settings, store.clock())
+    except (OSError, ValueError) as exc:  # a prompt over the limit, a read-only folder
+        return [Finding(sid, SETTINGS_FILE, f"{detail}; not repaired: {exc}", False)]
+    detail += f"; the original is kept as {kept}"
+    return [Finding(sid, SETTINGS_FILE, detail, True, notice=True)]
+
+
+def _rewrite_settings(folder: Path, settings: SessionSettings, now: int) -> Path:
+    """Keep session.json as ``session.json.corrupt-<now>``, then write *settings* in its place."""
+    from agenvoy_desktop.core.session_settings import SETTINGS_FILE, save_session_settings
+
+    original = folder / SETTINGS_FILE
+    kept = original.with_name(f"{SETTINGS_FILE}.corrupt-{now}")
+    atomic_write_bytes(kept, original.read_bytes())
+    save_session_settings(folder, settings)
+    return kept
+
+
 def check_summaries(store: MemoryStore, *, repair: bool) -> list[Finding]:
     """Every session's summary files parse; a damaged one is set aside (the summary starts fresh).
 
@@ -303,9 +365,31 @@ def doctor(store: MemoryStore, *, repair: bool, error_db: Path | None = None) ->
     findings = _check_archive(store, repair=repair)
     if repair or not findings:  # a damaged archive cannot be compared with anything
         findings += reconcile(store, repair=repair, deep=True)
+        findings += check_case_twins(store)
     if error_db is not None:
         findings += check_error_memory(error_db, repair=repair)
     return findings
+
+
+def check_case_twins(store: MemoryStore) -> list[Finding]:
+    """Session ids that differ only in case (made before new ones were refused).
+
+    Only reported: both sessions stay as they are, and the person decides
+    which to export and remove before copying the profile to Windows or macOS.
+    """
+    from agenvoy_desktop.core.store import case_twins
+
+    return [
+        Finding(
+            None,
+            "session ids",
+            f"{' and '.join(map(repr, group))} differ only in case: on Windows and macOS"
+            " they would share one folder; export and remove all but one before moving"
+            " the profile there",
+            False,
+        )
+        for group in case_twins(store.session_ids())
+    ]
 
 
 def _check_archive(store: MemoryStore, *, repair: bool) -> list[Finding]:

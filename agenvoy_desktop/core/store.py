@@ -26,7 +26,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -77,6 +77,10 @@ class InvalidSessionIdError(KnownError, ValueError):
     """A session id that cannot be a folder name."""
 
 
+class SessionIdCaseError(InvalidSessionIdError):
+    """A new session id that differs from an existing session's only in case."""
+
+
 class OperationCancelledError(KnownError, RuntimeError):
     """Long work stopped at the user's request; what was done is kept."""
 
@@ -121,6 +125,19 @@ def check_session_id(session_id: str) -> str:
             " (no device name such as CON or NUL, no dot at the end)"
         )
     return session_id
+
+
+def case_twins(session_ids: Iterable[str]) -> list[tuple[str, ...]]:
+    """Groups of ids that differ only in case, each group sorted, and the groups sorted.
+
+    Windows and macOS fold case in file names, so such ids would share one
+    folder there: a profile copied to one of them would mix the sessions.
+    Ids are ASCII (:func:`valid_session_id`), so ``lower()`` folds them all.
+    """
+    groups: dict[str, list[str]] = {}
+    for sid in session_ids:
+        groups.setdefault(sid.lower(), []).append(sid)
+    return sorted(tuple(sorted(set(g))) for g in groups.values() if len(set(g)) > 1)
 
 
 class MemoryStore:
@@ -381,9 +398,28 @@ class MemoryStore:
     def create_session(self, title: str | None = None, session_id: str | None = None) -> str:
         sid = check_session_id(session_id or new_message_id()[:12])
         with self.locked(sid, "create"):
+            self.refuse_case_twin(sid)
             self.folder(sid).mkdir(parents=True, exist_ok=True)
             self.archive.ensure_session(sid, self.clock(), title)
         return sid
+
+    def refuse_case_twin(self, session_id: str) -> None:
+        """Raise SessionIdCaseError if *session_id* is new and an existing id differs only in case.
+
+        Checked wherever a session comes to be: on Windows and macOS both
+        would write one folder.  An id that exists as spelled passes, so a
+        profile that already holds such a pair (made before this check)
+        keeps working on Linux; ``doctor`` reports the pair.
+        """
+        existing = self.session_ids()
+        if session_id in existing:
+            return
+        twin = next((s for s in existing if s.lower() == session_id.lower()), None)
+        if twin is not None:
+            raise SessionIdCaseError(
+                f"a session {twin!r} already exists; ids differ only in case, and on Windows"
+                f" and macOS {session_id!r} would share its folder: use {twin!r} or another id"
+            )
 
     def session_ids(self) -> list[str]:
         folders = {
@@ -520,6 +556,8 @@ class MemoryStore:
         # One lock for the whole import: a reset or remove runs before or after it, never
         # in between, so a finished import's messages are all there.
         with self.locked(sid, "import"):
+            # Before exists(): on a case-folding disk it would find the twin's folder.
+            self.refuse_case_twin(sid)
             if not self.exists(sid):
                 self.create_session(title, sid)
             self.archive.ensure_session(sid, self.clock(), title)

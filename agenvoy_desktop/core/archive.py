@@ -355,6 +355,22 @@ def _fts_pair(context: _FtsContext, content: str, tool: int, token: str) -> tupl
     return body, token, ctx
 
 
+TITLE_CHARS = 48
+"""The longest automatic title: a message's start, cut with an ellipsis."""
+
+
+def title_for(content: str) -> str:
+    """The automatic title of a session whose first user message is *content*."""
+    flat = " ".join(content.split())
+    return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def first_title(messages: Iterable[Message]) -> str | None:
+    """The automatic title from the first user message with text in *messages*, if any."""
+    first = next((m for m in messages if m.role == "user" and m.content.strip()), None)
+    return None if first is None else title_for(first.content)
+
+
 def title_from_messages(title: str, texts: Iterable[str]) -> bool:
     """Whether *title* was made from one of *texts* (the sessions list's automatic title).
 

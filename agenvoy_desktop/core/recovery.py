@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError, SessionMeta
+from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError, SessionMeta, first_title
 from agenvoy_desktop.core.history import HistoryFile
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.sqlite_db import COMPANIONS, set_aside_database
@@ -437,5 +437,6 @@ def _meta(
         cut_seq, start_at = min(meta.cut_seq, next_seq), meta.start_at_ns
     else:
         cut_seq, start_at = 0, 0
-    title = meta.title if meta else None
+    # a session row lost with the archive gets its automatic title again (a typed one is gone)
+    title = meta.title if meta else first_title(row[3] for row in planned)
     return SessionMeta(sid, title, created, updated, start_at, cut_seq, next_seq)

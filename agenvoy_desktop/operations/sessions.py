@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core import lifecycle
+from agenvoy_desktop.core.archive import first_title
 from agenvoy_desktop.core.export import ExportFormat, write_export
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import (
@@ -29,7 +30,6 @@ from agenvoy_desktop.core.store import (
 from agenvoy_desktop.core.timeutil import format_iso
 from agenvoy_desktop.operations.changes import Changed, MemoryChanges, session_changes
 
-TITLE_CHARS = 48
 CONTENT_HITS = 500
 PAGE_SIZE = 50
 """Sessions per page of the list: a few screens of rows, sized in ~10 ms."""
@@ -224,18 +224,9 @@ def auto_title(store: MemoryStore, session_id: str) -> Changed[str | None]:
     meta = store.archive.session(session_id)
     if meta is None or meta.title:
         return Changed(None, MemoryChanges())
-    first = next(
-        (
-            r.message
-            for r in store.archive.messages(session_id, 0, 20)
-            if r.message.role == "user" and r.message.content.strip()
-        ),
-        None,
-    )
-    if first is None:
+    title = first_title(r.message for r in store.archive.messages(session_id, 0, 20))
+    if title is None:
         return Changed(None, MemoryChanges())
-    flat = " ".join(first.content.split())
-    title = flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
     store.archive.set_title(session_id, title)
     return Changed(title, MemoryChanges(sessions=True, session_id=session_id))
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from agenvoy_desktop.core.archive import TITLE_CHARS
 from agenvoy_desktop.core.search import SearchQuery
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import SUMMARY_FILE
 from agenvoy_desktop.operations.chat import load_page, seq_of
 from agenvoy_desktop.operations.search import index_stats, run_search
-from agenvoy_desktop.operations.sessions import TITLE_CHARS, auto_title, content_matches
+from agenvoy_desktop.operations.sessions import auto_title, content_matches
 from agenvoy_desktop.operations.summary import plus_decision, read_snapshot, without_decision
 from agenvoy_desktop.operations.timeline import load_timeline
 from tests.conftest import T0, conversation

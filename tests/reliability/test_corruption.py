@@ -9,6 +9,7 @@ readable before is lost, and the damaged file still exists, set aside.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import sqlite3
@@ -145,6 +146,19 @@ def test_damaged_archive_is_set_aside_and_rebuilt(
     code, text = cli_run(capsys, profile, "doctor", "--repair")
     assert code == 0, text
     assert cli_run(capsys, profile, "doctor")[0] == 0
+
+
+def test_a_rebuilt_archive_titles_sessions_again(
+    profile: AppPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpointed(profile)
+    damage(profile.archive_db, "garbage")
+    assert cli.main(["sessions", "--json", "--data-dir", str(profile.config_dir.parent)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    [session] = [s for s in listed if s["session_id"] == SID]
+    # the typed title ("trip") lived only in the archive; the automatic one is made again
+    # from the first message that survived, not left blank
+    assert session["title"].startswith("message ")
 
 
 def test_doctor_reports_a_damaged_archive_and_repair_fixes_it(

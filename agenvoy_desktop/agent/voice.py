@@ -345,8 +345,11 @@ def _stem(word: str) -> str:
 
 
 _THE_USER = re.compile(
-    r"\b(?P<the>[Tt]he) user(?P<poss>['\u2019]s\b)?(?P<rest>(?:\s+[A-Za-z'\u2019]+){0,2})"
+    r"\b(?P<the>[Tt]he) user(?P<poss>['\u2019]s\b)?(?P<rest>"
+    + rf"(?:\s+(?:{'|'.join(sorted(_ADVERBS))})\b)?(?:\s+[A-Za-z'\u2019]+)?)",
+    re.IGNORECASE,
 )
+""""the user", then an adverb if one comes, then the word whose form follows "you"."""
 
 
 def _without_the_user(sentence: str) -> str:

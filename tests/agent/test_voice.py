@@ -47,6 +47,10 @@ def _voice(question: str = SCREEN, *lines: str, about_assistant: bool = False) -
             "You mentioned that you are working 40 hours a week.",
         ),
         ("The user usually goes there; the user likes it.", "You usually go there; you like it."),
+        (
+            "The user bought their new bookshelf from IKEA.",
+            "You bought your new bookshelf from IKEA.",
+        ),
         ("Based on the user's message, here is a list.", "Based on your message, here is a list."),
     ],
 )

@@ -24,6 +24,7 @@ the user with :meth:`ArchiveRecovery.notice`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import shutil
@@ -39,6 +40,7 @@ from agenvoy_desktop.core.history import HistoryFile
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.sqlite_db import COMPANIONS, set_aside_database
 from agenvoy_desktop.core.sqlite_pages import Value, leaf_rows
+from agenvoy_desktop.core.sqlite_salvage import RangeReader
 from agenvoy_desktop.core.store import InvalidSessionIdError, check_session_id
 from agenvoy_desktop.core.timeutil import Clock
 
@@ -186,19 +188,26 @@ RawRow = tuple[Any, ...]
 
 
 def _salvage_copy(work: Path, folders: set[str]) -> Salvage:
+    pages = functools.cache(functools.partial(_scan_pages, work))
     db = sqlite3.connect(work, isolation_level=None)
     try:
-        reader = _TableReader(db, work)
+        reader = RangeReader(
+            db,
+            chunk=CHUNK,
+            max_failed_reads=MAX_FAILED_READS,
+            max_gap_lookups=MAX_GAP_LOOKUPS,
+            fallback_bound=lambda table: max(pages()[table], default=0),
+        )
         with contextlib.suppress(sqlite3.DatabaseError):
             # Read the tables even when other entries of the schema are damaged.
             db.execute("PRAGMA writable_schema = ON")
             db.execute("PRAGMA cell_size_check = ON")
-        tables = {name: reader.rows(name, cols) for name, cols in _TABLES.items()}
+        tables = {name: reader.rows(name, f"rowid, {cols}") for name, cols in _TABLES.items()}
     finally:
         db.close()
     page_only: set[int] = set()
     if reader.failed:  # some pages were unreachable through the tables' trees
-        for name, rows in reader.scan().items():
+        for name, rows in pages().items():
             if name == "messages":
                 page_only = set(rows) - set(tables[name])
             for rowid, row in rows.items():
@@ -216,6 +225,22 @@ def _salvage_copy(work: Path, folders: set[str]) -> Salvage:
     return Salvage(sessions, messages, events, reader.lost)
 
 
+def _scan_pages(work: Path) -> dict[str, dict[int, RawRow]]:
+    """Rows of the salvaged tables found on the file's pages, by their shape.
+
+    Read at most once per salvage (it reads the whole file): for a table
+    whose ``max(rowid)`` fails, and for the rows no query could reach.
+    """
+    found: dict[str, dict[int, RawRow]] = {name: {} for name in _TABLES}
+    try:
+        for rowid, values in leaf_rows(work):
+            if (row := _page_row(rowid, values)) is not None:
+                found[row[0]][rowid] = row[1]
+    except OSError as exc:
+        log.warning("could not scan the pages of %s: %s", work, exc)
+    return found
+
+
 def _page_row(rowid: int, values: list[Value]) -> tuple[str, RawRow] | None:
     """Which of the salvaged tables a row read off a page belongs to, by its shape.
 
@@ -231,97 +256,6 @@ def _page_row(rowid: int, values: list[Value]) -> tuple[str, RawRow] | None:
     if len(values) == 7 and isinstance(values[0], str):
         return "sessions", (rowid, *values)
     return None
-
-
-class _TableReader:
-    """Reads a table in rowid ranges, leaving out only the ranges SQLite cannot read."""
-
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
-        self.db = db
-        self.path = path
-        self.lost = 0
-        self.failed = 0
-        self._scan: dict[str, dict[int, RawRow]] | None = None
-
-    def rows(self, table: str, cols: str) -> dict[int, RawRow]:
-        """rowid -> (rowid, *cols) of every row that could be read."""
-        select = f"SELECT rowid, {cols} FROM {table}"
-        out: list[RawRow] = []
-        bound = self._bound(table)
-        for low in range(1, bound + 1, CHUNK):
-            self._read(select, low, min(bound, low + CHUNK - 1), out)
-        rows = {int(row[0]): row for row in out}
-        if bound - len(rows) <= MAX_GAP_LOOKUPS:
-            self._fill_gaps(select, bound, rows)
-        return rows
-
-    def scan(self) -> dict[str, dict[int, RawRow]]:
-        """Rows of the salvaged tables found on the file's pages (read once)."""
-        if self._scan is None:
-            self._scan = {name: {} for name in _TABLES}
-            try:
-                for rowid, values in leaf_rows(self.path):
-                    if (found := _page_row(rowid, values)) is not None:
-                        self._scan[found[0]][rowid] = found[1]
-            except OSError as exc:
-                log.warning("could not scan the pages of %s: %s", self.path, exc)
-        return self._scan
-
-    def _fill_gaps(self, select: str, bound: int, rows: dict[int, RawRow]) -> None:
-        """Look up each rowid the range reads did not return, one by one.
-
-        A damaged interior page can send a range read past rows that a
-        direct look-up still finds; deleted rows make most gaps, and cost
-        one quick miss each.
-        """
-        for rowid in range(1, bound + 1):
-            if rowid in rows:
-                continue
-            try:
-                found = self.db.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchone()
-            except sqlite3.DatabaseError:
-                self.failed += 1
-                continue
-            if found is not None:
-                rows[rowid] = found
-
-    def _read(self, select: str, low: int, high: int, out: list[RawRow]) -> None:
-        """Rows with ``low <= rowid <= high``: the rows before a bad page are kept, the
-        rest of the range is split in halves until only single unreadable rowids are left.
-
-        A single rowid is looked up by ``=``: a range read steps past its last
-        row to the next page, which may be the damaged one.
-        """
-        while low <= high and self.failed < MAX_FAILED_READS:
-            single = low == high
-            try:
-                if single:
-                    out.extend(self.db.execute(f"{select} WHERE rowid = ?", (low,)).fetchall())
-                    return
-                for row in self.db.execute(f"{select} WHERE rowid BETWEEN ? AND ?", (low, high)):
-                    out.append(row)
-                    low = max(low, int(row[0]) + 1)
-                return
-            except sqlite3.DatabaseError:
-                self.failed += 1
-                if single:
-                    self.lost += 1
-                    return
-                if low >= high:
-                    continue  # what is left is one rowid (or none): look it up alone
-                middle = (low + high) // 2
-                self._read(select, low, middle, out)
-                low = middle + 1
-        self.lost += max(0, high - low + 1)
-
-    def _bound(self, table: str) -> int:
-        """The largest rowid of the table: its own max, or the largest found on its pages."""
-        try:
-            top = self.db.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
-            return int(top or 0)
-        except sqlite3.DatabaseError:
-            self.failed += 1
-            return max(self.scan()[table], default=0)
 
 
 def _session(row: Sequence[Any]) -> SessionMeta | None:

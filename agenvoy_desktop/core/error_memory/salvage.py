@@ -8,7 +8,8 @@ set-aside file stays exactly as it was found):
    ranges; a range that hits a bad page is split in halves until only the
    unreadable rowids are left out, then every rowid the ranges skipped is
    looked up alone (a damaged interior page can hide rows a direct look-up
-   still finds);
+   still finds): the reading the archive's salvage does too
+   (:mod:`core.sqlite_salvage`);
 2. when any read failed, every page of the file is scanned for rows of the
    two tables (:mod:`core.sqlite_pages`; their shapes tell them apart from
    every other table here), for the rows below an unreachable interior page.
@@ -27,14 +28,14 @@ import json
 import logging
 import shutil
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agenvoy_desktop.core.error_memory import writes
 from agenvoy_desktop.core.sqlite_db import COMPANIONS
 from agenvoy_desktop.core.sqlite_pages import Value, leaf_rows
+from agenvoy_desktop.core.sqlite_salvage import RangeReader, RawRow
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,6 @@ MAX_FAILED_READS = 100_000
 MAX_GAP_LOOKUPS = 1_000_000
 """Rowids looked up one by one after the range reads (well under a second per 100,000)."""
 
-RawRow = tuple[Any, ...]
 
 _TEXT = (str,)
 _ERROR_TYPES: tuple[tuple[type, ...], ...] = (
@@ -102,7 +102,7 @@ def _salvage_copy(work: Path) -> Salvaged:
         with contextlib.suppress(sqlite3.DatabaseError):
             db.execute("PRAGMA writable_schema = ON")  # read the tables past a damaged entry
             db.execute("PRAGMA cell_size_check = ON")
-        reader = _RangeReader(db)
+        reader = RangeReader(db, max_failed_reads=MAX_FAILED_READS, max_gap_lookups=MAX_GAP_LOOKUPS)
         errors = reader.rows("errors", ERROR_COLUMNS)
         vectors = reader.rows("error_vectors", VECTOR_COLUMNS)
         fts_ids = set(reader.rows("errors_fts_docsize", "id"))
@@ -167,72 +167,6 @@ def _scan(work: Path) -> tuple[dict[int, RawRow], dict[int, RawRow]]:
 
 def _blobs(values: Sequence[Value]) -> bool:
     return all(isinstance(value, bytes) for value in values)
-
-
-class _RangeReader:
-    """Reads a table in rowid ranges, leaving out only the rowids SQLite cannot read."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.failed = 0
-
-    def rows(self, table: str, cols: str) -> dict[int, RawRow]:
-        """rowid -> (*cols) of every row that could be read (the first column is the rowid)."""
-        select = f"SELECT {cols} FROM {table}"
-        bound = self._bound(table)
-        out: dict[int, RawRow] = {}
-        if bound > 0:
-            self._read(select, 1, bound, out)
-        if bound - len(out) <= MAX_GAP_LOOKUPS:
-            self._lookup(select, (r for r in range(1, bound + 1) if r not in out), out)
-        return out
-
-    def _bound(self, table: str) -> int:
-        """The table's largest rowid; on a damaged tree, the largest any range still reaches."""
-        try:
-            top = self.db.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
-            return int(top or 0)
-        except sqlite3.DatabaseError:
-            self.failed += 1
-        best = 0
-        with contextlib.suppress(sqlite3.DatabaseError):  # the first rows, left to right
-            for (rowid,) in self.db.execute(f"SELECT rowid FROM {table}"):
-                best = max(best, int(rowid))
-        return best
-
-    def _read(self, select: str, low: int, high: int, out: dict[int, RawRow]) -> None:
-        """Rows with ``low <= rowid <= high``: those before a bad page are kept, the rest
-        of the range is split in halves until single unreadable rowids are left.
-
-        A single rowid is looked up by ``=``: a range read steps past its last
-        row to the next page, which may be the damaged one.
-        """
-        while low <= high and self.failed < MAX_FAILED_READS:
-            if low == high:
-                self._lookup(select, [low], out)
-                return
-            try:
-                for row in self.db.execute(f"{select} WHERE rowid BETWEEN ? AND ?", (low, high)):
-                    out[int(row[0])] = row
-                    low = max(low, int(row[0]) + 1)
-                return
-            except sqlite3.DatabaseError:
-                self.failed += 1
-                if low >= high:
-                    continue
-                middle = (low + high) // 2
-                self._read(select, low, middle, out)
-                low = middle + 1
-
-    def _lookup(self, select: str, rowids: Iterable[int], out: dict[int, RawRow]) -> None:
-        for rowid in rowids:
-            try:
-                found = self.db.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchone()
-            except sqlite3.DatabaseError:
-                self.failed += 1
-                continue
-            if found is not None:
-                out[rowid] = found
 
 
 def restore(db: sqlite3.Connection, found: Salvaged) -> int:

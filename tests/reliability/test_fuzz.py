@@ -36,7 +36,12 @@ from agenvoy_desktop.core.importers import ImportFormatError, read_import_file
 from agenvoy_desktop.core.messages import ROLES, Message
 from agenvoy_desktop.core.search import MODES, SearchError, SearchQuery, search_chat_history
 from agenvoy_desktop.core.startup import open_memory
-from agenvoy_desktop.core.store import InvalidSessionIdError, MemoryStore, check_session_id
+from agenvoy_desktop.core.store import (
+    InvalidSessionIdError,
+    MemoryStore,
+    SessionIdCaseError,
+    check_session_id,
+)
 from agenvoy_desktop.core.timeutil import MAX_TIME_NS, MIN_TIME_NS
 from agenvoy_desktop.paths import app_paths
 from tests.conftest import T0, conversation
@@ -344,6 +349,12 @@ def test_session_ids_are_one_safe_folder(store: MemoryStore, session_id: str) ->
     assert not session_id.startswith(".")
     assert Path(session_id).name == session_id
     assert 1 <= len(session_id) <= 64
+    existing = store.session_ids()
+    if session_id not in existing and session_id.lower() in {s.lower() for s in existing}:
+        with pytest.raises(SessionIdCaseError):  # Windows and macOS would share one folder
+            store.create_session(None, session_id)
+        event("refused: differs from an existing id only in case")
+        return
     assert store.create_session(None, session_id) == session_id
     folder = store.folder(session_id)
     assert folder.parent == store.paths.sessions_dir

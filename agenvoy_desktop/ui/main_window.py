@@ -156,6 +156,12 @@ class MainWindow(QMainWindow):
         self.reset_action.setToolTip(
             "Clear this session's messages; its summary is kept (undo 10 s)"
         )
+        self.reset_all_action = a(
+            "Reset, Summary Too", lambda: acts.reset_session(self._sid, clear_summary=True)
+        )
+        self.reset_all_action.setToolTip(
+            "Clear this session's messages and its summary; nothing of them is kept (undo 10 s)"
+        )
         self.remove_action = a("Remove", lambda: acts.remove_session(self._sid))
         self.remove_action.setToolTip("Delete this session and all its memory (undo 10 s)")
         self.export_remove_action = a(
@@ -189,7 +195,9 @@ class MainWindow(QMainWindow):
         edit = bar.addMenu("&Edit")
         edit.addActions([self.search_action, self.focus_action, self.stop_action])
         session = bar.addMenu("&Session")
-        session.addActions([self.rename_action, self.reset_action, self.remove_action])
+        session.addActions(
+            [self.rename_action, self.reset_action, self.reset_all_action, self.remove_action]
+        )
         session.addAction(self.export_remove_action)
         view = bar.addMenu("&View")
         self.sessions_toggle = self._pane_toggle("Sessions List", SESSIONS, "Ctrl+Shift+S")
@@ -340,6 +348,7 @@ class MainWindow(QMainWindow):
         has = self._sid is not None
         for action in (
             self.reset_action,
+            self.reset_all_action,
             self.remove_action,
             self.export_remove_action,
             self.export_md_action,

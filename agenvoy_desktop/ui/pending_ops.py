@@ -48,6 +48,8 @@ class PendingOp:
     state: Literal["pending", "running", "done", "undone", "failed"] = "pending"
     message_id: str | None = None
     """The message a ``delete_message`` deletes."""
+    clear_summary: bool = False
+    """A ``reset`` that clears the session's summary too (the user chose it)."""
 
     @property
     def key(self) -> str:
@@ -108,13 +110,21 @@ class PendingOps(QObject):
 
     # -- actions ---------------------------------------------------------------------
     def schedule(
-        self, kind: OpKind, session_id: str, title: str, message_id: str | None = None
+        self,
+        kind: OpKind,
+        session_id: str,
+        title: str,
+        message_id: str | None = None,
+        *,
+        clear_summary: bool = False,
     ) -> PendingOp:
         """Start the undo window; a remove replaces a pending reset of the same session."""
         timer = QTimer(self)
         timer.setSingleShot(True)
         timer.setInterval(self.delay_ms)
-        op = PendingOp(kind, session_id, title, timer, message_id=message_id)
+        op = PendingOp(
+            kind, session_id, title, timer, message_id=message_id, clear_summary=clear_summary
+        )
         previous = self._ops.get(op.key)
         if previous is not None and previous.state == "pending":
             previous.timer.stop()
@@ -185,7 +195,7 @@ class PendingOps(QObject):
         """Storage thread: the operation itself."""
         store = self.services.store
         if op.kind == "reset":
-            return reset_session(store, op.session_id)
+            return reset_session(store, op.session_id, clear_summary=op.clear_summary)
         if op.kind == "remove":
             return remove_session(store, op.session_id)
         from agenvoy_desktop.operations.messages import delete_message

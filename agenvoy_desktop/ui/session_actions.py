@@ -104,16 +104,20 @@ class SessionActions(QObject):
         return dialog
 
     # -- reset and remove -----------------------------------------------------------------
-    def reset_session(self, session_id: str | None) -> PendingOp | None:
-        """Clear the session's messages now in the view; the store follows after the undo window."""
-        op = self._schedule("reset", session_id)
+    def reset_session(
+        self, session_id: str | None, *, clear_summary: bool = False
+    ) -> PendingOp | None:
+        """Clear the session's messages (and, if asked, its summary) now in the view; the
+        store follows after the undo window."""
+        op = self._schedule("reset", session_id, clear_summary=clear_summary)
         if op is None:
             return None
         w = self.window
         if op.session_id == w.session_id:
             w.show_cleared()
+        kept = "messages and summary cleared" if clear_summary else "messages cleared, summary kept"
         self._toast_for[op] = w.toasts.show_toast(
-            f"Reset “{op.title}”: messages cleared, summary kept.",
+            f"Reset “{op.title}”: {kept}.",
             [("Undo", lambda: self.undo(op))],
             duration_ms=self.pending.delay_ms,
         )
@@ -126,14 +130,17 @@ class SessionActions(QObject):
             self._show_removed(op, f"Removed “{op.title}”.")
         return op
 
-    def _schedule(self, kind: OpKind, session_id: str | None) -> PendingOp | None:
+    def _schedule(
+        self, kind: OpKind, session_id: str | None, *, clear_summary: bool = False
+    ) -> PendingOp | None:
         """Start the undo window of *kind*; an answer still streaming there stops first."""
         if session_id is None:
             return None
         chat = self.window.chat
         if chat.busy and session_id == chat.session_id:
             chat.stop()
-        return self.pending.schedule(kind, session_id, self.window.sessions.title_of(session_id))
+        title = self.window.sessions.title_of(session_id)
+        return self.pending.schedule(kind, session_id, title, clear_summary=clear_summary)
 
     def _show_removed(self, op: PendingOp, text: str) -> None:
         w = self.window

@@ -83,6 +83,18 @@ def test_reset_is_final_after_the_undo_window(
     assert window.chat.bubbles() == []
 
 
+def test_reset_with_the_summary_clears_it_too_after_the_undo_window(
+    qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
+) -> None:
+    services, window, sid, other = setup(make_services, make_window, undo_ms=50)
+    with qtbot.waitSignal(window.pending.executed, timeout=5000):
+        window.reset_all_action.trigger()
+        assert "messages and summary cleared" in toast(window).text()
+    assert (history_len(services, sid), archived(services, sid)) == (0, 0)
+    assert load_summary(services.store.folder(sid)) is None  # no summary file left
+    assert history_len(services, other) == 2  # another session is left as it was
+
+
 def test_remove_hides_the_session_and_undo_restores_it(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:

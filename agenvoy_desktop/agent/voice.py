@@ -18,8 +18,10 @@ put right as it streams, sentence by sentence:
   in Chinese a character pair: "我的妈妈的生日是十月三号" over "我妈妈的生日是哪天？")
   is turned round (``pronouns.swap_person``): "I waited over a year" → "You
   waited over a year".  A sentence where the assistant speaks for itself
-  ("I don't know…", "I recommend…", "I'm sorry…") is left alone, and so is
-  every sentence when the question asks what the assistant said.
+  ("I don't know…", "I don't have any information…", "I recommend…", "I'm
+  sorry…") is left alone — "No, I don't have a sister." is the user's and is
+  turned round — and so is every sentence when the question asks what the
+  assistant said, and whatever stands in quotation marks.
 
 Everything is pure and word-level; :class:`VoiceStream` applies it to a
 stream, holding back only what a later word could still change.

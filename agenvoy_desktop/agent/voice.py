@@ -203,6 +203,21 @@ _HER_OBJECT_NEXT = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class Said:
+    """One sentence of an answer as the user is to read it."""
+
+    text: str
+    length: int
+    """Characters of the answer it stands for."""
+    quoted: bool
+    """Whether what follows it starts inside quotation marks."""
+    final: bool = True
+    """False while an unfinished first-person sentence may still turn out to echo the user."""
+    complete: bool = True
+    """False for the last sentence of an answer still streaming."""
+
+
+@dataclass(frozen=True, slots=True)
 class Voice:
     """What a rewrite needs to know: the question and the user's own remembered lines."""
 
@@ -219,28 +234,29 @@ class Voice:
             words.update(_bigrams(text))
         return cls(frozenset(words), not about_assistant)
 
-    def sentences(self, text: str) -> list[tuple[str, bool, bool]]:
-        """*text* rewritten sentence by sentence: (rewrite, final, complete).  A rewrite is
-        final unless its sentence is unfinished, opens in the first person and is still too
-        short to tell whether it echoes the user (it is then given as said).  What stands
-        in quotation marks is the user's or a source's own words and stays as written."""
-        out: list[tuple[str, bool, bool]] = []
-        start, quoted = 0, False
+    def sentences(self, text: str, *, quoted: bool = False, ended: bool = False) -> list[Said]:
+        """*text* rewritten sentence by sentence (see :class:`Said`), *quoted* telling
+        whether it starts inside quotation marks.  Unless *ended*, the last sentence may
+        still grow: if it opens in the first person and is still too short to tell whether
+        it echoes the user, it is given as written and marked not final.  What stands in
+        quotation marks is the user's or a source's own words and stays as written."""
+        out: list[Said] = []
+        start = 0
         for end_match in _SENTENCE_END.finditer(text):
             piece = text[start : end_match.end()]
-            out.append((self._sentence(piece, complete=True, quoted=quoted), True, True))
-            quoted ^= len(_QUOTE.findall(piece)) % 2 == 1
-            start = end_match.end()
+            after = quoted ^ (len(_QUOTE.findall(piece)) % 2 == 1)
+            out.append(Said(self._sentence(piece, complete=True, quoted=quoted), len(piece), after))
+            quoted, start = after, end_match.end()
         if start < len(text):
             tail = text[start:]
-            decided = quoted or self._echoes(tail, complete=False) is not None
-            said = self._sentence(tail, complete=False, quoted=quoted) if decided else tail
-            out.append((said, decided, False))
+            decided = ended or quoted or self._echoes(tail, complete=False) is not None
+            said = self._sentence(tail, complete=ended, quoted=quoted) if decided else tail
+            out.append(Said(said, len(tail), quoted, final=decided, complete=ended))
         return out
 
     def rewrite(self, text: str) -> str:
         """The whole answer in the right voice."""
-        return "".join(sentence for sentence, _, _ in self.sentences(text))
+        return "".join(said.text for said in self.sentences(text, ended=True))
 
     def _sentence(self, sentence: str, *, complete: bool, quoted: bool) -> str:
         echoes = not quoted and self.turn_first_person and self._echoes(sentence, complete=complete)
@@ -437,32 +453,42 @@ class VoiceStream:
 
     ``feed`` returns what may be shown now: the rewrite of the text so far
     but for its last :data:`HELD_WORDS` words and an unfinished first-person
-    sentence that is not yet known to echo the user.  Should a later word
-    change what was shown (rare: a rewrite that looks further), nothing more
-    streams and the saved answer, rewritten whole, replaces the bubble.
+    sentence that is not yet known to echo the user.  A finished sentence is
+    not looked at again, so each piece costs the length of the sentence it
+    ends, not of the answer.  Should a later word change what was shown
+    (rare: a rewrite that looks further), nothing more streams and the saved
+    answer, rewritten whole, replaces the bubble.
     """
 
     def __init__(self, voice: Voice | None) -> None:
         self._voice = voice
-        self._raw = ""
+        self._tail = ""
+        """What came after the last finished sentence."""
+        self._quoted = False
+        """Whether the tail starts inside quotation marks."""
         self._shown = ""
+        """What of the tail's rewrite was shown."""
         self._diverged = False
 
     def feed(self, text: str) -> str:
         if self._voice is None:
             return text
-        self._raw += text
-        ready = ""
-        for sentence, final, complete in self._voice.sentences(self._raw):
-            if not final:
+        self._tail += text
+        out = ""
+        for said in self._voice.sentences(self._tail, quoted=self._quoted):
+            if not said.complete:
+                if said.final:
+                    out += self._advance(_held_back(said.text))
                 break
-            ready += sentence if complete else _held_back(sentence)
-        return self._advance(ready)
+            out += self._advance(said.text)
+            self._tail, self._quoted, self._shown = self._tail[said.length :], said.quoted, ""
+        return out
 
     def flush(self) -> str:
         if self._voice is None:
             return ""
-        return self._advance(self._voice.rewrite(self._raw))
+        rest = self._voice.sentences(self._tail, quoted=self._quoted, ended=True)
+        return self._advance("".join(said.text for said in rest))
 
     def _advance(self, ready: str) -> str:
         if self._diverged or self._shown.startswith(ready):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
-from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS
+from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout
 from agenvoy_desktop.cli.safe_text import json_shown, shown, shown_line
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import app_paths
@@ -170,3 +170,12 @@ def test_a_closed_pipe_ends_the_command_quietly(profile: Path, args: list[str]) 
     assert done.returncode == READER_GONE_STATUS
     with open_memory(app_paths(profile)) as store:  # nothing lost on the way
         assert [m.content for m in store.history("s1").messages] == [MESSAGE, "noted"]
+
+
+def test_a_command_without_any_stdout_prints_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frozen app started without a console has ``sys.stdout = None``."""
+    monkeypatch.setattr(sys, "stdout", None)
+    with guarded_stdout() as guard:
+        print("nobody reads this")
+    assert not guard.reader_gone
+    assert sys.stdout is None

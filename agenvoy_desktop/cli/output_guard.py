@@ -77,12 +77,20 @@ def _to_null(stream: TextIO) -> None:
 
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[GuardedStdout]:
-    """``sys.stdout`` guarded while the block runs (and flushed inside it)."""
+    """``sys.stdout`` guarded while the block runs (and flushed inside it).
+
+    A frozen app started without a console has no stdout at all (``None``):
+    what a command prints then goes to the null device.
+    """
     original = sys.stdout
-    guard = GuardedStdout(original)
-    sys.stdout = cast(TextIO, guard)
-    try:
-        yield guard
-        guard.flush()  # here, not at exit: a pipe closed early must surface now
-    finally:
-        sys.stdout = original
+    with contextlib.ExitStack() as stack:
+        target = original
+        if target is None:
+            target = stack.enter_context(open(os.devnull, "w", encoding="utf-8"))
+        guard = GuardedStdout(target)
+        sys.stdout = cast(TextIO, guard)
+        try:
+            yield guard
+            guard.flush()  # here, not at exit: a pipe closed early must surface now
+        finally:
+            sys.stdout = original

@@ -39,7 +39,7 @@ from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
-from agenvoy_desktop.core.session_settings import SETTINGS_FILE
+from agenvoy_desktop.core.session_settings import SETTINGS_FILE, keep_title
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, SUMMARY_FILE
 
@@ -111,6 +111,9 @@ def _perform(
     store.archive.delete_session_rows(session_id, drop_session=False, keep_events=kept_events)
     store.archive.ensure_session(session_id, store.clock())
     store.archive.add_event(session_id, store.clock(), "reset", {})
+    kept = store.archive.session(session_id)
+    if kept is None or not kept.title:  # a typed title made of the session's own words went
+        keep_title(folder, None)
     _empty_folder(folder, keep_summary=not clear_summary)
     log.info("reset session %s", session_id)
 

@@ -38,6 +38,7 @@ from typing import Any
 from agenvoy_desktop.core.archive import Archive, ArchiveDamagedError, SessionMeta, first_title
 from agenvoy_desktop.core.history import HistoryFile
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.session_settings import kept_title
 from agenvoy_desktop.core.sqlite_db import COMPANIONS, set_aside_database
 from agenvoy_desktop.core.sqlite_pages import Value, leaf_rows
 from agenvoy_desktop.core.sqlite_salvage import RangeReader
@@ -320,7 +321,9 @@ def plan_restore(
         planned, new = _merge(sid, kept, history)
         restored += new
         rows += planned
-        sessions.append(_meta(sid, metas.get(sid), planned, history, clock()))
+        meta = metas.get(sid)
+        lost = _lost_title(sessions_dir / sid, planned) if meta is None else None
+        sessions.append(_meta(sid, meta, planned, history, clock(), lost_title=lost))
     return sessions, rows, restored
 
 
@@ -358,6 +361,8 @@ def _meta(
     planned: Sequence[Row],
     history: Sequence[Message],
     now: int,
+    *,
+    lost_title: str | None = None,
 ) -> SessionMeta:
     """The session's row: salvaged where it was, its cut point where history.json starts."""
     next_seq = planned[-1][2] + 1 if planned else 0
@@ -371,6 +376,11 @@ def _meta(
         cut_seq, start_at = min(meta.cut_seq, next_seq), meta.start_at_ns
     else:
         cut_seq, start_at = 0, 0
-    # a session row lost with the archive gets its automatic title again (a typed one is gone)
-    title = meta.title if meta else first_title(row[3] for row in planned)
+    title = meta.title if meta else lost_title
     return SessionMeta(sid, title, created, updated, start_at, cut_seq, next_seq)
+
+
+def _lost_title(folder: Path, planned: Sequence[Row]) -> str | None:
+    """The title of a session whose row was lost with the archive: the one the person
+    typed (kept beside its settings), else the automatic one from its first message."""
+    return kept_title(folder) or first_title(row[3] for row in planned)

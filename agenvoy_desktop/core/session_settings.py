@@ -124,18 +124,54 @@ def load_session_settings(folder: Path) -> SessionSettings:
 def save_session_settings(folder: Path, settings: SessionSettings) -> SessionSettings:
     """Write *settings* atomically (keys a newer version added are kept); what was stored."""
     settings = checked(settings)
-    data: dict[str, Any] = {}
+    data = _stored(folder)
+    data.update(settings.to_json())
+    _write(folder, data)
+    return settings
+
+
+TITLE_KEY = "title"
+"""The title the person gave the session, kept beside its settings."""
+
+
+def keep_title(folder: Path, title: str | None) -> None:
+    """Keep a copy of the title the person gave the session (None: drop the copy).
+
+    The archive holds the sessions list's titles; a damaged archive is
+    rebuilt from history.json, which has none, so a typed title would be
+    lost (``core/recovery.py`` reads this copy back).  Automatic titles are
+    not kept here: they are made again from the first message, and a reset
+    must leave no copy of the session's words.
+    """
+    data = _stored(folder)
+    if (data.get(TITLE_KEY) or None) == (title or None):
+        return
+    if title:
+        data[TITLE_KEY] = title
+    else:
+        data.pop(TITLE_KEY, None)
+    _write(folder, data)
+
+
+def kept_title(folder: Path) -> str | None:
+    """The copy :func:`keep_title` made, if it is there and is text."""
+    title = _stored(folder).get(TITLE_KEY)
+    return title.strip() or None if isinstance(title, str) else None
+
+
+def _stored(folder: Path) -> dict[str, Any]:
+    """``session.json`` as stored (any object), or empty when missing or unreadable."""
     try:
         old = json.loads((folder / SETTINGS_FILE).read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        old = None
-    if isinstance(old, dict):
-        data.update(old)
-    data.update(settings.to_json())
+        return {}
+    return dict(old) if isinstance(old, dict) else {}
+
+
+def _write(folder: Path, data: dict[str, Any]) -> None:
     data["version"] = max(SETTINGS_VERSION, _int(data.get("version")))
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / SETTINGS_FILE, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    return settings
 
 
 def _int(value: object) -> int:

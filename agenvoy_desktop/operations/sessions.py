@@ -19,6 +19,7 @@ from agenvoy_desktop.core import lifecycle
 from agenvoy_desktop.core.archive import first_title
 from agenvoy_desktop.core.export import ExportFormat, write_export
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.session_settings import keep_title
 from agenvoy_desktop.core.store import (
     Cancelled,
     MemoryStore,
@@ -214,8 +215,9 @@ def create_session(
 
 
 def rename_session(store: MemoryStore, session_id: str, title: str) -> MemoryChanges:
-    """Give the session the title the person typed."""
+    """Give the session the title the person typed (a copy is kept for a rebuilt archive)."""
     store.archive.set_title(session_id, title)
+    keep_title(store.folder(session_id), title)
     return MemoryChanges(sessions=True, session_id=session_id)
 
 

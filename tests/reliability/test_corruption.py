@@ -25,6 +25,7 @@ from agenvoy_desktop.core.error_types import OUTCOMES
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.summarizer import Summarizer
 from agenvoy_desktop.core.summary import load_summary
+from agenvoy_desktop.operations.sessions import rename_session
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import T0, conversation
 from tests.fakes import HashingEmbedder
@@ -159,6 +160,18 @@ def test_a_rebuilt_archive_titles_sessions_again(
     # the typed title ("trip") lived only in the archive; the automatic one is made again
     # from the first message that survived, not left blank
     assert session["title"].startswith("message ")
+
+
+def test_a_rebuilt_archive_keeps_the_title_the_person_typed(
+    profile: AppPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_memory(profile, None, reconcile=False) as store:
+        rename_session(store, SID, "Trip to Graz")
+    checkpointed(profile)
+    damage(profile.archive_db, "garbage")
+    assert cli.main(["sessions", "--json", "--data-dir", str(profile.config_dir.parent)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [s["title"] for s in listed if s["session_id"] == SID] == ["Trip to Graz"]
 
 
 def test_doctor_reports_a_damaged_archive_and_repair_fixes_it(

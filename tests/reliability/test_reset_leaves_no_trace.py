@@ -168,6 +168,20 @@ def test_reset_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
     assert app_log.exists()
 
 
+def test_a_typed_title_of_the_sessions_own_words_goes_with_a_reset(paths: AppPaths) -> None:
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid, _other = _plant(store)
+        said = f"My bike lock code is {SECRET}."
+        session_ops.rename_session(store, sid, said)  # typed, and the same as a message
+        assert SECRET in (store.folder(sid) / "session.json").read_text("utf-8")
+        session_ops.reset_session(store, sid)
+        _assert_secret_gone(store)
+    finally:
+        store.close()
+    _assert_no_trace(paths)
+
+
 def test_reset_keeps_the_summary_unless_asked_to_clear_it(paths: AppPaths, app_log: Path) -> None:
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     try:

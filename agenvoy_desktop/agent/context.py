@@ -80,7 +80,7 @@ FAILED_NOTE = "[answer cut off: the model failed before it finished]"
 
 Clock = Literal["time", "date", "none"]
 """How much of the clock a system prompt carries (``policy.clock_in_prompt`` decides;
-"date" is a measured alternative, see ``benchmarks/clock_talk.py``)."""
+"date" is a measured alternative, see ``benchmarks/lab/clock_talk.py``)."""
 
 
 def local_time_line(now_ns: int) -> str:

@@ -16,7 +16,8 @@ So a small model's turn gets two such exchanges, in the message's
 language, when all of these hold:
 
 - the message asks for a fact of the user's own life (:func:`asks_for_own_fact`:
-  "what/which/where/when/who … my/our …", 我…什么/哪/几…, "wie heißt mein…"),
+  "what/which/where/when/who … my/our …", 我…什么/哪/几…, "wie heißt mein…";
+  ``own_fact`` in each language's file),
   not for advice ("What should I cook for my kids?", 我怎么…);
 - proactive recall put nothing in front of the model (the history search
   may still be offered; once it finds something, the exchanges are left out
@@ -37,10 +38,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, asks_or_requests, sentences
+from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.language import FALLBACK, Language, by_script, languages
+from agenvoy_desktop.language import language_of as detect
+from agenvoy_desktop.language.openings import own_fact_ask
+from agenvoy_desktop.language.patterns import alternatives, compiled, either, whole_words
 
 SHOW_EXAMPLE = True
 """Whether turns show the exchange at all (benchmarks switch it)."""
@@ -53,79 +59,52 @@ Example = tuple[tuple[str, str], ...]
 """The made-up exchanges: (question, answer) pairs."""
 
 EXAMPLES: dict[str, Example] = {
-    "en": (
-        (
-            "What is my sister's name?",
-            "I don't know: I can't find it in what you've told me. Tell me, and I'll remember it.",
-        ),
-        ("What is my bank card PIN?", "I don't know: I can't find it in what you've told me."),
-    ),
-    "de": (
-        (
-            "Wie heißt meine Schwester?",
-            "Das weiß ich nicht: Du hast es mir noch nicht gesagt. Sag es mir, dann merke ich es "
-            "mir.",
-        ),
-        ("Wo wohnt mein Onkel?", "Das weiß ich nicht: Du hast es mir noch nicht gesagt."),
-    ),
-    "zh": (
-        ("我姐姐叫什么名字？", "我不知道：你还没有告诉过我。告诉我，我会记住的。"),
-        ("我的银行卡密码是多少？", "我不知道：你还没有告诉过我。"),
-    ),
-    "ja": (
-        (
-            "私の姉の名前は何ですか？",
-            "わかりません。まだ教えてもらっていません。教えてくれれば覚えておきます。",
-        ),
-        ("私の車の番号は何ですか？", "わかりません。まだ教えてもらっていません。"),
-    ),
+    lang.code: lang.pairs("dont_know.examples")
+    for lang in languages()
+    if lang.pairs("dont_know.examples")
 }
-"""Two exchanges per language: with one, the starter admitted 8 of 14 unknown facts in
-Chinese, German and Japanese; with two, 12 of 14 (it copies the second, shorter answer)."""
+"""Two exchanges per language (``dont_know.examples``): with one, the starter admitted 8 of
+14 unknown facts in Chinese, German and Japanese; with two, 12 of 14 (it copies the second,
+shorter answer)."""
+REPLY_LANGUAGES = ("en", "de", "zh", "ja")
+"""The languages :func:`language_of` answers with: every module that words a reply by it
+(``answer_check``'s among them) has these.  Another language's message is worded in
+English there until its wording moves into its language file; its "I don't know"
+exchange already follows it (:func:`example_for`)."""
 
-_EN_ASK = re.compile(
-    SENTENCE_LEAD
-    + r"(?:(?:at|in|on|from|to|with|for|by|since|until)\s+)?"  # "At which university did I…"
-    + r"(?:what|what's|whats|which|where|where's|when|when's|who|who's|whose"
-    r"|how\s+(?:old|many|much|long|tall|big))\b",
-    re.IGNORECASE,
-)
-_EN_OWN = re.compile(
-    r"\b(?:my|our|mine|ours)\b|\b(?:am|do|did|was|were|have|had)\s+(?:i|we)\b", re.IGNORECASE
-)
-_EN_ADVICE = re.compile(
-    r"\b(?:should|could|would|can|might|recommend|suggest|idea|ideas|tip|tips|good|best|"
-    r"better|way|ways|gift|need|think|mean|means|help|helps)\b",
-    re.IGNORECASE,
-)
-_DE_ASK = re.compile(
-    SENTENCE_LEAD + r"(?:wie\s+(?:heißt|heisst|lautet|alt|viele|viel|lange)|wann|wo|was|wer|wessen"
-    r"|welche|welcher|welches|welchen|welchem)\b",
-    re.IGNORECASE,
-)
-_DE_OWN = re.compile(r"\b(?:mein\w*|unser\w*|ich|wir)\b", re.IGNORECASE)
-_DE_ADVICE = re.compile(
-    r"\b(?:soll|sollte|sollten|könnte|könnten|kann|kannst|empfiehlst|empfehlen|tipp|tipps|"
-    r"idee|ideen|gut|gute|guter|gutes|beste|besten|besser)\b",
-    re.IGNORECASE,
-)
-_ZH_OWN = re.compile(
-    "我|女儿|女兒|儿子|兒子|老婆|老公|妻子|丈夫|太太|妈妈|媽媽|爸爸|孩子|哥哥|姐姐|弟弟|妹妹"
-)
-"""Chinese drops "my" before family: 女儿叫什么名字？ is "what is my daughter's name?"."""
-_ZH_ASK = re.compile("什么|什麼|多少|多大|哪|几|幾|谁|誰")
-_ZH_ADVICE = re.compile(
-    "怎么|怎麼|如何|建议|建議|推荐|推薦|应该|應該|可以|能不能|帮我|幫我|该|該|为什么|為什麼|礼物|禮物"
-)
-_JA_OWN = re.compile("私|僕|俺|わたし|うち|自分")
-_JA_ASK = re.compile("何|いつ|どこ|誰|いくつ|いくら|どれ|どの")
-_JA_ADVICE = re.compile("どうすれば|どうしたら|おすすめ|べき|方法|なぜ")
-_KANA = re.compile("[\u3040-\u30ff]")
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_GERMAN = re.compile(
-    r"\b(?:ich|mein\w*|unser\w*|wie|wo|wann|was|welche\w*|wer|ist|hat|habe|heißt|der|die|das)\b",
-    re.IGNORECASE,
-)
+
+@dataclass(frozen=True, slots=True)
+class _OwnFact:
+    """One language's reading of a question for a fact of the user's own life."""
+
+    ask: re.Pattern[str]
+    own: re.Pattern[str]
+    advice: re.Pattern[str]
+
+    def asks(self, sentence: str) -> bool:
+        return bool(
+            self.own.search(sentence)
+            and self.ask.search(sentence)
+            and not self.advice.search(sentence)
+        )
+
+
+def _own_fact(lang: Language) -> _OwnFact:
+    def words(key: str) -> str:
+        listed = lang.words(key)
+        return whole_words(listed) if lang.spaced else alternatives(listed)
+
+    return _OwnFact(
+        ask=own_fact_ask(lang),
+        own=compiled(
+            either(words("own_fact.own"), *lang.words("own_fact.own_patterns")), re.IGNORECASE
+        ),
+        advice=compiled(words("own_fact.advice"), re.IGNORECASE),
+    )
+
+
+_OWN_FACT = {lang.code: _own_fact(lang) for lang in languages()}
+"""Per language, not one union: "my" and "was" are English, and "mein" and "was" German."""
 
 
 def asks_for_own_fact(text: str) -> bool:
@@ -134,35 +113,26 @@ def asks_for_own_fact(text: str) -> bool:
 
 
 def _own_fact_question(sentence: str) -> bool:
-    if _KANA.search(sentence):
-        return _asks(sentence, _JA_OWN, _JA_ASK, _JA_ADVICE)
-    if _CJK.search(sentence):
-        return _asks(sentence, _ZH_OWN, _ZH_ASK, _ZH_ADVICE)
-    if _EN_ASK.search(sentence):
-        return _asks(sentence, _EN_OWN, _EN_ASK, _EN_ADVICE)
-    return _asks(sentence, _DE_OWN, _DE_ASK, _DE_ADVICE)
-
-
-def _asks(
-    sentence: str, own: re.Pattern[str], ask: re.Pattern[str], advice: re.Pattern[str]
-) -> bool:
-    return bool(own.search(sentence) and ask.search(sentence) and not advice.search(sentence))
+    """The sentence read in its script's language (a CJK one), else in the first spaced
+    language (English first) whose question for a fact it opens with."""
+    found = by_script(sentence)
+    if found is not None:
+        return _OWN_FACT[found.code].asks(sentence)
+    for lang in languages():
+        if lang.spaced and _OWN_FACT[lang.code].ask.search(sentence):
+            return _OWN_FACT[lang.code].asks(sentence)
+    return False
 
 
 def language_of(text: str) -> str:
-    """``ja``, ``zh``, ``de`` or ``en``: which example fits the message (a rough guess)."""
-    if _KANA.search(text):
-        return "ja"
-    if _CJK.search(text):
-        return "zh"
-    if len(_GERMAN.findall(text)) >= 2 and _DE_ASK.search(text):
-        return "de"
-    return "en"
+    """``ja``, ``zh``, ``de`` or ``en`` (:data:`REPLY_LANGUAGES`): which reply wording fits
+    the message (a rough guess: ``agenvoy_desktop.language.detect``)."""
+    return detect(text, REPLY_LANGUAGES)
 
 
 def example_for(text: str) -> Example:
-    """The made-up exchange in the message's language."""
-    return EXAMPLES[language_of(text)]
+    """The made-up exchange in the message's language (English's when it has none)."""
+    return EXAMPLES.get(detect(text), EXAMPLES[FALLBACK])
 
 
 def example_messages(example: Example | None) -> list[ChatMessage]:

@@ -29,9 +29,10 @@ triggered seven tool calls with the 0.5B starter — so its turn is shaped:
   apology ("I'm sorry, but I can't assist with that request." to "My bike
   lock code is 4417"): :data:`REFUSAL_OPENINGS`, banned by the sampler.
 
-The cues are plain word lists in English, German and Chinese — cheap,
-predictable, and easy to extend; a missed cue costs a tool the model could
-have used, never a wrong answer from memory (recall still runs).
+The cues are plain word lists, one set per language (``cues`` in
+``agenvoy_desktop/language/data``) — cheap, predictable, and easy to
+extend; a missed cue costs a tool the model could have used, never a wrong
+answer from memory (recall still runs).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agenvoy_desktop.agent.context import Clock
-from agenvoy_desktop.agent.speech_act import only_tells, word_alternatives
+from agenvoy_desktop.agent.speech_act import only_tells
+from agenvoy_desktop.language.patterns import alternatives, compiled, cue, either, every, group
 
 SEARCH_TOOL = "search_chat_history"
 FILE_TOOLS = frozenset({"list_files", "read_text_file"})
@@ -56,30 +58,7 @@ arguments, so the identical-call guard did not stop it); past two, more
 calls in one round only add tool results for it to misread."""
 AVOID_REFUSALS = True
 """Whether a small model's statement bans :data:`REFUSAL_OPENINGS` (benchmarks switch it)."""
-REFUSAL_OPENINGS: tuple[str, ...] = (
-    *(
-        f"{head}{tail}"
-        for head in ("I'm sorry", "I’m sorry", "I am sorry", "Sorry")
-        for tail in (",", ".", "!", " but")
-    ),
-    *("I apologize", "I apologise", "My apologies", "I'm afraid", "I’m afraid"),
-    *("I can't assist", "I cannot assist", "I can’t assist", "I can't help with"),
-    *("I cannot help with", "I can't do that", "I cannot do that"),
-    *("I'm unable", "I’m unable", "I am unable", "I'm not able", "I am not able"),
-    *("Es tut mir leid,", "Es tut mir leid.", "Entschuldigung,", "Leider kann ich"),
-    *(
-        "抱歉，",
-        "抱歉,",
-        "很抱歉，",
-        "对不起，",
-        "對不起，",
-        "我无法",
-        "我無法",
-        "我不能帮",
-        "我不能幫",
-    ),
-    *("申し訳", "すみません、"),
-)
+REFUSAL_OPENINGS: tuple[str, ...] = tuple(dict.fromkeys(every("cues.refusal_openings")))
 """Openings an answer to a message that only tells may not have (``llm/openings.py``).
 
 The starter refused 2 to 5 of 24 statements ("I'm sorry, but I can't assist
@@ -89,87 +68,29 @@ model, I don't have…" is not banned: without it the starter wrote "As an
 Agenvoy, I am committed to…", no better (``benchmarks/statement_echo.py``)."""
 
 
-_FILE_CUE = re.compile(
+_FILE_CUE = compiled(
     r"(?:[~.]?/[\w.-]+|\\[\w.-]+|\b[\w-]+\.(?:txt|md|csv|json|log|py|ini|cfg|yaml|yml|toml|"
-    r"html|xml|rst|conf)\b|\b(?:"
-    + word_alternatives(
-        "file files folder folders directory directories document documents "
-        "datei dateien ordner verzeichnis dokument"
-    )
-    + r")\b|文件|文件夹|目录|檔案|資料夾)",
+    r"html|xml|rst|conf)\b|" + cue("cues.files") + ")",
     re.IGNORECASE,
 )
-_SPANS = "days|weeks|months|years|tage|tagen|wochen|monate|monaten|jahre|jahren"
+_SPANS = alternatives(every("cues.spans"))
 """Spans of time: a time cue only in a question about time ("how many days until…"),
 not in "list the three days"."""
-_TIME_CUE = re.compile(
-    r"\b(?:"
-    + word_alternatives(
-        "today tomorrow yesterday weekday weekend clock o'clock "
-        "uhr uhrzeit heute gestern wochentag wochenende spät"
-    )
-    + r")\b|\b(?:what|which)(?:'s|\s+is|\s+was|\s+will\s+be)?\s+(?:the\s+)?(?:date|time|day)\b"
-    r"|\b(?:date|time)\s+(?:is\s+it|now|today)\b|\b(?:current|today'?s)\s+(?:date|time)\b"
-    r"|\b(?:welches|welcher|welchen)\s+(?:datum|tag)\b|\bdatum\s+(?:heute|ist)\b"
-    r"|\b(?:how\s+(?:many|long)|wie\s+(?:viele|lange))\b[^?.!]*?\b(?:"
-    + _SPANS
-    + r")\b|\b(?:"
-    + _SPANS
-    + r")\s+(?:until|till|since|ago|left|from now|before|after|bis|seit)\b"
-    r"|\b(?:in|within|after|vor|nach)\s+\d+\s+(?:"
-    + _SPANS
-    + r")\b|几点|幾點|時間|时间|日期|今天|明天|昨天|星期|周末|週末",
+_TIME_CUE = compiled(
+    either(
+        cue("cues.time"),
+        group(r"\b", every("cues.span_questions"), rf"\b[^?.!]*?\b(?:{_SPANS})\b"),
+        group(rf"\b(?:{_SPANS})\s+", every("cues.span_after"), r"\b"),
+        group(r"\b", every("cues.span_before"), rf"\s+\d+\s+(?:{_SPANS})\b"),
+    ),
     re.IGNORECASE,
 )
-_PAST_CUE = re.compile(
-    r"\b(?:"
-    + word_alternatives(
-        "remember recall earlier previously told mentioned said discussed "
-        "decided agreed forgot forget history ago "
-        "erinnerst erinnern vorhin früher gesagt erwähnt besprochen entschieden vergessen"
-    )
-    + r")\b|\b(?:did|didn't)\s+(?:i|we|you)\b|\blast\s+time\b|\bthe other day\b"
-    r"|\bletzte(?:s|n)?\s+mal\b"
-    r"|\b(?:what|which|where|when|who)\b[^?]*\b(?:my|i|we|our)\b"
-    r"|之前|以前|上次|记得|記得|说过|說過|提过|提過|我的.*(?:什么|什麼|哪|多少|吗|嗎)",
-    re.IGNORECASE,
-)
-
-
-_FIRST_PERSON = re.compile(
-    r"\b(?:i|i'm|i've|i'd|my|mine|me|myself|we|our|us|ich|mein|meine|meinen|meinem|meiner|mir|"
-    r"mich|wir|unser|unsere|uns)\b|我|我們|我们",
-    re.IGNORECASE,
-)
-
-
-_DOCUMENT_CUE = re.compile(
-    r"\b(?:"
-    + word_alternatives(
-        "document documents doc docs note notes notebook file files paper papers pdf pdfs "
-        "manual handbook article articles report reports wiki source sources "
-        "dokument dokumente notiz notizen unterlagen handbuch bericht laut"
-    )
-    + r")\b|\baccording to\b|\bin my\b|\bin meinen?\b"
-    r"|文件|文檔|文档|筆記|笔记|資料|资料|根據|根据|論文|论文",
-    re.IGNORECASE,
-)
-_QUESTION_CUE = re.compile(
-    r"\b(?:what|how|why|which|explain|summari[sz]e|describe|define|tell me about|"
-    r"was ist|was sind|wie|warum|welche|welcher|erkläre|erklär)\b"
-    r"|什么是|什麼是|如何|怎么|怎麼|为什么|為什麼|是什么|是什麼",
-    re.IGNORECASE,
-)
-_SMALL_TALK = re.compile(
-    r"\bhow are you\b|\bhow's it going\b|\bwhat's up\b|\bhow do you do\b|\bwie geht"
-    r"|你好吗|你好嗎",
-    re.IGNORECASE,
-)
-_COLLECTION_CUE = re.compile(
-    r"\b(?:collection|collections|sammlung|sammlungen)\b"
-    r"|\b(?:which|what) (?:documents|files|notes)\b|知识库|知識庫|文件集",
-    re.IGNORECASE,
-)
+_PAST_CUE = compiled(cue("cues.past"), re.IGNORECASE)
+_FIRST_PERSON = compiled(cue("cues.first_person"), re.IGNORECASE)
+_DOCUMENT_CUE = compiled(cue("cues.documents"), re.IGNORECASE)
+_QUESTION_CUE = compiled(cue("cues.questions"), re.IGNORECASE)
+_SMALL_TALK = compiled(cue("cues.small_talk"), re.IGNORECASE)
+_COLLECTION_CUE = compiled(cue("cues.collections"), re.IGNORECASE)
 
 
 def is_personal(text: str) -> bool:
@@ -241,7 +162,7 @@ def clock_in_prompt(text: str, *, small_model: bool) -> Clock:
     when the message asks about the time or a date (it is then also offered
     the time tools) — not for a statement that merely says "today" ("My
     landlord came by today." → "…arrived today at 20:24 PM, which translates
-    to 17:24 UTC").  ``benchmarks/clock_talk.py`` measured 3 of 76 answers
+    to 17:24 UTC").  ``benchmarks/lab/clock_talk.py`` measured 3 of 76 answers
     talking about the clock unasked with the time on every turn, 5 with a
     "Today is …" line instead (copied as an answer), 0 with none.
     """

@@ -9,7 +9,7 @@ the answers worse ("Myson is allergic…").  Turning the recalled line round
 before the model sees it should leave the copy right ("You're allergic to
 penicillin"), but measured with the starter it did not: the model read the
 line in its system prompt as said of itself and answered "I am allergic to
-kiwi fruit." (``benchmarks/recall_voice.py``; ``recall.SECOND_PERSON`` is off).
+kiwi fruit." (``benchmarks/lab/recall_voice.py``; ``recall.SECOND_PERSON`` is off).
 Kept for models that read a system prompt as meant.
 
 :func:`swap_person` swaps the first and the second person in English,

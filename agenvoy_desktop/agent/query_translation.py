@@ -16,7 +16,7 @@ generation, only on that path.
 The other way round works alike: an English question about the user's own
 life that finds nothing is translated into the other languages the archive
 holds (:func:`other_languages`, read off the full-text vocabulary: kana for
-Japanese, Han for Chinese, German function words), and searched
+Japanese, Han for Chinese, a spaced language's function words), and searched
 again in each until one finds something (with the usual floor of the
 translation's script: a CJK translation gets the CJK floor).
 """
@@ -30,6 +30,8 @@ from agenvoy_desktop.agent.recall import RecallFloor
 from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.retrieval.fts_text import normalize
+from agenvoy_desktop.language import language as language_file
+from agenvoy_desktop.language import languages
 
 TRANSLATE = True
 """Whether recall tries a translated question at all (benchmarks switch it)."""
@@ -40,35 +42,28 @@ FROM_ENGLISH = True
 MAX_TARGETS = 3
 """Other languages tried for one English question, until one finds something (each
 costs a short generation, only when English found nothing)."""
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "de": "German"}
+LANGUAGE_NAMES = {lang.code: lang.name for lang in languages()}
 Shots = tuple[tuple[str, str], ...]
-SHOTS: Shots = (  # none of them is a benchmark question
-    ("我女儿的学校在哪里？", "Where is my daughter's school?"),
-    ("Wo wohnt meine Schwester?", "Where does my sister live?"),
-    ("私の猫の名前は何ですか？", "What is my cat's name?"),
+SHOT_LANGUAGES = ("zh", "de", "ja")
+"""Whose question shows the model how to translate into English, in this order: the prompt
+that was measured (none of them is a benchmark question).  Another language's shot would
+change the prompt of every language."""
+SHOTS: Shots = tuple(
+    shot
+    for code in SHOT_LANGUAGES
+    for shot in language_file(code).pairs("translation.into_english")
 )
-"""Into English: one question from each language."""
+"""Into English: one question from each of :data:`SHOT_LANGUAGES`."""
 SHOTS_FROM_ENGLISH: dict[str, Shots] = {
-    "zh": (
-        ("Where is my daughter's school?", "我女儿的学校在哪里？"),
-        ("Where does my sister live?", "我姐姐住在哪里？"),
-        ("What is my cat's name?", "我的猫叫什么名字？"),
-    ),
-    "ja": (
-        ("Where is my daughter's school?", "私の娘の学校はどこですか？"),
-        ("Where does my sister live?", "私の姉はどこに住んでいますか？"),
-        ("What is my cat's name?", "私の猫の名前は何ですか？"),
-    ),
-    "de": (
-        ("Where is my daughter's school?", "Wo ist die Schule meiner Tochter?"),
-        ("Where does my sister live?", "Wo wohnt meine Schwester?"),
-        ("What is my cat's name?", "Wie heißt meine Katze?"),
-    ),
+    lang.code: shots for lang in languages() if (shots := lang.pairs("translation.from_english"))
 }
-"""From English into each language the archive may hold."""
-_GERMAN_MARKERS = ("ich", "nicht", "und", "ist", "mein", "meiner")
-"""Indexed words (as the porter stemmer leaves them: "meine" is "mein") that English
-text almost never has; two of them mean German was written."""
+"""From English into each language the archive may hold (``translation.from_english``)."""
+_CJK_RANGES = {"kana": ("\u3040", "\u3100"), "han": ("\u4e00", "\ua000")}
+"""Where each CJK script's terms lie in the full-text vocabulary (one seek tells)."""
+MARKERS_NEEDED = 2
+"""Indexed words of a spaced language (``translation.archive_markers``, as the porter
+stemmer leaves them: "meine" is "mein") that English text almost never has: two of
+them mean that language was written."""
 
 
 def system_prompt(language: str) -> str:
@@ -86,12 +81,16 @@ def other_languages(archive: Archive) -> list[str]:
     Japanese first and in Chinese second: the vocabulary cannot tell a
     Japanese user's kanji from a Chinese line."""
     found: list[str] = []
-    if archive.vocabulary_has_range("\u3040", "\u3100"):
-        found.append("ja")
-    if archive.vocabulary_has_range("\u4e00", "\ua000"):
-        found.append("zh")
-    if archive.vocabulary_count(_GERMAN_MARKERS) >= 2:
-        found.append("de")
+    for script in ("kana", "han"):
+        low, high = _CJK_RANGES[script]
+        if archive.vocabulary_has_range(low, high):
+            found += [lang.code for lang in languages() if lang.script == script]
+    for lang in languages():
+        if len(found) >= MAX_TARGETS:
+            break  # each check is a seek; no more are tried
+        markers = lang.words("translation.archive_markers")
+        if lang.spaced and markers and archive.vocabulary_count(markers) >= MARKERS_NEEDED:
+            found.append(lang.code)
     return found[:MAX_TARGETS]
 
 
@@ -141,8 +140,9 @@ def usable(translation: str, language: str = "en", question: str = "") -> str:
     line = translation.strip().splitlines()[0].strip() if translation.strip() else ""
     letters = len(_LATIN.findall(line))
     cjk = len(_CJK.findall(line))
-    if language in ("zh", "ja"):
-        written = cjk >= 2 and cjk * 2 > letters and (language == "zh" or bool(_KANA.search(line)))
+    script = language_file(language).script
+    if script != "latin":
+        written = cjk >= 2 and cjk * 2 > letters and (script == "han" or bool(_KANA.search(line)))
     else:
         written = letters >= 3 and cjk * 2 <= letters
     if not written or normalize(line) == normalize(question):

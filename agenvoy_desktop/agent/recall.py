@@ -57,6 +57,8 @@ from agenvoy_desktop.core.search import (
     search_chat_history,
 )
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.language import FALLBACK, language, language_of, languages
+from agenvoy_desktop.language.patterns import alternatives, compiled, cue, either, every
 
 log = logging.getLogger(__name__)
 
@@ -68,27 +70,17 @@ RECALL_BUDGET_CHARS = 1_200
 ITEM_MAX_CHARS = 320
 IDF_CAP = 5_000
 """Document frequencies are counted up to this many (rarer words are what matter)."""
-BLOCK_HEADER = (
-    "Earlier, the user told you (from past conversations; use it only if it answers "
-    "the user's message):"
-)
+BLOCK_HEADER = language(FALLBACK).text("recall.header") or ""
 """The block's first line.  No explanation of pronouns: the starter echoed one
 ("I'm the user.") instead of the fact below it."""
 BLOCK_HEADERS: dict[str, str] = {
-    "en": BLOCK_HEADER,
-    "zh": "用户以前告诉过你（来自过去的对话；只在能回答用户的消息时使用）：",
-    "ja": (
-        "ユーザーが以前あなたに話したこと"
-        "（過去の会話から。ユーザーのメッセージに答えられる場合だけ使う）："
-    ),
+    lang.code: header for lang in languages() if (header := lang.text("recall.header"))
 }
 """The header in the message's script: under the English one the starter answered
 Chinese questions in English ("我决定下个月开始学什么语言？" -> "I decided to start
 learning Spanish.")."""
 ADVICE_HEADERS: dict[str, str] = {
-    "en": "Earlier, the user told you (from past conversations; fit your advice to it):",
-    "zh": "用户以前告诉过你（来自过去的对话；让你的建议适合这些情况）：",
-    "ja": "ユーザーが以前あなたに話したこと（過去の会話から。アドバイスをこれに合わせる）：",
+    lang.code: header for lang in languages() if (header := lang.text("recall.advice_header"))
 }
 """The header when the message asks for advice ("Any tips?", "What do you think?"): there
 the lines are not the answer but what the answer should fit ("I bought a power bank"),
@@ -99,7 +91,7 @@ SECOND_PERSON = False
 """Whether the user's recalled lines are turned to face them (:mod:`pronouns`).
 
 Measured and not shipped: with the starter, answers in the user's voice went
-13 → 11 of 64 and answers right 58 → 56 (``benchmarks/recall_voice.py``, two
+13 → 11 of 64 and answers right 58 → 56 (``benchmarks/lab/recall_voice.py``, two
 seeds); it read "You're allergic to kiwi fruit" in the system prompt as said
 of itself and answered "I am allergic to kiwi fruit."."""
 _KANA = re.compile("[\u3040-\u30ff]")
@@ -331,24 +323,8 @@ must hold to be shown under a remembered line."""
 ASSISTANT_NEIGHBOUR_SHARE = 0.6
 """The same for a sentence of the assistant's (its lists of advice mention everything)."""
 
-_GATHERS = re.compile(
-    r"\b(?:how\s+(?:many|much|long|often|old)|in\s+total|total|altogether|combined|"
-    r"first|earlier|before|after|between|since|ago|last\s+time|every|each)\b"
-    r"|\bwie\s+(?:viele|viel|lange|oft)\b|多少|几[次个天年月周]|一共|总共|第一|先|以前|之前",
-    re.IGNORECASE,
-)
-_ASSISTANT_POINTER = re.compile(
-    r"\byou(?:'d|\s+had|\s+have)?\s+(?:said|say|mentioned|mention|recommended|recommend|"
-    r"suggested|suggest|told|gave|provided|listed|shared|described|explained|advised|proposed|"
-    r"wrote|came\s+up\s+with|pointed\s+out|called|named|gave)\b"
-    r"|\bremind\s+me\b|\b(?:our|the)\s+(?:previous|last|earlier|past)\s+"
-    r"(?:conversation|chat|discussion|talk)\b"
-    r"|\bwe\s+(?:outlined|discussed|talked\s+about|came\s+up\s+with|listed|planned|went\s+over)\b"
-    r"|你(?:之前|上次|刚才)?(?:说过|推荐|提到|建议|告诉我)|您(?:之前|上次)?(?:说过|推荐|提到|建议)"
-    r"|(?:あなた|君)が.{0,20}(?:言った|勧めた|教えてくれた)"
-    r"|\b(?:du\s+hast|sie\s+haben)\b.{0,60}\b(?:gesagt|empfohlen|erwähnt|vorgeschlagen)\b",
-    re.IGNORECASE,
-)
+_GATHERS = compiled(cue("recall.gathers"), re.IGNORECASE)
+_ASSISTANT_POINTER = compiled(cue("recall.assistant"), re.IGNORECASE)
 
 
 def gathers(text: str) -> bool:
@@ -394,9 +370,11 @@ def add_neighbours(store: MemoryStore, items: Sequence[RecallItem], text: str) -
     return out
 
 
-_ASKS_NAME = re.compile(
-    r"^\W*(?:where|who|whom|whose|which\s+\w+|what\s+(?:is|was)\s+the\s+name)\b", re.IGNORECASE
+_NAME_QUESTION = either(
+    alternatives(every("recall.name_questions.words")), *every("recall.name_questions.patterns")
 )
+_ASKS_NAME = compiled(rf"^\W*(?:{_NAME_QUESTION})\b" if _NAME_QUESTION else "", re.IGNORECASE)
+"""A question that opens asking for a name: "Where…", "Who…", "Which store…"."""
 
 
 def _with_neighbours(
@@ -673,31 +651,13 @@ POSSESSIVE = re.compile(r"['’]s?$")
 """The possessive ending of a word ("Joe's" → "Joe")."""
 
 
-def _word_set(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-# Capitalised words that name no one: titles, weekdays, months (English, German).
-_NOT_NAMES = _word_set(
-    "i i'm i've i'll i'd dr mr mrs ms prof "
-    "monday tuesday wednesday thursday friday saturday sunday "
-    "january february march april may june july august september october november december "
-    "montag dienstag mittwoch donnerstag freitag samstag sonntag "
-    "januar februar märz juni juli oktober dezember"
-)
-# Question and chat words that the stopword list (built for documents) lacks, and the words
-# a question that counts or measures is asked with ("How many days did I spend…"), and the
-# pronouns that stand for what is asked about ("Am I allergic to anything?"): they are in
-# every such question and no answer's topic, so they only dilute a hit's word share.
-_QUESTION_WORDS = _word_set(
-    "please thanks thank hello remember remind again yes yeah okay tell know "
-    "many much long often times number total amount altogether "
-    "day days week weeks month months year years hour hours minute minutes "
-    "spend spent take took taken passed ago since currently usually recently ever still "
-    "anything something everything nothing anyone someone everyone anybody somebody "
-    "anywhere somewhere "
-    "one two three four five six seven eight nine ten twelve twenty hundred"
-)
+_NOT_NAMES = frozenset(every("recall.not_names"))
+"""Capitalised words that name no one: titles, weekdays, months."""
+_QUESTION_WORDS = frozenset(every("recall.question_words"))
+"""Question and chat words that the stopword list (built for documents) lacks, and the
+words a question that counts or measures is asked with ("How many days did I spend…"), and
+the pronouns that stand for what is asked about ("Am I allergic to anything?"): they are in
+every such question and no answer's topic, so they only dilute a hit's word share."""
 
 
 def question_word(word: str) -> bool:
@@ -752,20 +712,22 @@ def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
 
 # -- the block -------------------------------------------------------------------------------
 def header_for(text: str) -> str:
-    """The block's header for a message: Chinese or Japanese for a CJK one, else English;
-    the advice form for a message that asks for advice (:func:`asks_for_advice`)."""
+    """The block's header for a message: Chinese or Japanese for a CJK one, else the
+    message's language's (:func:`~agenvoy_desktop.language.language_of`), English where it
+    has none; the advice form for a message that asks for advice (:func:`asks_for_advice`)."""
     headers = ADVICE_HEADERS if asks_for_advice(text) else BLOCK_HEADERS
-    if not LOCALISED_HEADER or query_kind(text) != "cjk":
-        return headers["en"]
-    return headers["ja" if _KANA.search(text) else "zh"]
+    if not LOCALISED_HEADER:
+        return headers[FALLBACK]
+    if query_kind(text) == "cjk":
+        script = "kana" if _KANA.search(text) else "han"
+        code = next((lang.code for lang in languages() if lang.script == script), FALLBACK)
+    else:
+        found = language(language_of(text))
+        code = found.code if found.spaced else FALLBACK  # a CJK word in a Latin message
+    return headers.get(code, headers[FALLBACK])
 
 
-_ADVICE = re.compile(
-    r"\b(?:tips?|advice|advise|suggest\w*|recommend\w*|ideas?|what\s+do\s+you\s+think|"
-    r"should\s+i|any\s+thoughts|help\s+me\s+(?:choose|decide|plan|pick|find))\b"
-    r"|建议|建議|推荐|推薦|怎么办|怎麼辦|アドバイス|おすすめ|どうしたら",
-    re.IGNORECASE,
-)
+_ADVICE = compiled(cue("recall.advice"), re.IGNORECASE)
 
 
 def asks_for_advice(text: str) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 
-from agenvoy_desktop.agent.not_remembered import language_of
 from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallItem,
@@ -25,6 +24,8 @@ from agenvoy_desktop.agent.recall import (
     format_block,
 )
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.language import FALLBACK, by_script, language_of, languages
+from agenvoy_desktop.language.patterns import compiled, either, every
 
 RECAP = True
 """Whether a recap question gets the last conversation (benchmarks switch it)."""
@@ -35,34 +36,15 @@ RECAP_ITEM_CHARS = 200
 SESSIONS_LOOKED_AT = 8
 """Recent sessions read to find one, other than this one, where the user said something."""
 
-_ASKS = re.compile(
-    r"\b(?:what|which)\b.{0,30}\b(?:did|were|have)\s+we\s+(?:\w+\s+){0,2}"
-    r"(?:talk|talking|talked|chat|chatting|chatted|discuss|discussing|discussed|speak|spoke)"
-    r"|\b(?:last|previous|earlier)\s+(?:time|conversation|chat|session)\b.{0,40}\?"
-    r"|\bwhere\s+did\s+we\s+leave\s+off\b"
-    r"|\bremind\s+me\s+what\s+we\b"
-    r"|\bworüber\s+haben\s+wir\b|\bletztes\s+mal\b.{0,40}\?"
-    r"|(?:上次|上一次|之前|刚才|剛才).{0,8}(?:聊|谈|談|说|說|讲|講)"
-    r"|(?:前回|この前).{0,10}話",
-    re.IGNORECASE,
-)
+_ASKS = compiled(either(*every("recap.patterns")), re.IGNORECASE)
 HEADERS = {
-    "en": "Earlier, the user told you (your last conversation, oldest first):",
-    "zh": "用户以前告诉过你（你们的上一次对话，从早到晚）：",
-    "ja": "ユーザーが以前あなたに話したこと（前回の会話、古い順）：",
+    lang.code: header for lang in languages() if (header := lang.text("recap.header")) is not None
 }
 """Worded as recall's header (measured with the starter); "what the user said there"
 made it answer "The user asked about the topics they discussed…"."""
 
 
-_RECAP_WORDS = frozenset(
-    content_terms(
-        "talk talking talked chat chatting chatted discuss discussing discussed speak spoke "
-        "said last time previous earlier conversation session yesterday before today week "
-        "morning evening night ago lately recently remind leave left off again "
-        "worüber haben wir gesprochen geredet besprochen letztes mal zuletzt"
-    )
-)
+_RECAP_WORDS = frozenset(content_terms(" ".join(every("recap.words"))))
 """Words of a recap question that name no topic ("talk", "last", "time", …)."""
 
 
@@ -73,14 +55,14 @@ def asks_for_recap(text: str) -> bool:
     search finds better."""
     if not RECAP or _ASKS.search(text) is None:
         return False
-    if language_of(text) in ("zh", "ja"):
+    if by_script(text) is not None:  # CJK: no words to tell a topic by
         return True
     return set(content_terms(text)) <= _RECAP_WORDS
 
 
 def header_for(text: str) -> str:
-    """The block's first line in the message's script (as recall's)."""
-    return HEADERS.get(language_of(text), HEADERS["en"])
+    """The block's first line in the message's language (English for one without a header)."""
+    return HEADERS.get(language_of(text), HEADERS[FALLBACK])
 
 
 def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:

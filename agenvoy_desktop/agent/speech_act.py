@@ -8,9 +8,10 @@ dentist appointment tomorrow morning." offered the clock (because of
 time; "I locked myself out of the house again." offered the history search
 (because of "again") and it searched 16 times (benchmarks/statement_echo.py).
 
-The rules are plain word lists in English, German, Chinese and Japanese and
-err towards "asks": a question read as a statement loses its tools, a
-statement read as a question only keeps today's behaviour.  A sentence asks
+The rules are plain word lists, one set per language (``speech`` in
+``agenvoy_desktop/language/data``), and err towards "asks": a question read
+as a statement loses its tools, a statement read as a question only keeps
+today's behaviour.  A sentence asks
 or requests when it
 
 - ends with a question mark, or starts like a question ("what", "how",
@@ -28,50 +29,37 @@ from __future__ import annotations
 
 import re
 
-
-def word_alternatives(text: str) -> str:
-    """A regex alternation of the space-separated words of *text*, each escaped."""
-    return "|".join(re.escape(w) for w in text.split())
-
+from agenvoy_desktop.language.openings import cjk_lead, sentence_lead
+from agenvoy_desktop.language.patterns import (
+    alternatives,
+    compiled,
+    either,
+    group,
+    spaced,
+    unspaced,
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 """After . ! ? only before a space ("todo.txt" is one word), after 。！？ always."""
-SENTENCE_LEAD = r"^[\s\"'„“(]*(?:(?:and|also|so|but|now|then|ok|okay|oh|well|hey|und|na)[\s,]+)*"
+SENTENCE_LEAD = sentence_lead()
 """A sentence's opening before its first real word: quotes, "and", "so", "well", "und"…"""
-_QUESTION_START = re.compile(
-    SENTENCE_LEAD
-    + r"(?:"
-    + word_alternatives(
-        "what what's whats which where where's when who who's whom whose why how how's "
-        "is isn't are aren't am was wasn't were do does did don't doesn't didn't "
-        "can can't could would will won't should shall may might have has had "
-        "wer wie wo woher wohin wann warum wieso weshalb welche welcher welches welchen "
-        "kannst kann könntest können hast habe hat bist ist sind gibt weißt"
+_QUESTION_START = compiled(
+    group(SENTENCE_LEAD, spaced("speech.question_openings"), r"\b"), re.IGNORECASE
+)
+_REQUEST_START = compiled(
+    group(SENTENCE_LEAD, spaced("speech.request_openings"), r"\b"), re.IGNORECASE
+)
+_CJK_ASK = compiled(
+    either(
+        alternatives(unspaced("speech.question_words")),
+        group("", unspaced("speech.question_endings"), r"[\s。！!.]*$"),
     )
-    + r")\b",
-    re.IGNORECASE,
 )
-_REQUEST_START = re.compile(
-    SENTENCE_LEAD
-    + r"(?:(?:"
-    + word_alternatives(
-        "please pls plz bitte list read show give find search look open explain suggest "
-        "summarize summarise translate compare describe calculate compute convert draft "
-        "write fix create plan check tell help remind count sort make add delete remove "
-        "rename move copy save "
-        "lies zeig zeige such suche finde erkläre erklär schreib schreibe gib mach hilf "
-        "öffne prüfe übersetze nenne liste"
+_CJK_REQUEST = compiled(
+    either(
+        group(cjk_lead(), unspaced("speech.request_openings")),
+        alternatives(unspaced("speech.request_words")),
     )
-    + r")\b|(?:could|would|will|can)\s+you\b|(?:kannst|könntest)\s+du\b)",
-    re.IGNORECASE,
-)
-_CJK_ASK = re.compile(
-    r"[吗嗎呢][\s。！!.]*$|什么|什麼|哪|多少|几|幾|谁|誰|怎么|怎麼|为什么|為什麼|是否|有没有|有沒有"
-    r"|か[\s。！!.]*$|何|どこ|いつ|どう"
-)
-_CJK_REQUEST = re.compile(
-    r"^[\s「『]*(?:请|請|帮我|幫我|给我|給我|告诉我|告訴我|麻烦|麻煩|查|找|读|讀|打开|打開|列出|写|寫"
-    r"|翻译|翻譯|看看|解释|解釋|总结|總結|计算|計算)|ください|て下さい"
 )
 
 
@@ -82,12 +70,19 @@ def sentences(text: str) -> list[str]:
 
 def asks_or_requests(sentence: str) -> bool:
     """The sentence asks a question or asks for something to be done."""
+    return asks(sentence) or requests(sentence)
+
+
+def asks(sentence: str) -> bool:
+    """The sentence asks a question: a question mark, a question's opening or word."""
     if sentence.endswith(("?", "？")):
         return True
-    return any(
-        pattern.search(sentence)
-        for pattern in (_QUESTION_START, _REQUEST_START, _CJK_ASK, _CJK_REQUEST)
-    )
+    return bool(_QUESTION_START.search(sentence) or _CJK_ASK.search(sentence))
+
+
+def requests(sentence: str) -> bool:
+    """The sentence asks for something to be done ("please", "can you", an imperative)."""
+    return bool(_REQUEST_START.search(sentence) or _CJK_REQUEST.search(sentence))
 
 
 def only_tells(text: str) -> bool:

@@ -19,6 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from agenvoy_desktop.language.patterns import every
+
 # Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -28,21 +30,8 @@ _SPLIT = re.compile(f"([{_CJK}]+)")
 FTS_TEXT_VERSION = 1
 """Bump when :func:`index_text` changes: the archive then rebuilds its FTS index."""
 
-_STOPWORD_TEXT = """
-a about above after again against all am an and any are aren't as at be because been
-before being below between both but by can can't cannot could couldn't did didn't do does
-doesn't doing don't down during each few for from further had hadn't has hasn't have
-haven't having he he'd he'll he's her here here's hers herself him himself his how how's i
-i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-myself no nor not of off on once only or other ought our ours ourselves out over own same
-shan't she she'd she'll she's should shouldn't so some such than that that's the their
-theirs them themselves then there there's these they they'd they'll they're they've this
-those through to too under until up very was wasn't we we'd we'll we're we've were weren't
-what what's when when's where where's which while who who's whom why why's will with won't
-would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re
-ve also just like get got would may might shall us tell know think said say says one ever
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = frozenset(every("search.stopwords"))
+"""Words no query is about (each language's ``search.stopwords``): marked, not searched for."""
 
 
 def normalize(text: str) -> str:
@@ -94,14 +83,7 @@ bigram (benchmarks switch it)."""
 CJK_SENTENCE_CHARS = 5
 """From this length a CJK run reads as a sentence, not a word: "記憶系統" typed in a
 search box still finds exactly that substring, and nothing ranked above it."""
-CJK_FUNCTION_BIGRAMS = frozenset(
-    re.findall(
-        r"\S+",
-        "我的 你的 是什 什么 是多 多少 是不 不是 了吗 的是 我是 你是 什麼 是誰 是谁 "
-        "哪里 哪裡 在哪 我们 我們 叫什 么名 麼名 "
-        "私の は何 何で です すか は誰 誰で ます ませ でし した",
-    )
-)
+CJK_FUNCTION_BIGRAMS = frozenset(every("search.function_bigrams"))
 """Bigrams that carry no meaning of their own (Chinese, then Japanese): a CJK query's
 stopwords, and no evidence in recall's word share."""
 

@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-quick screenshots clean-venv test-under-load dist dist-smoke dist-tar install-desktop
+.PHONY: run test lint bench bench-quick bench-table screenshots clean-venv test-under-load dist dist-smoke dist-tar install-desktop
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ required"'
@@ -56,11 +56,18 @@ test-under-load: $(STAMP)
 	      || exit 1; \
 	  done
 
+# The benchmark suite, quality (answers through the starter) next to speed, then one
+# table against benchmarks/baseline.json; it fails on a crash or a regressed figure.
+# bench-table prints that table from the result files as they are, running nothing.
+# One-off experiments live in benchmarks/lab/ and are run by hand.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py --quick
+
+bench-table: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py --table
 
 # Needs Xvfb and Qt's X11 libraries (Debian: xvfb libxcb-cursor0 libxcb-icccm4
 # libxcb-keysyms1 fonts-noto-cjk).

@@ -78,7 +78,7 @@ JSON_TEMPERATURE = 0.2
 DRAFT_JSON = True
 """JSON answers (the rolling summary) decode with guesses looked up in the prompt and
 the answer so far (:mod:`.lookup`): starter, 6 interleaved pairs, answer tokens
-per second 1.31-1.34x (``benchmarks/draft_ab.py``)."""
+per second 1.31-1.34x (``benchmarks/lab/draft_ab.py``)."""
 DRAFT_CHAT = True
 """Chat answers too: decoding 1.36x over 6 pairs, none slower once a refused guess
 shortens the next one (with fixed 4-token guesses short prose lost up to 16 %)."""
@@ -87,7 +87,7 @@ GRAMMAR_CACHE = 8
 REMEMBER_USER_MESSAGE = True
 """A chat answer's penalties and repetition guard count the user's last message as
 already said (``Sampler.remember``): measured with the starter on 24 statements, 20
-greetings and 32 memory questions (``benchmarks/echo_guard.py``), answers copying five
+greetings and 32 memory questions (``benchmarks/lab/echo_guard.py``), answers copying five
 words of the message fell from 18 to 5, memory answers stayed 32/32.  Not for a round
 that offers tools: a search query should quote the user.  A switch for the benchmark."""
 

@@ -10,7 +10,7 @@ s(i+2))``, over the readable messages of one session in order.  A message no
 route found can enter the list through a strong neighbour; it then carries no
 cosine or bm25 of its own (callers that apply a relevance floor read those).
 
-Measured on LoCoMo (``benchmarks/retrieval_lab.py``, held-out halves):
+Measured on LoCoMo (``benchmarks/lab/retrieval_lab.py``, held-out halves):
 R@10 0.684 / 0.716 -> 0.696 / 0.741 with the weights tuned on the other half;
 the weights below are the best on all ten conversations and stable across
 the halves.

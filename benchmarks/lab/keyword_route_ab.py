@@ -14,7 +14,7 @@ Both the archive route (``Archive.keyword_search``) and the whole tool path
 (``search_chat_history``) are timed, scope all and scope one 100k-message
 session; every query's hits and scores are compared between the two routes.
 
-    .venv/bin/python benchmarks/keyword_route_ab.py [--quick]
+    .venv/bin/python benchmarks/lab/keyword_route_ab.py [--quick]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 from benchlib import stats_ms
 from keyword_latency import ACCEPT_P95_MS, LIMIT, cached_archive, filler_ids, query_set, sizes

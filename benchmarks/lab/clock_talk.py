@@ -20,7 +20,7 @@ the hour, a zone, "local time", today's date or today's weekday), memory
 answers right, time questions answered right, tool calls per turn, median
 model seconds.
 
-    .venv/bin/python benchmarks/clock_talk.py [--quick] [--tag NAME]
+    .venv/bin/python benchmarks/lab/clock_talk.py [--quick] [--tag NAME]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import memory_qa
 from memory_facts import CHITCHAT, FACTS, STATEMENTS, answer_matches
 

@@ -17,7 +17,7 @@ or eight CJK characters), first-person echoes, refusals, answers speaking
 of "the user", the median answer length, memory answers right, tool calls
 and median model seconds.
 
-    .venv/bin/python benchmarks/echo_guard.py [--quick] [--tag NAME]
+    .venv/bin/python benchmarks/lab/echo_guard.py [--quick] [--tag NAME]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 from unittest.mock import patch
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import memory_qa
 from memory_facts import CHITCHAT, FACTS, STATEMENTS
 from statement_echo import echoed, parroted, refused, third_person, words_in

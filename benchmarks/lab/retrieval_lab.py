@@ -10,8 +10,8 @@ variants of the hybrid route in numpy, tuned on one half of the conversations
 ``results/retrieval_lab.json``; one group (``--group names``) writes
 ``results/retrieval_lab.<group>.json``.
 
-    .venv/bin/python benchmarks/retrieval_lab.py dump
-    .venv/bin/python benchmarks/retrieval_lab.py eval [--group names]
+    .venv/bin/python benchmarks/lab/retrieval_lab.py dump
+    .venv/bin/python benchmarks/lab/retrieval_lab.py eval [--group names]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 import numpy as np
 import numpy.typing as npt

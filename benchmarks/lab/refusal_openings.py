@@ -13,7 +13,7 @@ Reported per seed and in total: answers that refuse or apologise
 (``statement_echo.refused``; sympathy is not counted), answers that *open*
 with a banned phrase, and every answer the ban changed, side by side.
 
-    .venv/bin/python benchmarks/refusal_openings.py [--quick] [--seeds 0,1,2] [--whole-sorry]
+    .venv/bin/python benchmarks/lab/refusal_openings.py [--quick] [--seeds 0,1,2] [--whole-sorry]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 from memory_facts import STATEMENTS
 from statement_echo import refused

@@ -10,7 +10,7 @@ saved states on (the app) and off (``BUDGET_BYTES = 0``: nothing is kept),
 in one process on one loaded starter model.  Reported per setting: the
 second pass's seconds and the time to first token of the turns after a pass.
 
-    .venv/bin/python benchmarks/prompt_switch.py [--rounds N] [--quick]
+    .venv/bin/python benchmarks/lab/prompt_switch.py [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import statistics
 import time
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 
 from agenvoy_desktop.core.model_api import ChatMessage, TextDelta

@@ -16,7 +16,7 @@ that open in the user's voice ("My…", "I'm…", 我的…, 我对…), that op
 the second person and that speak of "the user", the median answer length,
 tool calls and model seconds.
 
-    .venv/bin/python benchmarks/recall_voice.py [--quick] [--variants A,B] [--sets S] [--tag X]
+    .venv/bin/python benchmarks/lab/recall_voice.py [--quick] [--variants A,B] [--sets S] [--tag X]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 from unittest.mock import patch
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import memory_qa
 from memory_facts import FACTS, NAMED_FACTS, Fact
 from statement_echo import third_person, words_in

@@ -13,7 +13,7 @@ does not install (``benchlib.e5_model`` says how to point at it).  Other
 benchmarks run with e5 under ``AGENVOY_BENCH_EMBEDDING=e5``.  Writes
 ``results/retrieval_lab.e5.json``.
 
-    AGENVOY_E5_SOURCE=... .venv/bin/python benchmarks/retrieval_e5.py [--more]
+    AGENVOY_E5_SOURCE=... .venv/bin/python benchmarks/lab/retrieval_e5.py [--more]
 
 ``--more`` (round 8) adds what might lift the odd half past 0.75 on e5's vectors: a
 message's best or mean cosine over several embedded texts, MiniLM's cosines mixed in
@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 import numpy as np
 import retrieval_lab as lab

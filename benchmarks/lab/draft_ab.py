@@ -17,7 +17,7 @@ The sampler chooses every token either way, but batched logits round
 differently from one-token ones, so the two runs of a pair may say different
 things: compare rates, and the totals over all pairs.
 
-    .venv/bin/python benchmarks/draft_ab.py [--quick] [--rounds N]
+    .venv/bin/python benchmarks/lab/draft_ab.py [--quick] [--rounds N]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import asyncio
 import time
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 import llama_cpp
 from benchlib import fmt_stats, stats_ms

@@ -13,7 +13,7 @@ Reported per setting: wall seconds, and tokens/s of the decoding alone (first
 generated token to last: prompt time left out).  The ratio off/on of the
 totals, measured in one run, is the honest comparison on a shared machine.
 
-    .venv/bin/python benchmarks/attention_ab.py [--rounds N] [--quick]
+    .venv/bin/python benchmarks/lab/attention_ab.py [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import time
 from typing import Any
 
+import _lab_path  # noqa: F401  (benchmarks/ on sys.path: benchlib and the suite's modules)
 import benchlib
 
 from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage, TextDelta

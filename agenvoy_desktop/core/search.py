@@ -1,7 +1,8 @@
 """search_chat_history: one query, three routes.
 
 - ``semantic`` — meaning: the query's embedding against the vector index of
-  the messages still in history.json;
+  the messages still in history.json (a message in several parts ranks by
+  its best part, less a little for each part: :mod:`retrieval.parts`);
 - ``keyword`` — exact text: the FTS5 archive (which also holds everything in
   history.json, so nothing is listed twice);
 - ``hybrid`` — both lists fused by reciprocal rank (:mod:`retrieval.fusion`
@@ -30,6 +31,7 @@ from agenvoy_desktop.core.retrieval.neighbours import (
     NeighbourWeights,
     neighbour_sum,
 )
+from agenvoy_desktop.core.retrieval.parts import ranking_score
 from agenvoy_desktop.core.vectors import from_blobs, message_of
 
 if TYPE_CHECKING:
@@ -166,23 +168,28 @@ def _semantic(
         raise SearchError("semantic search needs the embedding model, which is not available")
     vector = embed_queries(store.embedder, [query.text])[0]
     timed = query.time_from_ns is not None or query.time_to_ns is not None
-    scored: list[tuple[int, float]] = []
+    scored: list[tuple[int, float, float]] = []  # (rowid, ranking score, best part's cosine)
     for sid in sessions:
         if timed:
             scored += _exact_in_range(store, sid, vector, query)
         else:
-            # Over-fetch: excluded window messages and tool traffic are dropped below.
-            scored += store.vectors(sid).search(vector, limit * 2 + len(excluded) + 8)
-    scored.sort(key=lambda pair: pair[1], reverse=True)
-    rows = store.archive.by_rowids([r for r, _ in scored])
+            # Over-fetch: excluded window messages and tool traffic are dropped below,
+            # and a message in many parts may fall behind one fetched after it.
+            index = store.vectors(sid)
+            scored += [
+                (rowid, ranking_score(cosine, index.parts(rowid)), cosine)
+                for rowid, cosine in index.search(vector, limit * 2 + len(excluded) + 8)
+            ]
+    scored.sort(key=lambda row: row[1], reverse=True)
+    rows = store.archive.by_rowids([r for r, _, _ in scored])
     hits: list[Hit] = []
-    for rowid, score in scored:
+    for rowid, score, cosine in scored:
         item = rows.get(rowid)
         if item is None or item.message.id in excluded:
             continue
         if not query.include_tool and not is_recallable(item):
             continue
-        hits.append(Hit(item, score, cosine=score))
+        hits.append(Hit(item, score, cosine=cosine))
         if len(hits) == limit:
             break
     return hits
@@ -190,10 +197,12 @@ def _semantic(
 
 def _exact_in_range(
     store: MemoryStore, sid: str, vector: np.ndarray, query: SearchQuery
-) -> list[tuple[int, float]]:
-    """Brute force over one session's vectors inside a time range (exact).
+) -> list[tuple[int, float, float]]:
+    """Brute force over one session's vectors inside a time range (exact):
+    (rowid, ranking score, best part's cosine) per message.
 
-    A message with several vectors (a long message in parts) scores its best part.
+    A message with several vectors (a long message in parts) scores its best
+    part, less :func:`parts.part_penalty` for the number of parts.
     """
     pairs = store.archive.vectors(sid)
     if not pairs:
@@ -211,10 +220,12 @@ def _exact_in_range(
         return []
     sims = from_blobs([b for _, b in keep], vector.shape[0]) @ vector
     best: dict[int, float] = {}
+    parts: dict[int, int] = {}
     for (label, _), sim in zip(keep, sims, strict=True):
         rowid = message_of(label)
         best[rowid] = max(best.get(rowid, -2.0), float(sim))
-    return list(best.items())
+        parts[rowid] = parts.get(rowid, 0) + 1
+    return [(rowid, ranking_score(cosine, parts[rowid]), cosine) for rowid, cosine in best.items()]
 
 
 def fuse(

@@ -23,7 +23,7 @@ import hnswlib
 import numpy as np
 import numpy.typing as npt
 
-from agenvoy_desktop.core.archive import Archive, label_message, vector_label
+from agenvoy_desktop.core.archive import MAX_PARTS, Archive, label_message, vector_label
 from agenvoy_desktop.core.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -275,6 +275,18 @@ class SessionVectors:
             want = min(live, want * 2)  # parts of one message crowded the list
         order = sorted(best.items(), key=lambda pair: pair[1], reverse=True)
         return order[:k]
+
+    def parts(self, rowid: int) -> int:
+        """How many vectors message *rowid* has here (0 when it has none).
+
+        Parts are numbered from 0 without gaps, so this reads a few labels
+        instead of counting them all.
+        """
+        self._ensure()
+        count = 0
+        while count < MAX_PARTS and vector_label(rowid, count) in self._labels:
+            count += 1
+        return count
 
     @staticmethod
     def _knn(index: hnswlib.Index, query: FloatArray, want: int) -> dict[int, float]:

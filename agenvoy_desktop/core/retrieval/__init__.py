@@ -10,5 +10,6 @@ Qt-free and storage-free; each store keeps only its SQL and calls these.
   survive the caller's filters.
 - :mod:`.fusion` — weighted reciprocal rank fusion and its tuned constants.
 - :mod:`.neighbours` — after fusion, a message also scores for its neighbours.
+- :mod:`.parts` — how the semantic route ranks a message embedded in several parts.
 - :mod:`.clip` — cutting text to a length, for prompts and embeddings.
 """

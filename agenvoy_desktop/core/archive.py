@@ -371,14 +371,21 @@ def first_title(messages: Iterable[Message]) -> str | None:
     return None if first is None else title_for(first.content)
 
 
+FORK_SUFFIX = " (fork)"
+"""What a fork's title adds to its source's title."""
+
+
 def title_from_messages(title: str, texts: Iterable[str]) -> bool:
     """Whether *title* was made from one of *texts* (the sessions list's automatic title).
 
     The automatic title is a message with its whitespace folded: the whole
-    of it, or its start cut with an ellipsis.  A title the person typed
+    of it, or its start cut with an ellipsis; a fork's title is its
+    source's with :data:`FORK_SUFFIX`.  A title the person typed
     matches only if it says exactly what a message says (then it holds the
     same words, and goes with them); a word it shares with one does not.
     """
+    while title.endswith(FORK_SUFFIX):  # a fork's title is its source's, marked
+        title = title.removesuffix(FORK_SUFFIX)
     cut = title.endswith("…")
     stem = " ".join(title.removesuffix("…").split())
     if not stem:

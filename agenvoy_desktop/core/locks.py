@@ -251,15 +251,23 @@ class StoreLocks:
         self._sessions: dict[str, FileLock] = {}
 
     def _session_lock(self, session_id: str) -> FileLock:
-        lock = self._sessions.get(session_id)
+        """The lock of *session_id*, shared by every spelling of it in upper and lower case.
+
+        Two processes creating ``victim`` and ``Victim`` at once would each
+        hold its own lock, both find no twin, and both create a session that
+        Windows and macOS would keep in one folder; one lock for both makes
+        the second wait and then see the first (``MemoryStore.refuse_case_twin``).
+        """
+        key = session_id.lower()
+        lock = self._sessions.get(key)
         if lock is None:
-            path = self.folder / f"session-{session_id}.lock"
+            path = self.folder / f"session-{key}.lock"
             lock = FileLock(path, f"session {session_id}", self.program)
-            self._sessions[session_id] = lock
+            self._sessions[key] = lock
         return lock
 
     def holds_session(self, session_id: str) -> bool:
-        lock = self._sessions.get(session_id)
+        lock = self._sessions.get(session_id.lower())
         return lock is not None and lock.held
 
     @property

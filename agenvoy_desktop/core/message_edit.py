@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agenvoy_desktop.core import journal
-from agenvoy_desktop.core.archive import ArchivedMessage, Branch
+from agenvoy_desktop.core.archive import FORK_SUFFIX, ArchivedMessage, Branch
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message, new_message_id
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
@@ -261,7 +261,7 @@ def fork_session(
         _live_row(store, session_id, message_id)
         meta = store.archive.session(session_id)
         if title is None:
-            title = f"{meta.title if meta and meta.title else 'Conversation'} (fork)"
+            title = (meta.title if meta and meta.title else "Conversation") + FORK_SUFFIX
         new_id = check_session_id(new_message_id()[:12])
         entry = {
             "op": FORK,

@@ -40,6 +40,7 @@ from agenvoy_desktop.core.history_stamps import STAMPS_FILE, HistoryStamps, Tail
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.model_name import DEFAULT_MODEL_NAME
+from agenvoy_desktop.core.session_settings import keep_title
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.core.turn_lock import TurnLocks
 from agenvoy_desktop.paths import AppPaths
@@ -396,11 +397,21 @@ class MemoryStore:
         return session_id
 
     def create_session(self, title: str | None = None, session_id: str | None = None) -> str:
+        """A session *session_id* (or a fresh id), titled *title* if it is new; its id.
+
+        A title given here (a file's name on import, a fork's) is kept beside
+        the session's settings as a typed one is, so an archive rebuilt from
+        history.json gets it back.
+        """
         sid = check_session_id(session_id or new_message_id()[:12])
         with self.locked(sid, "create"):
             self.refuse_case_twin(sid)
-            self.folder(sid).mkdir(parents=True, exist_ok=True)
+            folder = self.folder(sid)
+            new = self.archive.session(sid) is None
+            folder.mkdir(parents=True, exist_ok=True)
             self.archive.ensure_session(sid, self.clock(), title)
+            if new and title:
+                keep_title(folder, title)
         return sid
 
     def refuse_case_twin(self, session_id: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from agenvoy_desktop import cli
 from agenvoy_desktop.cli import common
+from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.reconcile import doctor
 from agenvoy_desktop.core.store import MemoryStore, SessionIdCaseError, case_twins
 from agenvoy_desktop.paths import app_paths
@@ -127,3 +128,18 @@ def test_cli_import_refuses_with_one_line(
     assert len(err.splitlines()) == 1
     assert "a session 'victim' already exists" in err
     assert not (app_paths(data_dir).sessions_dir / "Victim").exists()
+
+
+def test_both_spellings_share_one_lock_between_processes(open_store: StoreFactory) -> None:
+    """Creating ``Victim`` waits while another store creates ``victim``, then sees it.
+
+    With a lock per spelling, two processes could each find no twin and
+    both create a session in what Windows and macOS keep as one folder.
+    """
+    first, second = open_store(), open_store()
+    second.locks.wait_s = 0.1
+    with first.locked("victim", "create"), pytest.raises(StoreBusyError, match="create"):
+        second.create_session(None, "Victim")
+    first.create_session(None, "victim")
+    with pytest.raises(SessionIdCaseError):
+        second.create_session(None, "Victim")

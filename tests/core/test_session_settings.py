@@ -27,13 +27,23 @@ from tests.conftest import conversation
 
 
 def test_round_trip_through_the_session_folder(store: MemoryStore) -> None:
-    sid = store.create_session("t")
+    sid = store.create_session()
     assert session_settings(store, sid) == DEFAULT_SETTINGS  # no file yet
     wanted = SessionSettings(system_prompt="You are a pirate. Say arr.", tools=False)
     assert store_session_settings(store, sid, wanted) == wanted
     assert session_settings(store, sid) == wanted
     data = json.loads((store.folder(sid) / SETTINGS_FILE).read_text("utf-8"))
     assert data == {"system_prompt": "You are a pirate. Say arr.", "tools": False, "version": 1}
+
+
+def test_a_title_given_at_creation_is_kept_beside_the_settings(store: MemoryStore) -> None:
+    """An archive rebuilt from history.json gets the title back from here."""
+    sid = store.create_session("Trip to Graz")
+    data = json.loads((store.folder(sid) / SETTINGS_FILE).read_text("utf-8"))
+    assert data["title"] == "Trip to Graz"
+    assert session_settings(store, sid) == DEFAULT_SETTINGS
+    assert store.create_session("Another title", sid) == sid  # an existing session keeps its own
+    assert json.loads((store.folder(sid) / SETTINGS_FILE).read_text("utf-8")) == data
 
 
 def test_blank_prompt_means_the_default_and_text_is_trimmed(tmp_path: Path) -> None:
@@ -47,7 +57,7 @@ def test_blank_prompt_means_the_default_and_text_is_trimmed(tmp_path: Path) -> N
 
 
 def test_too_long_a_prompt_is_refused_and_nothing_written(store: MemoryStore) -> None:
-    sid = store.create_session("t")
+    sid = store.create_session()
     with pytest.raises(SessionSettingsError, match="shorten it"):
         store_session_settings(store, sid, SessionSettings("x" * (MAX_PROMPT_CHARS + 1)))
     assert not (store.folder(sid) / SETTINGS_FILE).exists()

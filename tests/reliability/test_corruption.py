@@ -152,14 +152,15 @@ def test_damaged_archive_is_set_aside_and_rebuilt(
 def test_a_rebuilt_archive_titles_sessions_again(
     profile: AppPaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    with open_memory(profile, None, reconcile=False) as store:
+        store.import_messages(conversation(["untitled talk", "an answer"]), "s2")
     checkpointed(profile)
     damage(profile.archive_db, "garbage")
     assert cli.main(["sessions", "--json", "--data-dir", str(profile.config_dir.parent)]) == 0
-    listed = json.loads(capsys.readouterr().out)
-    [session] = [s for s in listed if s["session_id"] == SID]
-    # the typed title ("trip") lived only in the archive; the automatic one is made again
-    # from the first message that survived, not left blank
-    assert session["title"].startswith("message ")
+    titles = {s["session_id"]: s["title"] for s in json.loads(capsys.readouterr().out)}
+    # the title given at import is kept beside the session's settings; an automatic
+    # one is made again from the first message that survived, not left blank
+    assert titles == {SID: "trip", "s2": "untitled talk"}
 
 
 def test_a_rebuilt_archive_keeps_the_title_the_person_typed(

@@ -326,3 +326,21 @@ def test_a_long_first_message_makes_a_cut_title_that_a_reset_clears(paths: AppPa
         assert store.archive.session(sid).title is None  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_a_fork_of_an_automatic_title_loses_it_with_a_reset(paths: AppPaths) -> None:
+    """A fork's title is its source's plus " (fork)": made of the same words, it goes too."""
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid = store.create_session(None, "source")
+        said = f"My bike lock code is {SECRET}."
+        store.append(sid, [msg("user", said, T0), msg("assistant", "ok", T0 + 1)])
+        session_ops.auto_title(store, sid)
+        last = store.history(sid).messages[-1].id
+        fork = message_edit.fork_session(store, sid, last)
+        assert SECRET in (store.archive.session(fork).title or "")  # type: ignore[union-attr]
+        session_ops.reset_session(store, fork)
+        assert store.archive.session(fork).title is None  # type: ignore[union-attr]
+        assert SECRET not in (store.folder(fork) / "session.json").read_text("utf-8")
+    finally:
+        store.close()

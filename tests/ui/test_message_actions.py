@@ -88,7 +88,8 @@ def test_edit_and_resend_replaces_the_tail(
     qtbot.keyClick(composer, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.chat.busy)
     assert history(services, sid) == ["a better question", "A new answer."]
-    assert texts(window) == ["a better question", "A new answer."]
+    # the finished turn reloads the conversation: its bubbles show a moment later
+    qtbot.waitUntil(lambda: texts(window) == ["a better question", "A new answer."])
     assert not window.chat.edit_bar.isVisible()
 
 

@@ -307,6 +307,11 @@ def html_page(handler: FaultHandler, _stopping: threading.Event) -> None:
     handler.wfile.write(page)
 
 
+def empty_body(handler: FaultHandler, _stopping: threading.Event) -> None:
+    """Status 200 and nothing else, as a server that failed to load its model may answer."""
+    handler.start("text/event-stream", 0)
+
+
 def huge_body(
     total: int = 50 * MB, *, prefix: bytes = b"", line: bytes = b"x" * 1023 + b"\n"
 ) -> Behaviour:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
-from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout
+from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout, stderr_or_null
 from agenvoy_desktop.cli.safe_text import json_shown, shown, shown_line
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import app_paths
@@ -179,3 +179,31 @@ def test_a_command_without_any_stdout_prints_to_nothing(monkeypatch: pytest.Monk
         print("nobody reads this")
     assert not guard.reader_gone
     assert sys.stdout is None
+
+
+@pytest.mark.parametrize(
+    "args", [["search", "screen", "--mode", "keyword"], ["search", "nothing-like-it"]], ids=" ".join
+)
+def test_a_closed_stderr_does_not_break_a_command(profile: Path, args: list[str]) -> None:
+    """Started with ``2>&-`` Python has ``sys.stderr = None``: progress and messages go nowhere."""
+    done = subprocess.run(
+        [sys.executable, "-m", "agenvoy_desktop", *args, "--data-dir", str(profile)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        timeout=HANG_GUARD_S,
+        check=False,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert done.returncode == 0, done.stdout
+    assert "internal error" not in done.stdout
+
+
+def test_no_stderr_at_all_gets_the_null_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", None)
+    stderr_or_null()
+    print("nobody reads this", file=sys.stderr)
+    assert sys.stderr is not None
+    sys.stderr.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agenvoy_desktop.cli.common import CliError, command_adder, profile_options, run_repairing
-from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout
+from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS, guarded_stdout, stderr_or_null
 from agenvoy_desktop.cli.safe_text import shown_line
 from agenvoy_desktop.cli.version import VersionAction
 from agenvoy_desktop.core.errors import is_known, one_line
@@ -155,6 +155,7 @@ def command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (or open the window); returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    stderr_or_null()
     if argv[:1] == [PROBE_FLAG]:  # the frozen app's executable is also the probe's child
         return probe_main(argv[1:])
     parser = build_parser(_parser_module(argv))

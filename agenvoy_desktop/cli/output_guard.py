@@ -75,6 +75,14 @@ def _to_null(stream: TextIO) -> None:
         pass
 
 
+def stderr_or_null() -> None:
+    """Give the process a stderr where it has none (started with ``2>&-``, or frozen
+    without a console): messages, progress bars and the logging of the command
+    then go to the null device instead of failing on ``None``."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  # for the process's life
+
+
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[GuardedStdout]:
     """``sys.stdout`` guarded while the block runs (and flushed inside it).

@@ -37,6 +37,7 @@ from agenvoy_desktop.llm.openai_wire import (
     EndpointError,
     ToolCallAssembler,
     dropped_mid_chunk,
+    empty_body,
     estimate_prompt,
     html_page,
     malformed,
@@ -272,12 +273,15 @@ async def _items(
 
     The first line that is not blank tells which: an event field, JSON (a
     ``chat.completion``: the server ignored ``stream``), or anything else,
-    named for what it is (an HTML page is usually a wrong address).
+    named for what it is (an HTML page is usually a wrong address; a body
+    with nothing in it is no answer, not one cut short).
     """
     async with contextlib.aclosing(_lines(response, base_url, cap)) as lines:
+        seen = False
         async for line, ended in lines:
             if not line.strip():
                 continue
+            seen = True
             head = line.lstrip("\ufeff \t")
             if head.startswith(_EVENT_FIELDS):
                 yield _event(line, ended, base_url)
@@ -290,6 +294,8 @@ async def _items(
             if head.startswith("<") or "html" in response.headers.get("content-type", ""):
                 raise html_page(base_url)
             raise malformed(base_url, line)
+        if not seen:
+            raise empty_body(base_url)
         async for line, ended in lines:
             yield _event(line, ended, base_url)
 

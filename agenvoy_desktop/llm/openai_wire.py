@@ -330,6 +330,14 @@ def html_page(base_url: str) -> EndpointError:
     )
 
 
+def empty_body(base_url: str) -> EndpointError:
+    return EndpointError(
+        f"The server at {base_url} answered with an empty body: no answer at all "
+        "(it may have failed to load the model) — check its log, then send again.",
+        "malformed",
+    )
+
+
 def too_big(base_url: str, limit_bytes: int) -> EndpointError:
     return EndpointError(
         f"The server at {base_url} sent more than {limit_bytes / 2**20:.3g} MB for one answer "

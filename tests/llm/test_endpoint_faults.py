@@ -27,6 +27,7 @@ from tests.endpoint_server import (
     Behaviour,
     FaultServer,
     cut_mid_chunk,
+    empty_body,
     endless_stream,
     fault_server,
     html_page,
@@ -154,6 +155,12 @@ def test_an_html_page_is_named_as_one() -> None:
     assert error.kind == "malformed"
     assert "answered with an HTML page, not OpenAI chat JSON (is the URL the API's?)" in str(error)
     assert not any(isinstance(e, TextDelta) for e in events)
+
+
+def test_an_empty_body_is_named_as_one() -> None:
+    _, error = failure_from(empty_body)
+    assert "answered with an empty body: no answer at all" in str(error)
+    assert "stopped sending" not in str(error)
 
 
 def test_plain_text_is_not_taken_for_a_stream_that_stopped() -> None:

@@ -715,10 +715,27 @@ class Archive(SqliteStore):
         message after a removed one gets its new context), their vectors and
         the timeline *event* (written only when a row was taken, so running
         this again after a crash adds nothing).  Returns the rows taken.
+
+        A delete (no *branch*) leaves no copy of the words in the file
+        (:meth:`_scrub`, run again by a rerun after a crash): a person who
+        deletes one message with a code in it means it.  An edit or a
+        regenerate keeps the earlier version on purpose, for paging back.
         """
         self._df_memo.clear()  # frequencies may have fallen
+        taken = self._take(session_id, list(msg_ids), branch, event)
+        if branch is None:
+            self._scrub()
+        return taken
+
+    def _take(
+        self,
+        session_id: str,
+        msg_ids: list[str],
+        branch: Branch | None,
+        event: tuple[int, str, dict[str, Any]] | None,
+    ) -> int:
         with self.transaction() as db:
-            taken = _mark_taken(db, session_id, list(msg_ids))
+            taken = _mark_taken(db, session_id, msg_ids)
             if not taken:
                 return 0
             _refresh_fts_around(db, session_id, taken)

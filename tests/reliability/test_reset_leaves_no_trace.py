@@ -344,3 +344,21 @@ def test_a_fork_of_an_automatic_title_loses_it_with_a_reset(paths: AppPaths) -> 
         assert SECRET not in (store.folder(fork) / "session.json").read_text("utf-8")
     finally:
         store.close()
+
+
+def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths) -> None:
+    """A person who deletes the message with the code in it means it: not in any file."""
+    store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
+    try:
+        sid = store.create_session(None, "one")
+        texts = [f"filler message {i} about the weather" for i in range(30)]
+        texts[10] = f"My bike lock code is {SECRET}."
+        store.append(sid, [msg("user", t, T0 + i * SECOND) for i, t in enumerate(texts)])
+        assert _traces(paths.config_dir)
+        planted = store.history(sid).messages[10]
+        message_edit.delete_message(store, sid, planted.id)
+        _assert_secret_gone(store)
+        assert _traces(paths.config_dir) == []  # while the app is still open
+    finally:
+        store.close()
+    _assert_no_trace(paths)

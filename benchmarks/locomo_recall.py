@@ -330,7 +330,9 @@ def run(paths: AppPaths, quick: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    args = benchlib.parser(__doc__.splitlines()[0]).parse_args()
+    ap = benchlib.parser(__doc__.splitlines()[0])
+    ap.add_argument("--tag", default="", help="suffix of the result file")
+    args = ap.parse_args()
     with benchlib.temp_profile("locomo") as paths:
         data = run(paths, args.quick)
     modes, fusion = data["modes"], data["fusion"]
@@ -381,7 +383,8 @@ def main() -> None:
             for v in data["verified_rrf_k_changes"]
         },
     }
-    benchlib.write_result("locomo_recall", data, quick=args.quick)
+    name = f"locomo_recall.{args.tag}" if args.tag else "locomo_recall"
+    benchlib.write_result(name, data, quick=args.quick)
 
 
 if __name__ == "__main__":

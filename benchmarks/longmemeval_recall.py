@@ -23,6 +23,7 @@ messages ranked above it (what crowds it out).
 Acceptance (issue 42): hybrid R@5 >= 0.93 and semantic R@5 and R@10 >= 0.70.
 
     .venv/bin/python benchmarks/longmemeval_recall.py [--quick] [--ids ID,...] [--types T,...]
+        [--cached-only] [--tag NAME]
 """
 
 from __future__ import annotations
@@ -217,8 +218,15 @@ def main() -> None:
     ap.add_argument("--types", default="", help="comma-separated question types")
     ap.add_argument("--rebuild", action="store_true", help="import the haystacks again")
     ap.add_argument("--tag", default="", help="suffix of the result file")
+    ap.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="only questions whose profile is cached (while another run builds the rest)",
+    )
     args = ap.parse_args()
     items = chosen(args)
+    if args.cached_only:
+        items = [item for item in items if is_cached(item)]
     with benchlib.temp_profile("longmemeval-models") as model_paths:
         embedder = benchlib.open_embedder(
             benchlib.install_model(model_paths, benchlib.embedding_model())

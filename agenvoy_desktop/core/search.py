@@ -7,7 +7,10 @@
   history.json, so nothing is listed twice);
 - ``hybrid`` — both lists fused by reciprocal rank (:mod:`retrieval.fusion`
   holds the rule and the constants measured on LoCoMo), then each message
-  gains a share of its neighbours' scores (:mod:`retrieval.neighbours`).
+  gains a share of its neighbours' scores (:mod:`retrieval.neighbours`), and
+  a message in several parts keeps only part of its own
+  (:func:`retrieval.parts.fused_share`) unless the query asks for what the
+  assistant said (:func:`asks_for_replies`).
 
 Hits are widened into excerpts (2 messages before, 1 after, overlapping
 excerpts merged, time order).  The agent passes ``exclude_window`` so the
@@ -16,14 +19,15 @@ model is not shown what it already has in context; the CLI searches all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from agenvoy_desktop.core.archive import ArchivedMessage
-from agenvoy_desktop.core.embedding import embed_queries
+from agenvoy_desktop.core.embedding import PART_TOKENS, embed_queries, split_parts
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
 from agenvoy_desktop.core.retrieval.neighbours import (
@@ -31,8 +35,9 @@ from agenvoy_desktop.core.retrieval.neighbours import (
     NeighbourWeights,
     neighbour_sum,
 )
-from agenvoy_desktop.core.retrieval.parts import ranking_score
+from agenvoy_desktop.core.retrieval.parts import fused_share, ranking_score
 from agenvoy_desktop.core.vectors import from_blobs, message_of
+from agenvoy_desktop.language.patterns import compiled, cue
 
 if TYPE_CHECKING:
     from agenvoy_desktop.core.store import MemoryStore
@@ -123,7 +128,10 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
             ],
             weights=HYBRID_WEIGHTS,
         )
-        hits = with_neighbours(store, fused, query, excluded, CHAT_NEIGHBOURS)[: query.limit]
+        summed = with_neighbours(store, fused, query, excluded, CHAT_NEIGHBOURS)
+        if not asks_for_replies(query.text):
+            summed = discount_parts(store, summed)
+        hits = summed[: query.limit]
     excerpts = build_excerpts(store, hits, excluded, include_tool=query.include_tool)
     return SearchResult(hits=hits, excerpts=excerpts)
 
@@ -306,6 +314,56 @@ def with_neighbours(
     rank = {rowid: i for i, rowid in enumerate(found)}
     out.sort(key=lambda h: (-h.score, rank.get(h.item.rowid, len(rank)), h.item.rowid))
     return out
+
+
+_ASSISTANT_POINTER = compiled(cue("recall.assistant"), re.IGNORECASE)
+
+
+def asks_for_replies(text: str) -> bool:
+    """The query points at what the assistant said ("you recommended…", "remind me…",
+    "in our previous conversation…", in every language the cue lists).
+
+    Such a question is answered by a reply, and replies are the long
+    messages :func:`discount_parts` discounts, so the hybrid route leaves
+    them their whole score (the agent's recall reads the same cue).
+    """
+    return _ASSISTANT_POINTER.search(text) is not None
+
+
+def discount_parts(store: MemoryStore, hits: Sequence[Hit]) -> list[Hit]:
+    """*hits* (neighbours summed, best first) re-ranked by :func:`parts.fused_share`.
+
+    Each score is scaled by the share its message keeps for its number of
+    parts; ties keep the order of *hits*.
+    """
+    counts = _part_counts(store, [hit.item for hit in hits])
+    scaled = [replace(h, score=h.score * fused_share(counts[h.item.rowid])) for h in hits]
+    order = {hit.item.rowid: i for i, hit in enumerate(hits)}
+    scaled.sort(key=lambda h: (-h.score, order[h.item.rowid]))
+    return scaled
+
+
+def _part_counts(store: MemoryStore, items: Sequence[ArchivedMessage]) -> dict[int, int]:
+    """How many parts each message is embedded in (rowid -> parts).
+
+    Read from the session's vectors; a message without any (archived past
+    history.json, or not embedded yet) is counted by cutting its text as
+    embedding would, which only a text longer than one part's tokens needs
+    (an estimated token is at least one character).
+    """
+    counts: dict[int, int] = {}
+    by_session: dict[str, list[ArchivedMessage]] = {}
+    for item in items:
+        by_session.setdefault(item.session_id, []).append(item)
+    for sid, members in by_session.items():
+        vectors = store.vectors(sid)
+        for item in members:
+            parts = vectors.parts(item.rowid)
+            if not parts:
+                text = item.message.content
+                parts = len(split_parts(text)) if len(text) > PART_TOKENS else 1
+            counts[item.rowid] = parts
+    return counts
 
 
 def is_recallable(item: ArchivedMessage) -> bool:

@@ -8,14 +8,15 @@ import pytest
 
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS
 from agenvoy_desktop.core.retrieval.neighbours import NeighbourWeights, neighbour_sum
 from agenvoy_desktop.core.search import (
-    HYBRID_WEIGHTS,
     MODES,
     Hit,
     SearchError,
     SearchQuery,
     build_excerpts,
+    discount_parts,
     fuse,
     search_chat_history,
     with_neighbours,
@@ -102,7 +103,7 @@ def test_hybrid_fuses_both_routes(seeded: tuple[MemoryStore, list[Message], list
     hybrid_query = SearchQuery(query, mode="hybrid", limit=5)
     hybrid = search_chat_history(store, hybrid_query).hits
     fused = fuse([semantic, keyword], weights=HYBRID_WEIGHTS)
-    expected = with_neighbours(store, fused, hybrid_query, frozenset())[:5]
+    expected = discount_parts(store, with_neighbours(store, fused, hybrid_query, frozenset()))[:5]
     assert [h.item.rowid for h in hybrid] == [h.item.rowid for h in expected]
     assert [h.score for h in hybrid] == pytest.approx([h.score for h in expected])
     # without the neighbour sum the order is the fusion's

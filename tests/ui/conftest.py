@@ -76,6 +76,30 @@ REPO = Path(__file__).resolve().parents[2]
 WAIT_MS = 10_000
 
 
+EVENT_WAIT_MS = 30_000
+"""How long a test waits for the event it expects before calling it a hang.
+
+Tests wait on events, not on time; this is only the guard against an event
+that never comes.  pytest-qt's own default, 5 s, is a time assumption: on a
+2-core machine with both cores busy, a page of the sessions list took
+longer than that to load, and a test failed that had nothing wrong.
+"""
+
+
+@pytest.fixture
+def qtbot(qtbot: QtBot) -> QtBot:
+    """pytest-qt's qtbot whose waits default to :data:`EVENT_WAIT_MS` (a given timeout stands)."""
+    for name in ("waitUntil", "waitSignal", "waitSignals", "waitCallback"):
+        wait = getattr(qtbot, name)
+        setattr(qtbot, name, partial(_with_timeout, wait))
+    return qtbot
+
+
+def _with_timeout(wait: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    kwargs.setdefault("timeout", EVENT_WAIT_MS)
+    return wait(*args, **kwargs)
+
+
 def delete_now(*objects: QObject | None) -> None:
     """Destroy Qt objects now, on this (the GUI) thread; see the module docstring."""
     for obj in objects:

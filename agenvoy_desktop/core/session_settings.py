@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agenvoy_desktop.core.atomic import atomic_write_text
 from agenvoy_desktop.core.errors import KnownError
-
-if TYPE_CHECKING:
-    from agenvoy_desktop.core.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -179,13 +177,25 @@ def _int(value: object) -> int:
 
 
 # -- a store's sessions (storage thread) ------------------------------------------------
-def session_settings(store: MemoryStore, session_id: str) -> SessionSettings:
+class SessionFolders(Protocol):
+    """What these functions need of a ``MemoryStore`` (which imports this module)."""
+
+    def folder(self, session_id: str) -> Path: ...
+
+    def require(self, session_id: str) -> str: ...
+
+    def locked(
+        self, session_id: str, operation: str, *, wait_s: float | None = None
+    ) -> AbstractContextManager[None]: ...
+
+
+def session_settings(store: SessionFolders, session_id: str) -> SessionSettings:
     """The settings a turn of *session_id* uses (defaults for a session without a folder)."""
     return load_session_settings(store.folder(session_id))
 
 
 def store_session_settings(
-    store: MemoryStore, session_id: str, settings: SessionSettings
+    store: SessionFolders, session_id: str, settings: SessionSettings
 ) -> SessionSettings:
     """Save a session's settings under its lock; raises for an unknown session."""
     with store.locked(session_id, "session settings"):

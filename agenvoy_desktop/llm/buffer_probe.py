@@ -21,11 +21,9 @@ environment; the frozen app passes :data:`PROBE_FLAG` to its own executable).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from typing import Any
 
 from agenvoy_desktop.core.atomic import atomic_write_text
 from agenvoy_desktop.llm.cpu_features import EXTRA_BUFFERS_ENV, set_probe_verdict
+from agenvoy_desktop.llm.machine_identity import machine_key
 
 log = logging.getLogger(__name__)
 
@@ -61,26 +60,6 @@ class Verdict:
     conclusive: bool = True
     """False when the child failed for another reason (an unreadable model, a Python
     error): such a verdict is not stored, and the next start probes again."""
-
-
-def machine_key() -> str:
-    """A digest of the CPU (model name, feature flags) and the llama.cpp build."""
-    import llama_cpp
-
-    parts = [platform.machine(), _cpu_line("model name"), _cpu_line("flags")]
-    parts.append(str(getattr(llama_cpp, "__version__", "?")))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def _cpu_line(name: str) -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith(name):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def read_verdict(folder: Path) -> Verdict | None:

@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agenvoy_desktop.core.atomic import atomic_write_text
+from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
+from agenvoy_desktop.llm.machine_identity import machine_key
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +135,6 @@ class Calibration:
 
 def calibration_key(model_path: Path, *, threads_batch: int, gpu_layers: int) -> str:
     """A digest of what the best batch depends on: machine, llama.cpp, model file, settings."""
-    from agenvoy_desktop.llm.buffer_probe import machine_key
-    from agenvoy_desktop.llm.cpu_features import extra_buffers_enabled
-
     try:
         stat = model_path.stat()
         identity = f"{model_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
@@ -289,8 +288,6 @@ def _attention(raw: Any) -> AttentionRates:
 
 def stored_for_this_machine(folder: Path) -> list[Calibration]:
     """Every stored calibration made with this CPU and llama.cpp (``--version``), newest first."""
-    from agenvoy_desktop.llm.buffer_probe import machine_key
-
     machine = machine_key()
     found = [
         calibration
@@ -303,8 +300,6 @@ def stored_for_this_machine(folder: Path) -> list[Calibration]:
 
 def store(folder: Path, calibration: Calibration) -> None:
     """Add *calibration* (the oldest entries beyond :data:`MAX_ENTRIES` are dropped)."""
-    from agenvoy_desktop.llm.buffer_probe import machine_key
-
     records = _read_all(folder)
     record: dict[str, Any] = asdict(calibration)
     record.pop("key")

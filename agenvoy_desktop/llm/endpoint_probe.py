@@ -6,7 +6,8 @@ llama.cpp server ``/props``, LM Studio ``/api/v0/models``, Ollama
 ``POST /api/show``; llama-cpp-python's server has none, so the size stays
 unknown.  :func:`find_servers` asks the known local ports at once.  Kept
 apart from the registry so that reading ``endpoints.json`` never imports
-httpx; :mod:`agenvoy_desktop.llm.endpoints` calls in here when asked.
+httpx; :mod:`agenvoy_desktop.llm.endpoints` calls in here when asked; both share
+:mod:`agenvoy_desktop.llm.openai_servers`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 import httpx
 
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.llm.endpoints import (
+from agenvoy_desktop.llm.openai_chat import EndpointError, ErrorKind
+from agenvoy_desktop.llm.openai_servers import (
     EndpointConfigError,
     FoundServer,
     RemoteModel,
@@ -26,7 +28,6 @@ from agenvoy_desktop.llm.endpoints import (
     normalise_url,
     server_root,
 )
-from agenvoy_desktop.llm.openai_chat import EndpointError, ErrorKind
 
 log = logging.getLogger(__name__)
 

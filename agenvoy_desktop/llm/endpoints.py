@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import ipaddress
 import logging
 import os
 import re
@@ -35,14 +34,52 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
-from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.versioned_json import VersionedJsonFile
+from agenvoy_desktop.llm.openai_servers import (
+    PRESET_LABELS,
+    PRESETS,
+    EndpointConfigError,
+    FoundServer,
+    RemoteModel,
+    is_loopback,
+    normalise_url,
+    server_root,
+)
 
 if TYPE_CHECKING:
     from agenvoy_desktop.llm.model_profile import ModelProfile
     from agenvoy_desktop.llm.openai_chat import EndpointChatModel
+
+__all__ = [
+    "ENDPOINTS_FILE",
+    "ENDPOINTS_VERSION",
+    "ENDPOINT_PREFIX",
+    "KEYRING_SERVICE",
+    "PRESETS",
+    "PRESET_LABELS",
+    "Endpoint",
+    "EndpointConfigError",
+    "EndpointRegistry",
+    "FoundServer",
+    "RemoteModel",
+    "answered_by",
+    "api_key_for",
+    "describe_answerer",
+    "endpoint_name",
+    "endpoint_profile",
+    "forget_api_key",
+    "is_loopback",
+    "keyring_problem",
+    "look_for_servers",
+    "normalise_url",
+    "open_endpoint_model",
+    "parameters_from_name",
+    "probe",
+    "server_root",
+    "store_api_key",
+]
+"""The registry's names, with the server types it shares with the probe (:mod:`.openai_servers`)."""
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +88,8 @@ ENDPOINT_PREFIX = "endpoint:"
 ENDPOINTS_FILE = "endpoints.json"
 ENDPOINTS_VERSION = 1
 KEYRING_SERVICE = "agenvoy-desktop"
-PRESETS: dict[str, int] = {"ollama": 11434, "lmstudio": 1234, "llamacpp": 8080}
-"""Local servers :func:`look_for_servers` knows, with their default ports."""
-PRESET_LABELS = {"ollama": "Ollama", "lmstudio": "LM Studio", "llamacpp": "llama.cpp server"}
 _NAME_RE = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,100}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_API_SUFFIXES = ("/chat/completions", "/completions", "/models")
-
-
-class EndpointConfigError(KnownError, ValueError):
-    """An endpoint request that cannot be done (bad URL, duplicate name, no key...)."""
 
 
 @dataclass(frozen=True)
@@ -94,29 +123,6 @@ class Endpoint:
     def choice(self) -> str:
         """The ``models.chat_model`` value that selects this endpoint."""
         return ENDPOINT_PREFIX + self.name
-
-
-@dataclass(frozen=True)
-class RemoteModel:
-    """A model a server offers."""
-
-    id: str
-    context_size: int | None
-    parameters: int | None = None
-    """Weights, where the server says (llama.cpp's ``meta.n_params``, Ollama's model info)."""
-
-
-@dataclass(frozen=True)
-class FoundServer:
-    """A known local server found running by :func:`look_for_servers`."""
-
-    preset: str
-    base_url: str
-    models: list[RemoteModel]
-
-    @property
-    def label(self) -> str:
-        return PRESET_LABELS.get(self.preset, self.preset)
 
 
 def endpoint_name(choice: str) -> str | None:
@@ -300,83 +306,6 @@ def _pick_name(taken: set[str], wanted: str | None, model: str) -> str:
         n += 1
         name = f"{base}-{n}"
     return name
-
-
-# -- addresses -------------------------------------------------------------------------
-def normalise_url(url: str) -> str:
-    """The API base of *url*: ``http://`` added when no scheme, ``/v1`` when no path.
-
-    A pasted full route (``.../chat/completions``, ``.../models``) is cut back
-    to its base; any other path (``/api/v1``, ``/openai/v1``) is kept as given.
-    A user name or password in the address is refused: it would be stored in
-    plain text, and keys belong in the keyring or an environment variable.
-    """
-    text = url.strip()
-    if not text:
-        raise EndpointConfigError("an endpoint needs an address such as http://127.0.0.1:11434")
-    if "://" not in text:
-        text = "http://" + text
-    parts = urlsplit(text)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise EndpointConfigError(f"{url!r}: only http:// and https:// addresses are supported")
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError as exc:
-        raise EndpointConfigError(f"{url!r} is not a valid address ({exc})") from exc
-    if not host:
-        raise EndpointConfigError(f"{url!r} has no host name")
-    if parts.username or parts.password:
-        raise EndpointConfigError(
-            "leave the user name and password out of the address; "
-            "keep an API key in the keyring (--keyring) or an environment variable (--api-key-env)"
-        )
-    path = parts.path.rstrip("/")
-    for suffix in _API_SUFFIXES:
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-            break
-    path = path.rstrip("/") or "/v1"
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
-    return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
-
-
-def is_loopback(url: str) -> bool:
-    """Whether *url* points at this machine: ``localhost``, 127.0.0.0/8 or ``::1``.
-
-    Other names are treated as remote without a DNS lookup: a wrong "remote"
-    costs a confirmation, a wrong "local" would leak text.
-    """
-    text = url.strip()
-    if "://" not in text:
-        text = "http://" + text
-    try:
-        host = urlsplit(text).hostname or ""
-    except ValueError:
-        return False
-    host = host.rstrip(".").lower()
-    if host == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
-
-
-def server_root(base_url: str) -> str:
-    """The server address without the API path (where ``/props`` and ``/api`` live)."""
-    url = normalise_url(base_url)
-    parts = urlsplit(url)
-    path = parts.path
-    for suffix in ("/v1", "/api/v0"):
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
-            break
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 # -- probing (the HTTP side lives in endpoint_probe, imported when used) ----------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import llama_cpp
 import numpy as np
@@ -26,10 +26,27 @@ import numpy as np
 from agenvoy_desktop.llm.openings import OpeningBan
 from agenvoy_desktop.settings import SamplingSettings
 
-if TYPE_CHECKING:
-    from agenvoy_desktop.llm.llama_model import LlamaModel
-
 TOP_K, TOP_P, MIN_P = 40, 0.95, 0.05
+
+
+class SamplingModel(Protocol):
+    """What a sampler needs of the loaded model (:class:`.llama_model.LlamaModel` has it).
+
+    A protocol rather than the class, so that the model, which makes samplers, is the only
+    one of the two modules that imports the other.
+    """
+
+    @property
+    def context(self) -> Any:
+        """The llama.cpp context whose logits are sampled."""
+
+    @property
+    def vocab(self) -> Any:
+        """The llama.cpp vocabulary (grammar, repetition guard, vocabulary size)."""
+
+    def piece(self, token: int) -> bytes:
+        """The bytes *token* stands for (an opening ban follows the text chosen)."""
+
 
 # llama_token_data as a numpy record, so a whole vocabulary of candidates fills without a loop.
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -103,7 +120,7 @@ class Sampler:
 
     def __init__(
         self,
-        model: LlamaModel,
+        model: SamplingModel,
         *,
         temperature: float,
         seed: int | None,
@@ -135,7 +152,7 @@ class Sampler:
 
     @staticmethod
     def _new_chain(
-        model: LlamaModel,
+        model: SamplingModel,
         temperature: float,
         seed: int | None,
         guard: RepetitionGuard | None,
@@ -251,7 +268,7 @@ class Sampler:
                 setattr(self, attr, None)
 
 
-def _dry(model: LlamaModel, guard: RepetitionGuard) -> Any:
+def _dry(model: SamplingModel, guard: RepetitionGuard) -> Any:
     breakers = [b.encode("utf-8") for b in guard.breakers]
     array = (ctypes.c_char_p * len(breakers))(*breakers)
     sampler = llama_cpp.llama_sampler_init_dry(

@@ -152,7 +152,7 @@ class ChatPanel(QWidget):
         self.citations = CitationOpener(services.paths, runner, self)
         """Makes citations of the user's documents in answers open the cited lines."""
         self._build()
-        self.message_actions = MessageActions(self)
+        self.message_actions = MessageActions(self, parent=self)
         self.refresh_model_state()
         runner.memory_changed.connect(self._on_memory_changed)
 

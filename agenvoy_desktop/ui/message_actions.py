@@ -11,21 +11,19 @@ the user deleted.  The operations themselves run on the storage thread
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
+from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.ui.async_runner import Operation
-from agenvoy_desktop.ui.chat_widgets import ChatBubble
+from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.chat_widgets import ChatBubble, ChatView
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, PendingOp, PendingOps
 from agenvoy_desktop.ui.toast import Toast, ToastArea
-
-if TYPE_CHECKING:
-    from agenvoy_desktop.ui.chat_panel import ChatPanel
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +48,55 @@ def find_versions(store: MemoryStore, session_id: str, user_ids: Sequence[str]) 
     return found
 
 
-class MessageActions(QObject):
-    """The chat panel's message actions that do not start a turn."""
+class ChatHost(Protocol):
+    """What the actions need of the chat that shows them (:class:`.chat_panel.ChatPanel`).
 
-    def __init__(self, panel: ChatPanel, *, undo_ms: int = UNDO_WINDOW_MS) -> None:
-        super().__init__(panel)
+    A protocol rather than the panel's class, so that the panel, which owns the actions,
+    is the only one of the two modules that imports the other.
+    """
+
+    @property
+    def services(self) -> AppServices: ...
+    @property
+    def runner(self) -> AsyncRunner: ...
+    @property
+    def view(self) -> ChatView: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+
+    @property
+    def generation(self) -> int:
+        """Bumped whenever the view starts showing something else."""
+
+    @property
+    def show_session(self) -> Callable[[str], object]:
+        """Shows another session (a fork)."""
+
+    def say(self, text: str) -> None: ...
+    def focus_input(self) -> None: ...
+    def reload(self) -> Operation | None: ...
+    def bubbles(self) -> list[ChatBubble]: ...
+
+
+class MessageActions(QObject):
+    """The chat panel's message actions that do not start a turn.
+
+    *panel* is what the actions act on; *parent* is the widget that owns them and that
+    their undo toasts cover (the panel itself).
+    """
+
+    def __init__(self, panel: ChatHost, parent: QWidget, *, undo_ms: int = UNDO_WINDOW_MS) -> None:
+        super().__init__(parent)
         self.panel = panel
         self.pending = PendingOps(panel.services, panel.runner, delay_ms=undo_ms, parent=self)
         """Message deletes in their undo window (quitting flushes them)."""
         self.pending.executed.connect(self._deleted)
         self.pending.failed.connect(self._delete_failed)
         self.pending.undone.connect(self._close_toast)
-        self.toasts = ToastArea(panel)
+        self.toasts = ToastArea(parent)
         self._toast_for: dict[PendingOp, Toast] = {}
         self.versions: Versions = {}
         """Answers of the shown session's user messages that have several versions."""

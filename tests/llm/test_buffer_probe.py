@@ -14,11 +14,11 @@ from agenvoy_desktop.llm.buffer_probe import (
     VERDICT_FILE,
     Verdict,
     ensure_verdict,
-    machine_key,
     probe,
     read_verdict,
 )
 from agenvoy_desktop.llm.cpu_features import EXTRA_BUFFERS_ENV, extra_buffers_choice
+from agenvoy_desktop.llm.machine_identity import machine_key
 
 exercises_extra_buffers_really = buffer_probe.exercises_extra_buffers
 

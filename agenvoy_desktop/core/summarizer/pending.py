@@ -5,14 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summarizer.runs import MISSING_STAMP, PAGE
-
-if TYPE_CHECKING:  # the runner imports this module
-    from agenvoy_desktop.core.summarizer.runner import Summarizer
 from agenvoy_desktop.core.summary import (
     HistoryStamp,
     Source,
@@ -82,12 +79,10 @@ def window_start(store: MemoryStore, session_id: str, window_messages: int) -> i
     return None if row is None else row.seq
 
 
-def gate_closed(meta: SummaryMeta, stamp: HistoryStamp, owner: Summarizer) -> bool:
+def gate_closed(meta: SummaryMeta, stamp: HistoryStamp, window_messages: int) -> bool:
     """The mtime gate: history.json unchanged since the summary was last fully caught up."""
     return (
-        meta.caught_up
-        and meta.window_messages == owner.window_messages
-        and meta.history_stamp == stamp
+        meta.caught_up and meta.window_messages == window_messages and meta.history_stamp == stamp
     )
 
 

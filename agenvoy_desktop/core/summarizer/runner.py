@@ -272,7 +272,8 @@ class _Run:
         """Read the files and count what is pending; True when the mtime gate skips the run."""
         self.stamp = history_stamp(self.folder / "history.json")
         meta = load_meta(self.folder)
-        if meta is not None and not force and gate_closed(meta, self.stamp, self.owner):
+        window = self.owner.window_messages
+        if meta is not None and not force and gate_closed(meta, self.stamp, window):
             self.cursor = self.start = Cursor(meta.cursor_seq, meta.cursor_message_id)
             return True
         self.meta = meta or SummaryMeta()

@@ -6,6 +6,7 @@ and its examples, and this file tests it without a change.
 
 from __future__ import annotations
 
+import string
 import tomllib
 from collections.abc import Callable
 from importlib import resources
@@ -94,10 +95,31 @@ def test_english_comes_first_and_every_language_is_read() -> None:
     assert {"en", "de", "zh", "ja", "fr"} <= set(codes)
 
 
-def test_a_french_question_keeps_the_reply_languages_of_the_answer_checks() -> None:
-    # answer_check words its replies in en/de/zh/ja only: French is answered in English there
-    assert not_remembered.language_of("Comment s'appelle ma sœur ?") == "en"
+def test_a_french_question_gets_the_replies_the_agent_words_in_french() -> None:
+    assert not_remembered.language_of("Comment s'appelle ma sœur ?") == "fr"
     assert recap.header_for("De quoi avons-nous parlé la dernière fois ?").startswith("Plus tôt")
+
+
+REPLY_KEYS = [
+    "never_told_about", "never_told", "quote_user", "quote_assistant", "quote_document",
+    "quote_on", "yes", "no",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("lang", languages(), ids=lambda lang: lang.code)
+def test_every_language_words_every_reply_with_its_fields(lang: Language) -> None:
+    fields = {
+        "never_told_about": {"words"},
+        "quote_user": {"on", "text"},
+        "quote_assistant": {"on", "text"},
+        "quote_document": {"source", "text"},
+        "quote_on": {"day"},
+    }
+    for key in REPLY_KEYS:
+        worded = lang.text(f"reply.{key}")
+        assert worded, key
+        named = {name for _, name, _, _ in string.Formatter().parse(worded) if name}
+        assert named == fields.get(key, set()), key
 
 
 def test_an_archive_in_french_is_searched_in_french(store: MemoryStore) -> None:

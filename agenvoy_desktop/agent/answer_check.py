@@ -55,6 +55,7 @@ from agenvoy_desktop.agent.recall import (
 from agenvoy_desktop.agent.recall_lines import focus, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
+from agenvoy_desktop.language import FALLBACK, language
 
 Polarity = Literal["yes", "no"]
 Problem = Literal[
@@ -242,21 +243,13 @@ def admits_not_knowing(answer: str) -> bool:
     return _NOT_KNOWING.search(answer) is not None
 
 
-_NEVER_TOLD: dict[str, tuple[str, str]] = {
-    "en": (
-        "I don't know: you haven't told me about {words}.",
-        "I don't know: I can't find it in what you've told me.",
-    ),
-    "de": (
-        "Das weiß ich nicht: Du hast mir nichts über {words} erzählt.",
-        "Das weiß ich nicht: Du hast es mir noch nicht gesagt.",
-    ),
-    "zh": ("我不知道：你没有告诉过我关于{words}的事。", "我不知道：你还没有告诉过我。"),
-    "ja": (
-        "わかりません。{words}については教えてもらっていません。",
-        "わかりません。まだ教えてもらっていません。",
-    ),
-}
+def _reply(question: str, key: str) -> str:
+    """The wording *key* (``reply.*`` in the language files) in the question's language."""
+    worded = language(language_of(question)).text(f"reply.{key}")
+    if worded is None:  # every reply language has it; a new file may not yet
+        worded = language(FALLBACK).text(f"reply.{key}")
+    assert worded is not None, key
+    return worded
 
 
 def _never_told(question: str, words: Sequence[str]) -> Verdict:
@@ -267,8 +260,10 @@ def _never_told(question: str, words: Sequence[str]) -> Verdict:
         if words
         else f"{told}. Say that you don't know; do not guess."
     )
-    about, nothing = _NEVER_TOLD[language_of(question)]
-    fallback = about.format(words=", ".join(words)) if words else nothing
+    if words:
+        fallback = _reply(question, "never_told_about").format(words=", ".join(words))
+    else:
+        fallback = _reply(question, "never_told")
     return Verdict("never told", instruction, fallback)
 
 
@@ -708,61 +703,25 @@ QUOTE_CHARS = 240
 """A quoted message is cut to its sentences with the question's words, about this long:
 quoted whole, "How many projects have I completed?" was answered with 300 characters
 of a request for painting ideas around "I just finished my 5th project"."""
-_LEADS: dict[str, dict[str, str]] = {
-    "en": {
-        "user": 'You told me{on}: "{text}"',
-        "assistant": 'I told you{on}: "{text}"',
-        "document": 'Your document{source} says: "{text}"',
-        "yes": "Yes.",
-        "no": "No.",
-        "on": " on {day}",
-    },
-    "de": {
-        "user": "Du hast mir{on} gesagt: „{text}“",
-        "assistant": "Ich habe dir{on} gesagt: „{text}“",
-        "document": "Dein Dokument{source} sagt: „{text}“",
-        "yes": "Ja.",
-        "no": "Nein.",
-        "on": " am {day}",
-    },
-    "zh": {
-        "user": "你{on}告诉过我：“{text}”",
-        "assistant": "我{on}告诉过你：“{text}”",
-        "document": "你的文档{source}写道：“{text}”",
-        "yes": "是的。",
-        "no": "不是。",
-        "on": "在{day}",
-    },
-    "ja": {
-        "user": "{on}教えてもらいました：「{text}」",
-        "assistant": "{on}お伝えしました：「{text}」",
-        "document": "ドキュメント{source}には「{text}」とあります。",
-        "yes": "はい。",
-        "no": "いいえ。",
-        "on": "{day}に",
-    },
-}
-"""The extractive answer's wording in the languages the app handles (``language_of``)."""
 
 
 def quoted(question: str, line: Evidence, polarity: Polarity | None = None) -> str:
     """The extractive answer: the line quoted with its date ("You told me on 2026-12-03: '…'"),
     in the question's language, led by yes or no for a yes/no question."""
-    language = language_of(question)
-    words = _LEADS[language]
     day = local_date(line.time_ns).isoformat() if line.time_ns else ""
     role = line.role if line.role in ("assistant", "document") else "user"
     said = line.text
     if role != "document":  # a passage is cited whole; a message is cut to what answers
         said = focus(line.text, dict.fromkeys(content_terms(question), 1.0), QUOTE_CHARS)
         said = _ELLIPSES.sub("…", said)  # a line recall had cut already is cut again
-    text = words[role].format(
-        on=words["on"].format(day=day) if day else "",
+    text = _reply(question, f"quote_{role}").format(
+        on=_reply(question, "quote_on").format(day=day) if day else "",
         source=f" [{line.source}]" if line.source else "",
         text=said,
     )
     if polarity is not None and asks_yes_no(question):
-        text = words[polarity] + ("" if language in ("zh", "ja") else " ") + text
+        spaced = language(language_of(question)).spaced
+        text = _reply(question, polarity) + (" " if spaced else "") + text
     return text
 
 

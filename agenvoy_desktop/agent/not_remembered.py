@@ -66,11 +66,10 @@ EXAMPLES: dict[str, Example] = {
 """Two exchanges per language (``dont_know.examples``): with one, the starter admitted 8 of
 14 unknown facts in Chinese, German and Japanese; with two, 12 of 14 (it copies the second,
 shorter answer)."""
-REPLY_LANGUAGES = ("en", "de", "zh", "ja")
-"""The languages :func:`language_of` answers with: every module that words a reply by it
-(``answer_check``'s among them) has these.  Another language's message is worded in
-English there until its wording moves into its language file; its "I don't know"
-exchange already follows it (:func:`example_for`)."""
+REPLY_LANGUAGES = tuple(lang.code for lang in languages() if lang.text("reply.never_told"))
+"""The languages :func:`language_of` answers with: those whose file words the agent's own
+replies (``reply.*``, read by ``answer_check``).  Another language's message is answered
+in English there; its "I don't know" exchange already follows it (:func:`example_for`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +124,7 @@ def _own_fact_question(sentence: str) -> bool:
 
 
 def language_of(text: str) -> str:
-    """``ja``, ``zh``, ``de`` or ``en`` (:data:`REPLY_LANGUAGES`): which reply wording fits
+    """One of :data:`REPLY_LANGUAGES` (English first): which reply wording fits
     the message (a rough guess: ``agenvoy_desktop.language.detect``)."""
     return detect(text, REPLY_LANGUAGES)
 

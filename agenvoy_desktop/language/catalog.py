@@ -91,6 +91,16 @@ SCHEMA: dict[str, Kind] = {
     "recall.question_words": "words",
     "recall.header": "text",
     "recall.advice_header": "text",
+    # answers the agent words itself (agent/answer_check.py): "{words}", "{on}", "{day}",
+    # "{source}" and "{text}" are filled in
+    "reply.never_told_about": "text",
+    "reply.never_told": "text",
+    "reply.quote_user": "text",
+    "reply.quote_assistant": "text",
+    "reply.quote_document": "text",
+    "reply.quote_on": "text",
+    "reply.yes": "text",
+    "reply.no": "text",
     # full-text search (core/retrieval/fts_text.py)
     "search.stopwords": "words",
     "search.function_bigrams": "words",

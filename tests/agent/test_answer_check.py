@@ -150,6 +150,9 @@ def test_quoted_names_who_said_it() -> None:
         == 'Your document [van.md:3-4] says: "Front tyres: 3.2 bar."'
     )
     assert quoted("Wo wohne ich?", Evidence("Ich wohne in Graz.", T0)).startswith("Du hast mir am")
+    assert quoted("Où est-ce que j'habite ?", Evidence("J'habite à Lyon.", T0)) == (
+        "Tu m'as dit le 2023-11-14 : « J'habite à Lyon. »"
+    )
 
 
 def test_a_long_message_is_quoted_by_the_sentence_that_answers() -> None:

@@ -13,7 +13,9 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,6 +131,19 @@ def test_an_error_naming_stored_text_is_escaped(
 
 
 # -- a closed pipe ---------------------------------------------------------------
+def _run_cli(data_dir: Path, *args: str, **how: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m agenvoy_desktop *args`` on *data_dir*, its streams as *how* says."""
+    return subprocess.run(
+        [sys.executable, "-m", "agenvoy_desktop", *args, "--data-dir", str(data_dir)],
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        timeout=HANG_GUARD_S,
+        check=False,
+        **how,
+    )
+
+
 def _run_into_closed_pipe(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The command with a stdout whose reader is gone before it writes a byte.
 
@@ -139,16 +154,7 @@ def _run_into_closed_pipe(data_dir: Path, *args: str) -> subprocess.CompletedPro
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "agenvoy_desktop", *args, "--data-dir", str(data_dir)],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            cwd=ROOT,
-            timeout=HANG_GUARD_S,
-            check=False,
-        )
+        return _run_cli(data_dir, *args, stdout=write_end, stderr=subprocess.PIPE)
     finally:
         os.close(write_end)
 
@@ -186,16 +192,9 @@ def test_a_command_without_any_stdout_prints_to_nothing(monkeypatch: pytest.Monk
 )
 def test_a_closed_stderr_does_not_break_a_command(profile: Path, args: list[str]) -> None:
     """Started with ``2>&-`` Python has ``sys.stderr = None``: progress and messages go nowhere."""
-    done = subprocess.run(
-        [sys.executable, "-m", "agenvoy_desktop", *args, "--data-dir", str(profile)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-        timeout=HANG_GUARD_S,
-        check=False,
-        preexec_fn=lambda: os.close(2),
+    close_stderr = partial(os.close, 2)
+    done = _run_cli(
+        profile, *args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=close_stderr
     )
     assert done.returncode == 0, done.stdout
     assert "internal error" not in done.stdout

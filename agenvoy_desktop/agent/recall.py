@@ -40,7 +40,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from agenvoy_desktop.agent.policy import is_personal
-from agenvoy_desktop.agent.pronouns import swap_person
 from agenvoy_desktop.agent.recall_lines import focus, latest_ids, values_in, when
 from agenvoy_desktop.agent.speech_act import sentences, tells_something
 from agenvoy_desktop.core.archive import ArchivedMessage
@@ -87,13 +86,11 @@ the lines are not the answer but what the answer should fit ("I bought a power b
 and "use it only if it answers" kept the starter from using them at all."""
 LOCALISED_HEADER = True
 """Whether the header follows the message's script (benchmarks switch it)."""
-SECOND_PERSON = False
-"""Whether the user's recalled lines are turned to face them (:mod:`pronouns`).
-
-Measured and not shipped: with the starter, answers in the user's voice went
-13 → 11 of 64 and answers right 58 → 56 (``benchmarks/lab/recall_voice.py``, two
-seeds); it read "You're allergic to kiwi fruit" in the system prompt as said
-of itself and answered "I am allergic to kiwi fruit."."""
+# Recalled lines stay as the user said them ("My bike lock code is 4721").  Turned to
+# face the user ("Your …", agent/pronouns.py) they were measured and not shipped: with
+# the starter, answers in the user's voice went 13 → 11 of 64 and answers right 58 → 56
+# (benchmarks/lab/recall_voice.py, two seeds); it read "You're allergic to kiwi fruit" in
+# the system prompt as said of itself.
 _KANA = re.compile("[\u3040-\u30ff]")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -786,8 +783,7 @@ def format_line(item: RecallItem, now_ns: int | None = None, *, latest: bool = F
     one indented line each."""
     said = when(item.time_ns, now_ns, latest=latest)
     who = _SPEAKER.get(item.role, item.role)
-    text = swap_person(item.text) if SECOND_PERSON and item.role == "user" else item.text
-    lines = [f'- {said} {who}: "{clip(text)}"']
+    lines = [f'- {said} {who}: "{clip(item.text)}"']
     for near in item.neighbours:
         lines.append(f'  {_near_label(near)}: "{clip(near.text, NEIGHBOUR_CHARS)}"')
     return "\n".join(lines)

@@ -22,6 +22,7 @@ tool calls and model seconds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -34,6 +35,7 @@ from memory_facts import FACTS, NAMED_FACTS, Fact
 from statement_echo import third_person, words_in
 
 from agenvoy_desktop.agent import recall
+from agenvoy_desktop.agent.pronouns import swap_person
 from agenvoy_desktop.agent.services import AppServices
 
 VARIANTS: tuple[str, ...] = ("as-said", "second-person")
@@ -49,9 +51,21 @@ def in_users_voice(answer: str) -> bool:
     return memory_qa.in_users_voice(answer) or ZH_FIRST_PERSON.match(answer) is not None
 
 
+_AS_SAID = recall.format_line
+
+
+def _facing_the_user(item: recall.RecallItem, *args: Any, **kwargs: Any) -> str:
+    """A recalled line with the user's own words turned to face them (``pronouns``)."""
+    if item.role == "user":
+        item = dataclasses.replace(item, text=swap_person(item.text))
+    return _AS_SAID(item, *args, **kwargs)
+
+
 def variant(name: str) -> AbstractContextManager[Any]:
     """The variant in force for one turn."""
-    return patch.object(recall, "SECOND_PERSON", name == "second-person")
+    return patch.object(
+        recall, "format_line", _facing_the_user if name == "second-person" else _AS_SAID
+    )
 
 
 def messages(quick: bool, sets: Sequence[str] = SETS) -> memory_qa.Todo:

@@ -67,12 +67,8 @@ def test_other_languages_are_left_as_said() -> None:
     assert swap_person("Ich bin allergisch gegen Kiwi.") == "Ich bin allergisch gegen Kiwi."
 
 
-def test_recall_lines_turn_only_when_switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recall_lines_stay_as_the_user_said_them() -> None:
     from agenvoy_desktop.agent import recall
 
     item = recall.RecallItem("m", "s", "Bike trip", 0, "user", "My bike lock code is 4721.")
     assert '"My bike lock code is 4721."' in recall.format_line(item)
-    monkeypatch.setattr(recall, "SECOND_PERSON", True)
-    assert '"Your bike lock code is 4721."' in recall.format_line(item)
-    said_by_assistant = recall.RecallItem("m", "s", None, 0, "assistant", "I can help.")
-    assert '"I can help."' in recall.format_line(said_by_assistant)

@@ -333,8 +333,8 @@ def html_page(base_url: str) -> EndpointError:
 def empty_body(base_url: str) -> EndpointError:
     return EndpointError(
         f"The server at {base_url} answered with an empty body: no answer at all "
-        "(it may have failed to load the model) — check its log, then send again.",
-        "malformed",
+        "(it failed after taking the request) — check its log, then send again.",
+        "stream",
     )
 
 

@@ -186,6 +186,19 @@ def test_a_refusal_under_a_line_is_caught_and_a_refused_advice_asked_again() -> 
     assert check("Any tips for learning the banjo?", "I'm sorry, I can't.", []).ok
 
 
+def test_a_refusal_that_borrows_the_lines_words_is_still_a_refusal() -> None:
+    """It names the line's words (Harajuku, an apartment) while it disowns the line."""
+    line = Evidence("I've been living in my apartment in Harajuku for 3 months now.", T0)
+    question = "How long have I been living in my current apartment in Harajuku?"
+    answer = (
+        "As an AI language model, I don't have personal experiences or information about"
+        " living in current apartments. Harajuku is a bustling district of Tokyo."
+    )
+    verdict = check(question, answer, [line])
+    assert verdict.problem == "not drawn"
+    assert "3 months" in verdict.fallback
+
+
 def test_an_option_of_a_choice_question_is_an_answer() -> None:
     line = Evidence("My French press ratio is now 1 tablespoon for every 5 ounces of water.", T0)
     question = "Did I switch to more water per tablespoon of coffee, or less?"

@@ -186,6 +186,15 @@ def _against_lines(
         )
     if line is None:
         return _without_a_line(question, answer, evidence)
+    if refuses(answer):
+        # "As an AI language model, I don't have personal experiences or information about
+        # living in current apartments…" over "I've been living in Harajuku for 3 months":
+        # it repeats the question's words, so it would pass for drawing on the line below
+        return Verdict(
+            "not drawn",
+            _instruction(line, "Answer the question from this line."),
+            quoted(question, line),
+        )
     if asks_yes_no(question):
         return _polarity_verdict(question, answer, line)
     if _older_value(question, answer, line, evidence):
@@ -194,7 +203,7 @@ def _against_lines(
             _instruction(line, "This is the latest thing the user said about it; answer with it."),
             quoted(question, line),
         )
-    if _lacks_number(question, answer, line, content_terms(question)) and not refuses(answer):
+    if _lacks_number(question, answer, line, content_terms(question)):
         return Verdict(
             "not drawn",
             _instruction(line, "Answer the question with the number this line gives."),

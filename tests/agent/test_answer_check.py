@@ -187,12 +187,17 @@ def test_a_refusal_under_a_line_is_caught_and_a_refused_advice_asked_again() -> 
 
 
 def test_a_refusal_that_borrows_the_lines_words_is_still_a_refusal() -> None:
-    """It names the line's words (Harajuku, an apartment) while it disowns the line."""
-    line = Evidence("I've been living in my apartment in Harajuku for 3 months now.", T0)
+    """It names the line's places while it disowns the line: not an answer drawn from it."""
+    line = Evidence(
+        "I'll definitely check out Minato Mirai 21 and the Red Brick Warehouse. By the way,"
+        " I've been living in Harajuku for 3 months now.",
+        T0,
+    )
     question = "How long have I been living in my current apartment in Harajuku?"
     answer = (
         "As an AI language model, I don't have personal experiences or information about"
-        " living in current apartments. Harajuku is a bustling district of Tokyo."
+        " living in current apartments. Harajuku is known for its nightlife, particularly the"
+        " Minato Mirai 21 and the Red Brick Warehouse, which are popular with tourists."
     )
     verdict = check(question, answer, [line])
     assert verdict.problem == "not drawn"

@@ -83,8 +83,13 @@ clean-venv:
 DIST    := dist/agenvoy-desktop
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-$(DIST)/agenvoy-desktop: $(STAMP) packaging/agenvoy-desktop.spec packaging/packaging_layout.py $(shell find agenvoy_desktop -name '*.py')
+# Qt's X11 plugin links to a few xcb libraries a headless build machine may lack;
+# packaging/x11_libs.py fetches those Debian packages into build/x11-libs so they
+# travel in the bundle (dist-smoke checks that every one resolves).
+$(DIST)/agenvoy-desktop: $(STAMP) packaging/agenvoy-desktop.spec packaging/packaging_layout.py packaging/x11_libs.py $(shell find agenvoy_desktop -name '*.py')
 	$(BIN)/pip install --quiet "pyinstaller>=6.10,<7"
+	x11=$$($(BIN)/python packaging/x11_libs.py build/x11-libs) && \
+	LD_LIBRARY_PATH=$$x11$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
 	$(BIN)/pyinstaller --noconfirm --clean --log-level WARN --workpath build/pyinstaller --distpath dist packaging/agenvoy-desktop.spec
 	touch $@
 

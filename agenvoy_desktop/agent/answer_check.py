@@ -140,10 +140,11 @@ def check(
             told = _never_told(question, never_said)
             return Verdict("tool call", told.instruction, told.fallback)
         fallback = computed.sentence if computed is not None else ""
+        if not fallback:
+            # never the call itself: a plain sentence when memory has no line to quote
+            fallback = quoted(question, line) if line is not None else _reply(question, "no_words")
         return Verdict(
-            "tool call",
-            "Answer in plain words; do not write a tool call or JSON.",
-            fallback or (quoted(question, line) if line is not None else ""),
+            "tool call", "Answer in plain words; do not write a tool call or JSON.", fallback
         )
     if never and not admits_not_knowing(answer):
         return _never_told(question, never_said)
@@ -488,11 +489,26 @@ def _values_about(text: str, terms: Sequence[str]) -> frozenset[str]:
 
 
 def _lacks_number(question: str, answer: str, line: Evidence, terms: Sequence[str]) -> bool:
-    """A question for a count or a time ("How many…", "What time…") answered without any
-    number, while the line it asks about has one where the question's words are."""
-    if _COUNT_OR_TIME.search(question) is None or values_in(_without_dates(answer)):
+    """A question for a count or a time ("How many…", "What time…") answered without the
+    number the line it asks about gives where the question's words are.
+
+    Either no number at all, or only numbers of the line's other sentences: "What time do
+    I usually go to the gym?" over "I think Tuesday afternoon at 2:00 pm could work well.
+    I need to be done before I head to the gym, which is usually at 6:00 pm." was answered
+    "on Tuesday afternoon at 2:00 pm".
+    """
+    if _COUNT_OR_TIME.search(question) is None:
         return False
-    return bool(_values_about(line.text, terms))
+    about = _values_about(line.text, terms) - _MINUTES_ZERO
+    said = values_in(_without_dates(answer)) - _MINUTES_ZERO
+    if not said:
+        return bool(about)
+    elsewhere = values_in(_without_dates(line.text)) - about - _MINUTES_ZERO
+    return bool(about) and not said & about and bool(said & elsewhere)
+
+
+_MINUTES_ZERO = frozenset({"00"})
+"""The ":00" of a time, which every time shares."""
 
 
 _ASKS_NAME = re.compile(
@@ -746,10 +762,24 @@ _CALL_WORDS = re.compile(
 )
 
 
+# The error a call to a tool that was never offered hears (``agent/tools.py``).
+_TOOL_ERROR_ECHO = re.compile(
+    r"\bunknown tool\b.{0,80}\bavailable tools\b", re.IGNORECASE | re.DOTALL
+)
+
+
 def tool_call_as_prose(answer: str, tool_names: Sequence[str] = ()) -> bool:
     """The answer writes out a tool call instead of answering ("The function `date_calc` was
-    called with the arguments …", ``{"name": "date_calc", "arguments": …}``)."""
+    called with the arguments …", ``{"name": "date_calc", "arguments": …}``).
+
+    Also an answer that is nothing but a JSON object, or that repeats a tool's
+    error: told "unknown tool 'theme_park_weekend'; available tools: …", the starter
+    answered ``{"name": "unknown tool 'theme_park_weekend'; …"}``, which a person
+    must never see as an answer.
+    """
     if _CALL_JSON.search(answer) or _CALL_WORDS.search(answer):
+        return True
+    if _TOOL_ERROR_ECHO.search(answer) or _only_json(answer):
         return True
     for name in tool_names:
         if re.search(rf"`?\b{re.escape(name)}\b`?\s*\(", answer):
@@ -757,6 +787,24 @@ def tool_call_as_prose(answer: str, tool_names: Sequence[str] = ()) -> bool:
         if _looks_like_call(answer, name):
             return True
     return False
+
+
+_CALL_KEYS = frozenset({"name", "function", "arguments", "parameters", "tool", "error"})
+
+
+def _only_json(answer: str) -> bool:
+    """The whole answer is one JSON object shaped like a call or a tool's error.
+
+    Only those keys: JSON the user asked for ("write the packing list as JSON") is an answer.
+    """
+    text = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and bool(data) and set(data) <= _CALL_KEYS
 
 
 def _looks_like_call(answer: str, name: str) -> bool:

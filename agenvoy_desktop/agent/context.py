@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+from agenvoy_desktop.agent.tools import UNKNOWN_TOOL
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 
@@ -181,13 +182,17 @@ def tool_results_note(traffic: Sequence[Message]) -> str:
     for message in traffic:
         if message.role != "tool" or message.extra.get("repeated"):
             continue  # a repeat notice adds nothing to the first result
+        if message.extra.get("is_error") and message.content.startswith(UNKNOWN_TOOL):
+            # a call to a tool that does not exist holds nothing to answer from, and the
+            # starter answered with the error itself ("{\"name\": \"unknown tool …\"}")
+            continue
         args = json.dumps(message.extra.get("arguments", {}), ensure_ascii=False)
         status = " (failed)" if message.extra.get("is_error") else ""
         lines.append(f"### {message.extra.get('name', 'tool')}({args}){status}")
         lines.append(message.content.strip() or "(no result)")
         if message.extra.get("error_hint"):
             lines.append(str(message.extra["error_hint"]))
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def to_chat_message(message: Message) -> ChatMessage:

@@ -39,9 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
 from agenvoy_desktop.agent.policy import is_personal
 from agenvoy_desktop.agent.recall_lines import focus, latest_ids, values_in, when
-from agenvoy_desktop.agent.speech_act import sentences, tells_something
+from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences, tells_something
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.retrieval.fts_text import (
     CJK_FUNCTION_BIGRAMS,
@@ -269,6 +270,7 @@ def recall_candidates(
     weights = _term_weights(store, terms)
     names = names_in(text)
     stating = worth_recalling("user", text)  # a question may ask to confirm what it repeats
+    advice = asks_for_advice(text)
     titles: dict[str, str | None] = {}
     items: list[RecallItem] = []
     for hit in result.hits:
@@ -276,6 +278,7 @@ def recall_candidates(
         if message.is_tool_traffic or not (
             worth_recalling(message.role, message.content)
             or (assistant and message.role == "assistant" and message.content.strip())
+            or (advice and message.role == "user" and discloses(message.content))
         ):
             continue
         shown = new_part(message.content, terms) if stating else message.content
@@ -534,6 +537,26 @@ def worth_recalling(role: str, content: str) -> bool:
     into a memory.  search_chat_history still finds all of them.
     """
     return role == "user" and tells_something(content)
+
+
+_DISCLOSING = compiled(cue("recall.disclosing"), re.IGNORECASE)
+
+
+def discloses(content: str) -> bool:
+    """A question or request of the user's that tells something of their own on the way.
+
+    "What are some simple ways to keep my living room dust-free, especially with a cat
+    that sheds a lot?" holds no statement, yet it says there is a cat that sheds; asked
+    later "I've been sneezing a lot. Could it be my living room?", that is what advice
+    should build on.  Such lines are recalled only for a message that asks for advice
+    (:func:`asks_for_advice`): for a question of fact an earlier request misleads ("Also
+    list every temple in Kyoto" made the starter build an answer from it).  A question
+    about the user's own facts ("Where is my bike?") tells nothing and stays out.
+    """
+    return any(
+        asks_or_requests(s) and _DISCLOSING.search(s) is not None and not asks_for_own_fact(s)
+        for s in sentences(content)
+    )
 
 
 def new_part(content: str, said_now: Sequence[str]) -> str:

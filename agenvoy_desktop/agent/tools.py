@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 20.0
 MAX_RESULT_CHARS = 4000  # ~1000 tokens: small models have small contexts
 
+UNKNOWN_TOOL = "unknown tool"
+"""How the result of a call to a tool that was not offered begins."""
+
 
 class ToolArgumentError(KnownError, ValueError):
     """Arguments that do not match the tool's schema (message says which)."""
@@ -143,7 +146,7 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None or (offered is not None and name not in offered):
             names = ", ".join(offered if offered is not None else self._tools) or "none"
-            return outcome(f"unknown tool {name!r}; available tools: {names}", error=True)
+            return outcome(f"{UNKNOWN_TOOL} {name!r}; available tools: {names}", error=True)
         try:
             validate_arguments(tool.parameters, args)
         except ToolArgumentError as exc:

@@ -86,7 +86,7 @@ SCHEMA: dict[str, Kind] = {
     "cues.span_before": "words",
     "cues.refusal_openings": "words",
     # proactive recall (agent/recall.py)
-    **_cues("recall", "gathers", "assistant", "name_questions", "advice"),
+    **_cues("recall", "gathers", "assistant", "name_questions", "advice", "disclosing"),
     "recall.not_names": "words",
     "recall.question_words": "words",
     "recall.header": "text",
@@ -95,6 +95,7 @@ SCHEMA: dict[str, Kind] = {
     # "{source}" and "{text}" are filled in
     "reply.never_told_about": "text",
     "reply.never_told": "text",
+    "reply.no_words": "text",
     "reply.quote_user": "text",
     "reply.quote_assistant": "text",
     "reply.quote_document": "text",

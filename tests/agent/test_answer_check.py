@@ -137,6 +137,19 @@ def test_a_tool_call_written_as_prose_is_caught() -> None:
     assert tool_call_as_prose('{"name": "date_calc", "arguments": {"days": 4}}', names)
     assert tool_call_as_prose("date_calc(start='2023-01-01')", names)
     assert not tool_call_as_prose("It was 4 days between the two dates.", names)
+
+
+def test_a_tool_error_echoed_as_the_answer_is_caught() -> None:
+    """Seen on LongMemEval: told "unknown tool", the starter answered with the error as JSON."""
+    echo = (
+        '{"name": "unknown tool \'theme_park_weekend\'; available tools: current_time, date_calc"}'
+    )
+    assert tool_call_as_prose(echo)
+    assert tool_call_as_prose("Sorry: unknown tool 'plan'; available tools: current_time")
+    assert tool_call_as_prose('```json\n{"name": "plan"}\n```')
+    assert not tool_call_as_prose('{"tent": 1, "stove": 2}')  # JSON the user asked for
+    assert not tool_call_as_prose("Try Knott's Berry Farm {for the rides}.")
+
     verdict = check("How many days between them?", '{"name": "date_calc", "arguments": {}}', [])
     assert verdict.problem == "tool call"
 
@@ -347,3 +360,18 @@ def test_which_came_first_is_held_to_the_worked_out_order() -> None:
     assert problem("The start of your Spanish classes came first.") == ""
     assert problem("The cultural festival came after the start of your Spanish classes.") == ""
     assert problem("The festival.") == "not worked out"
+
+
+def test_a_time_taken_from_the_lines_other_sentence_is_caught() -> None:
+    """Seen on LongMemEval: the meeting's time given for the gym's."""
+    line = Evidence(
+        "I think Tuesday afternoon at 2:00 pm could work well. I need to make sure I'm done "
+        "with the meeting before I head to the gym, which is usually at 6:00 pm.",
+        T0,
+    )
+    question = "What time do I usually go to the gym?"
+    wrong = check(question, "You typically go to the gym on Tuesday afternoon at 2:00 pm.", [line])
+    assert wrong.problem == "not drawn"
+    assert "6:00 pm" in wrong.fallback
+    assert check(question, "You usually go to the gym at 6:00 pm.", [line]).ok
+    assert check(question, "Usually at 6 pm.", [line]).ok

@@ -77,6 +77,23 @@ def test_a_tool_round_keeps_the_calls_after_the_question() -> None:
     assert answer[-1] == {"role": "user", "content": "what time is it?"}
 
 
+def test_a_call_to_a_tool_that_does_not_exist_leaves_nothing_to_answer_from() -> None:
+    """The starter answered with the inlined error itself; such results stay out."""
+    call = msg("assistant", "", T0, tool_calls=[{"id": "c1", "name": "theme_park_weekend"}])
+    error = msg(
+        "tool",
+        "unknown tool 'theme_park_weekend'; available tools: current_time",
+        T0 + SECOND,
+        tool_call_id="c1",
+        name="theme_park_weekend",
+        is_error=True,
+    )
+    assert tool_results_note([call, error]) == ""
+    clock = msg("tool", "10:00", T0 + 2 * SECOND, tool_call_id="c2", name="current_time")
+    assert "theme_park_weekend" not in tool_results_note([call, error, clock])
+    assert "10:00" in tool_results_note([call, error, clock])
+
+
 def test_a_new_session_reads_one_system_prompt_as_before() -> None:
     """Nothing before the question: base, time, results, recall, question, as one message."""
     question = conversation(["Where does my sister live?"])

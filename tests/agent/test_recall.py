@@ -16,6 +16,7 @@ from agenvoy_desktop.agent.recall import (
     apply_floor,
     clip,
     content_terms,
+    discloses,
     format_block,
     header_for,
     names_in,
@@ -383,3 +384,56 @@ def test_recall_can_be_switched_off(store: MemoryStore) -> None:
 def test_only_statements_are_worth_recalling(text: str, kept: bool) -> None:
     assert worth_recalling("user", text) is kept
     assert not worth_recalling("assistant", text)
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("What are some ways to keep my living room dust-free, with a cat that sheds a lot?", True),
+        ("Can you suggest reminders for my gym sessions, which I usually go to at 7 pm?", True),
+        ("Where do I live?", False),
+        ("What is my bike lock code?", False),  # asks for the user's fact, tells none
+        ("Can you recommend vacuum cleaners for pet owners?", False),
+        ("Also list every temple in Kyoto with opening hours.", False),
+        ("我的猫掉毛很厉害，你能推荐一款吸尘器吗？", True),
+    ],
+)
+def test_a_question_may_tell_something_of_the_users_own(text: str, told: bool) -> None:
+    assert discloses(text) is told
+
+
+def test_an_earlier_question_that_tells_is_recalled_for_advice_only(store: MemoryStore) -> None:
+    """Seen on LongMemEval: the cat that sheds was said only inside a question."""
+    sid = store.create_session("Home")
+    store.append(
+        sid,
+        conversation(
+            [
+                "What are some simple ways to keep my living room dust-free, especially with "
+                "a cat that sheds a lot?",
+                "Vacuum twice a week and brush the cat outside.",
+            ],
+            start=T0,
+        ),
+    )
+    now = store.create_session("today")
+    advice = recall_candidates(
+        store, now, "I've been sneezing a lot. Do you think it might be my living room?", 16
+    )
+    assert [i.role for i in advice] == ["user"]
+    assert "cat that sheds" in advice[0].text
+    fact = recall_candidates(store, now, "How big is my living room?", 16)
+    assert fact == []
+
+
+@pytest.mark.parametrize(
+    ("text", "advice"),
+    [
+        ("I've been sneezing a lot. Do you think it might be my living room?", True),
+        ("Do you think I'm allergic to anything?", False),  # a fact, asked politely
+        ("Any tips for my phone's battery?", True),
+        ("What is my bike lock code?", False),
+    ],
+)
+def test_an_opinion_is_advice_and_a_fact_is_not(text: str, advice: bool) -> None:
+    assert recall_module.asks_for_advice(text) is advice

@@ -219,3 +219,16 @@ def test_a_recalled_line_dated_in_the_month_keeps_it_from_being_empty(
     prompt = "\n".join(str(m["content"]) for m in model.seen[0].messages)
     assert "nothing the user told you happened" not in prompt
     assert "17th and 18th of October" in prompt
+
+
+def test_a_tool_error_echoed_twice_never_becomes_the_answer(store: MemoryStore) -> None:
+    """Seen on LongMemEval: the starter answered a plan question with a tool's error as JSON."""
+    echo = '{"name": "unknown tool \'theme_park_weekend\'; available tools: current_time"}'
+    result, model, _events = _turn(
+        store, "I am planning another theme park weekend; any suggestions?", [[echo], [echo]]
+    )
+    assert result.checked == "tool call"
+    assert len(model.seen) == 2
+    assert "{" not in result.answer
+    assert result.answer.startswith("I couldn't put an answer into words")
+    assert store.history(result.session_id).messages[-1].content == result.answer

@@ -47,8 +47,7 @@ from typing import Any
 import memory_qa
 from memory_facts import FACTS, STATEMENTS, Statement, answer_matches
 
-from agenvoy_desktop.agent import policy
-from agenvoy_desktop.agent import turn as turn_module
+from agenvoy_desktop.agent import policy, turn_memory
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.paths import AppPaths
 
@@ -148,16 +147,16 @@ def refused(answer: str) -> bool:
 @contextmanager
 def statement_recall(_services: AppServices) -> Iterator[None]:
     """The ``statement-recall`` pass: recall runs for every message, as before the change."""
-    original = turn_module.__dict__["wants_recall"]
+    original = turn_memory.__dict__["wants_recall"]
 
     def always(text: str, *, small_model: bool) -> bool:
         return True
 
-    setattr(turn_module, "wants_recall", always)  # noqa: B010 (the module does not export it)
+    setattr(turn_memory, "wants_recall", always)  # noqa: B010 (the module does not export it)
     try:
         yield
     finally:
-        setattr(turn_module, "wants_recall", original)  # noqa: B010
+        setattr(turn_memory, "wants_recall", original)  # noqa: B010
 
 
 SHORT_PROMPT = "You are Agenvoy. Reply briefly and concretely, in the language of the message."

@@ -4,11 +4,12 @@ Order of a turn:
 
 1. the user message is written to every memory layer first, so a crash or a
    cancel never loses what the user typed;
-2. proactive recall (``agent/recall.py``): a hybrid search of the message
-   over all sessions; what clears the relevance floor goes into a labelled
-   block of dated lines, and the timeline records it; a question about
-   time, a total or a difference gets the result worked out by code at the
-   block's end (``agent/worked_out.py``);
+2. the memory lookup (``agent/turn_memory.py``): proactive recall, a hybrid
+   search of the message over all sessions (``agent/recall.py``), and the
+   document passages, at the same time; what clears the relevance floor goes
+   into a labelled block of dated lines, and the timeline records it; a
+   question about time, a total or a difference gets the result worked out
+   by code at the block's end (``agent/worked_out.py``);
 3. the turn's plan (``agent/policy.py``): a small model is offered only the
    tools the message needs, for at most two tool rounds; a round of its
    that only "calls" made-up tools named like words of an answer is dropped
@@ -50,7 +51,6 @@ from agenvoy_desktop.agent import (
     date_answers,
     not_remembered,
     query_translation,
-    recap,
 )
 from agenvoy_desktop.agent.answer_loops import LoopWatch
 from agenvoy_desktop.agent.context import (
@@ -62,7 +62,6 @@ from agenvoy_desktop.agent.context import (
     tool_results_note,
 )
 from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
-from agenvoy_desktop.agent.never_said import asks_about_own_past, never_said
 from agenvoy_desktop.agent.not_remembered import (
     Example,
     asks_for_own_fact,
@@ -70,7 +69,6 @@ from agenvoy_desktop.agent.not_remembered import (
     example_from_json,
     example_messages,
     example_to_json,
-    language_of,
     window_may_answer,
 )
 from agenvoy_desktop.agent.policy import (
@@ -82,25 +80,22 @@ from agenvoy_desktop.agent.policy import (
     clock_in_prompt,
     filter_specs,
     plan_turn,
-    wants_recall,
 )
 from agenvoy_desktop.agent.recall import (
     DEFAULT_FLOOR,
     RecallBlock,
     RecallFloor,
-    RecallItem,
     asks_about_assistant,
     clears,
     content_terms,
-    find_block,
     gathers,
-    header_for,
     query_kind,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.agent.turn_memory import LookupSettings, MemoryLookup
 from agenvoy_desktop.agent.voice import Voice, VoiceStream
-from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
+from agenvoy_desktop.agent.worked_out import WorkedOut
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.message_edit import question_to_answer
 from agenvoy_desktop.core.messages import Message
@@ -635,6 +630,19 @@ class _Turn:
         self.settings: SessionSettings = DEFAULT_SETTINGS
         """The session's own settings, read once before the first round."""
         self.started = time.perf_counter()
+        config = agent.config
+        self.lookup = MemoryLookup(
+            store=agent.store,
+            storage=agent.storage,
+            model=agent.model,
+            documents=agent.documents,
+            settings=LookupSettings(
+                config.small_model, config.recall_floor, config.window_messages, config.window_step
+            ),
+            session_id=session_id,
+            stop=stop,
+        )
+        """The turn's first stage: what memory holds for the message (``agent/turn_memory``)."""
 
     async def run(self, text: str, asked: Message | None = None) -> TurnResult:
         self.started = started = time.perf_counter()
@@ -664,14 +672,14 @@ class _Turn:
         config = self.agent.config
         self.settings = await self.agent.storage.run(session_settings, self.agent.store, self.sid)
         if config.proactive_recall and self.settings.tools:
-            if self._wants_recall(user):  # "Looking through your memory…" only when it does
+            if self.lookup.wants_recall(user):  # "Looking through your memory…" only then
                 self.emit(TurnStatus("recall"))
             began = time.perf_counter()
-            self.recall, self.passages = await asyncio.gather(
-                self._recall_messages(user),
-                self._find_passages(user.content),
-            )
+            found = await self.lookup.look(user)
             self.result.recall_s = time.perf_counter() - began
+            self.recall, self.passages = found.recall, found.passages
+            self.worked, self.never_said = found.worked, found.never_said
+            self.result.searched_as, self.result.searched_in = found.searched_as, found.searched_in
         self.plan = plan_turn(
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
@@ -711,90 +719,6 @@ class _Turn:
     def recall_text(self) -> str:
         """What proactive recall adds to the system prompt: remembered messages, then passages."""
         return "\n\n".join(t for t in (self.recall.text, self.passages.text) if t)
-
-    async def _find_passages(self, message: str) -> DocumentPassages:
-        """Worker thread: the document passages for *message*; a failure only leaves them out."""
-        find = self.agent.documents
-        if find is None:
-            return DocumentPassages()
-        try:
-            return await asyncio.to_thread(find, message)
-        except Exception:
-            log.warning("document recall failed; answering without it", exc_info=True)
-            return DocumentPassages()
-
-    async def _recall_messages(self, user: Message) -> RecallBlock:
-        """What the user said before that fits *user*; nothing for a small model's statement.
-
-        :func:`~agenvoy_desktop.agent.policy.wants_recall` says why.  Document
-        passages are not affected: they were not what the starter echoed.
-        """
-        if not self._wants_recall(user):
-            return RecallBlock()
-        if recap.asks_for_recap(user.content):
-            said = await self.agent.storage.run(self._last_conversation)
-            if said:
-                return recap.recap_block(said, user.content)
-        found = await self.agent.storage.run(self._find_recall, user)
-        if found.items:
-            return found
-        for language in await self._translate_into(user):
-            translated = await self._translate(user.content, language)
-            if not translated:
-                continue
-            self.result.searched_as = translated
-            self.result.searched_in = language
-            found = await self.agent.storage.run(self._find_recall, user, translated)
-            if found.items:
-                break
-        return found
-
-    def _last_conversation(self) -> list[RecallItem]:
-        """Storage thread: :func:`recap.last_conversation`; a failed read leaves it to
-        recall's search (recall helps an answer but is no precondition for one)."""
-        try:
-            return recap.last_conversation(self.agent.store, self.sid)
-        except Exception:
-            log.warning("could not read the last conversation", exc_info=True)
-            return []
-
-    async def _translate_into(self, user: Message) -> list[str]:
-        """The languages to search a question about the user's own life in, besides its
-        own: English for any other, the archive's other languages for English
-        (:mod:`agent.query_translation`)."""
-        if not query_translation.TRANSLATE or not asks_for_own_fact(user.content):
-            return []
-        if language_of(user.content) != "en":
-            return ["en"]
-        if not query_translation.FROM_ENGLISH:
-            return []
-        try:
-            return await self.agent.storage.run(
-                query_translation.other_languages, self.agent.store.archive
-            )
-        except Exception:  # recall helps an answer but is no precondition for one
-            log.warning("could not read which languages the archive holds", exc_info=True)
-            return []
-
-    async def _translate(self, text: str, language: str) -> str:
-        """The question in *language*, by the chat model ("" when it gives none usable)."""
-        parts: list[str] = []
-        try:
-            async for event in self.agent.model.chat(
-                query_translation.translation_prompt(text, language),
-                max_tokens=query_translation.MAX_TOKENS,
-                temperature=0.0,
-                stop=self.stop,
-            ):
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-        except Exception:  # recall helps an answer but is no precondition for one
-            log.warning("could not translate the question for recall", exc_info=True)
-            return ""
-        return query_translation.usable("".join(parts), language, text)
-
-    def _wants_recall(self, user: Message) -> bool:
-        return wants_recall(user.content, small_model=self.agent.config.small_model)
 
     def _recall_leaves_it_open(self, user: Message) -> bool:
         """Recall put nothing in the prompt, or (when switched on) only weak evidence."""
@@ -845,52 +769,6 @@ class _Turn:
             self.agent.store.archive.add_event(self.sid, user.time_ns, "recall", detail)
         except Exception:  # the block is still sent; only the record of it is missing
             log.warning("could not log the recall event", exc_info=True)
-
-    def _find_recall(self, user: Message, searched: str | None = None) -> RecallBlock:
-        """Storage thread: search, floor and block (the record of it: :meth:`_log_recall`).
-
-        *searched*: the text to search with instead of the message (its English
-        translation); the block's header still follows the message.  Recall
-        helps an answer but is no precondition for one: a failing search (a
-        damaged index, a missing embedder) leaves the block empty.
-        """
-        agent = self.agent
-        text = user.content if searched is None else searched
-        floor = agent.config.recall_floor
-        if searched is not None:
-            floor = query_translation.stricter(floor)
-        header, now = header_for(user.content), agent.store.clock()
-        window, step = agent.config.window_messages, agent.config.window_step
-        try:
-            block = find_block(
-                agent.store,
-                self.sid,
-                text,
-                window,
-                floor,
-                header=header,
-                now_ns=now,
-                window_step=step,
-            )
-            if searched is None:
-                block, self.worked = add_worked_out(
-                    agent.store,
-                    self.sid,
-                    text,
-                    block,
-                    window_messages=window,
-                    floor=floor,
-                    header=header,
-                    now_ns=now,
-                    window_step=step,
-                )
-            if searched is None and asks_about_own_past(user.content):
-                # after the worked-out lines: a name one of them holds was told
-                self.never_said = never_said(agent.store, text, block.items)
-        except Exception:
-            log.warning("proactive recall failed; answering without it", exc_info=True)
-            return RecallBlock()
-        return block
 
     def _search_found(self) -> bool:
         """This turn's history search found something: the "I don't know" exchange goes."""

@@ -39,11 +39,9 @@ the reverse).  Results: ``benchmarks/results/documents_floor.json``.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import benchlib
@@ -61,35 +59,15 @@ from agenvoy_desktop.rag.search import clean_query, hit_of
 
 DEEP = 10
 MAX_FALSE = 0.05
-RELATIVE = os.environ.get("AGENVOY_DOC_RELATIVE") == "1"
-"""``AGENVOY_DOC_RELATIVE=1``: a chunk's cosine minus the question's mean cosine over its
-collection.  e5's vectors share a large common direction (anything scores 0.7-0.8), so
-an absolute cosine says little; measured against the question's own typical similarity
-it might.  Results: ``documents_floor.relative[.e5].json``."""
-CENTRED = os.environ.get("AGENVOY_DOC_CENTRED", "")
-"""``AGENVOY_DOC_CENTRED=collection``: the cosine of question and chunk after the
-collection's mean chunk vector is taken from both (that common direction removed);
-``=questions``: the chunk is centred so, the question on the mean of the evidence
-questions' vectors (a stand-in for the mean of a user's own past questions, which the
-app could keep).  The centred cosine ranks the chunks as well as gating them.  Results:
-``documents_floor.centred[-questions][.e5].json``."""
-assert CENTRED in ("", "collection", "questions"), CENTRED
-QUESTION_MEAN: list[np.ndarray] = []
-"""``CENTRED == "questions"``: the mean question vector, set once the questions are embedded."""
-# e5's cosines sit higher than MiniLM's (unrelated text near 0.7-0.8), so its grid does too;
-# a relative cosine (below) sits near 0, a centred one lower than a raw one.
-if RELATIVE:
-    PASSAGE_FLOORS = [round(-0.02 + 0.005 * i, 3) for i in range(25)]  # -0.02 .. 0.10
-    AGREED_STEP, AGREED_LOWEST = 0.005, -0.03
-elif CENTRED:
-    PASSAGE_FLOORS = [round(0.10 + 0.025 * i, 3) for i in range(25)]  # 0.10 .. 0.70
-    AGREED_STEP, AGREED_LOWEST = 0.025, 0.05
-else:
-    PASSAGE_FLOORS = [
-        round((0.70 if benchlib.uses_e5() else 0.30) + 0.025 * i, 3) for i in range(17)
-    ]  # 0.30 .. 0.70 (e5: 0.70 .. 1.10)
-    AGREED_STEP = 0.025
-    AGREED_LOWEST = 0.65 if benchlib.uses_e5() else 0.15
+# e5's cosines sit higher than MiniLM's (unrelated text near 0.7-0.8), so its grid does too.
+# Two other scales were tried and dropped (RESULTS.md §15.6, "One other scale" and "Centred
+# cosines"): a chunk's cosine minus the question's mean over its collection, and cosines
+# centred on the collection's mean vector; the code that measured them is in git history.
+PASSAGE_FLOORS = [
+    round((0.70 if benchlib.uses_e5() else 0.30) + 0.025 * i, 3) for i in range(17)
+]  # 0.30 .. 0.70 (e5: 0.70 .. 1.10)
+AGREED_STEP = 0.025
+AGREED_LOWEST = 0.65 if benchlib.uses_e5() else 0.15
 KEYWORD_DEPTHS = (1, 3, 5, 7)
 CROSS_PER_COLLECTION = 20
 BEFORE = DocumentFloor(0.40, 0.28, 3, 2, agreed_first=False)
@@ -197,26 +175,6 @@ def embed_queries(texts: Iterable[str]) -> dict[str, np.ndarray]:
     return dict(zip(unique, vectors.astype(np.float32), strict=True))
 
 
-def centred_ranked(index: DocumentIndex, query: np.ndarray) -> list[tuple[int, float]]:
-    """The ``DEEP`` nearest chunks by centred cosine (:data:`CENTRED`), exactly."""
-    if index.folder not in CENTRES:
-        pairs = index._blobs(None)
-        raw = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in pairs])
-        mean = raw.mean(axis=0)
-        matrix = raw - mean
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
-        CENTRES[index.folder] = (np.array([r for r, _ in pairs]), matrix, mean)
-    rowids, matrix, mean = CENTRES[index.folder]
-    q = query - (QUESTION_MEAN[0] if QUESTION_MEAN else mean)
-    cosines = matrix @ (q / max(float(np.linalg.norm(q)), 1e-9))
-    top = np.argsort(-cosines)[:DEEP]
-    return [(int(rowids[i]), float(cosines[i])) for i in top]
-
-
-CENTRES: dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-"""Per collection folder: chunk row ids, their centred unit vectors, the mean vector."""
-
-
 def ask_one(
     index: DocumentIndex,
     note: dn.NoteSet,
@@ -228,15 +186,7 @@ def ask_one(
     query = query_text(text)
     if query is None:
         return Asked(text, kind, number, evidence, [], [], {}, {})
-    semantic = (
-        centred_ranked(index, vectors[query])
-        if CENTRED
-        else index.semantic_ranked(vectors[query], DEEP)
-    )
-    if RELATIVE and semantic:
-        every = [cosine for _, cosine in index.semantic_ranked(vectors[query], 1 << 30)]
-        typical = float(np.mean(every))
-        semantic = [(rowid, cosine - typical) for rowid, cosine in semantic]
+    semantic = index.semantic_ranked(vectors[query], DEEP)
     keyword = [rowid for rowid, _ in index.keyword_ranked(query, DEEP)]
     rows = index.chunk_rows(list(dict.fromkeys([*(r for r, _ in semantic), *keyword])))
     hits = {
@@ -265,9 +215,6 @@ def ask_all(
     paths, notes, build = cached_collections(convs, quick)
     todo = plans(convs)
     vectors = embed_queries(text for plan in todo for text, _, _ in plan.items)
-    if CENTRED == "questions":
-        evidence = {query_text(t) for p in todo for t, kind, _ in p.items if kind == "evidence"}
-        QUESTION_MEAN.append(np.mean([vectors[q] for q in evidence if q is not None], axis=0))
     asked: list[Asked] = []
     agree = checked = 0
     for plan, conv, note in zip(todo, convs, notes, strict=True):
@@ -458,11 +405,7 @@ def main() -> None:
         print(line("shipped", SHIPPED, fold["shipped_on_test"]))
         print(line("before", BEFORE, fold["before_on_test"]))
     benchlib.write_result(
-        "documents_floor.relative"
-        if RELATIVE
-        else "documents_floor.centred" + ("-questions" if CENTRED == "questions" else "")
-        if CENTRED
-        else "documents_floor",
+        "documents_floor",
         {
             "build": build,
             "asked": {k: sum(a.kind == k for a in asked) for k in KINDS},

@@ -252,11 +252,11 @@ def test_doctor(
 
 BAD_CALLS: list[tuple[str, list[str], str]] = [
     ("missing file", ["import", "{tmp}/absent.jsonl"], "no such file"),
-    ("folder", ["import", "{tmp}"], "folder"),
+    ("folder", ["import", "{tmp}"], "no chat export"),
     ("invalid json line", ["import", "{tmp}/bad.jsonl"], "bad.jsonl:2: invalid JSON"),
     ("binary file", ["import", "{tmp}/garbage.bin"], "binary"),
     ("invalid role", ["import", "{tmp}/role.jsonl"], "'role' must be one of"),
-    ("empty file", ["import", "{tmp}/empty.jsonl"], "no messages"),
+    ("empty file", ["import", "{tmp}/empty.jsonl"], "empty file"),
     ("bad session id", ["import", "{tmp}/good.jsonl", "--session", "../x"], "invalid session id"),
     ("bad session id 2", ["import", "{tmp}/good.jsonl", "--session", "a/b"], "invalid session id"),
     ("unknown search session", ["search", "x", "--session", "nope"], "no session 'nope'"),

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.core.errors import KnownError
+from agenvoy_desktop.core.import_keys import IMPORT_KEY, content_key
 from agenvoy_desktop.core.messages import (
     MAX_MESSAGE_BYTES,
     ROLES,
@@ -184,14 +186,24 @@ def raw_from_mapping(data: object, where: str, max_bytes: int = MAX_MESSAGE_BYTE
 
 
 def build_messages(raws: Iterable[RawMessage], fallback_ns: int) -> list[Message]:
-    """Settle ids and times; a message without a time takes its predecessor's."""
+    """Settle ids and times; a message without a time takes its predecessor's.
+
+    A message without an id of the file's gets a key from what the file says
+    of it (``core/import_keys.py``), so importing the file again adds nothing twice.
+    """
     items = list(raws)
     known = [r.time_ns for r in items if r.time_ns is not None]
     last = known[0] if known else fallback_ns
+    seen: Counter[tuple[str, str, int | None]] = Counter()
     out: list[Message] = []
     for raw in items:
         if raw.time_ns is not None:
             last = raw.time_ns
+        extra = dict(raw.extra)
+        if raw.ref is None and not isinstance(extra.get(IMPORT_KEY), str):
+            said = (raw.role, raw.content, raw.time_ns)
+            extra[IMPORT_KEY] = content_key(*said, seen[said])
+            seen[said] += 1
         out.append(
             Message(
                 id=raw.our_id or new_message_id(),
@@ -199,7 +211,7 @@ def build_messages(raws: Iterable[RawMessage], fallback_ns: int) -> list[Message
                 content=raw.content,
                 time_ns=last,
                 ref=raw.ref,
-                extra=dict(raw.extra),
+                extra=extra,
             )
         )
     return out
@@ -288,7 +300,15 @@ def read_import_file(
     (:func:`~agenvoy_desktop.core.messages.message_limit`), checked here so
     the error can name the line.
     """
-    text = _read_text(path)
+    return read_import_text(
+        path, _read_text(path), fallback_ns, max_message_bytes=max_message_bytes
+    )
+
+
+def read_import_text(
+    path: Path, text: str, fallback_ns: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> list[Message]:
+    """:func:`read_import_file` of a text already read (*path* names it in errors)."""
     if text.lstrip().startswith("["):
         raws = read_history_array(path, _array(path, text), max_message_bytes)
     elif (exported := _exported_messages(path, text)) is not None:

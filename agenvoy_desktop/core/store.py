@@ -37,6 +37,7 @@ from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.findings import Finding
 from agenvoy_desktop.core.history import HistoryFile, encode_history, quick_tail, take_window
 from agenvoy_desktop.core.history_stamps import STAMPS_FILE, HistoryStamps, Tail
+from agenvoy_desktop.core.import_keys import only_new
 from agenvoy_desktop.core.locks import StoreBusyError, StoreLocks
 from agenvoy_desktop.core.messages import Message, check_messages, message_limit, new_message_id
 from agenvoy_desktop.core.model_name import DEFAULT_MODEL_NAME
@@ -62,6 +63,17 @@ _WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.I
 """A session id, whole (always ``fullmatch``: ``$`` would accept a trailing newline)."""
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportCount:
+    """What one import did to one session: messages added, and those already there."""
+
+    session_id: str
+    added: int
+    already: int
+
+
 """``progress(done, total)``."""
 Cancelled = Callable[[], bool]
 T = TypeVar("T")
@@ -562,6 +574,25 @@ class MemoryStore:
         Everything is validated before the session is created, so a refused
         import leaves no empty session behind.
         """
+        return self.import_new(
+            messages, session_id, title=title, progress=progress, cancelled=cancelled
+        ).session_id
+
+    def import_new(
+        self,
+        messages: Sequence[Message],
+        session_id: str | None = None,
+        *,
+        title: str | None = None,
+        progress: Progress | None = None,
+        cancelled: Cancelled | None = None,
+    ) -> ImportCount:
+        """:meth:`import_messages`, adding only the messages the session does not hold yet.
+
+        A message is already there when one of the session's messages (history or
+        archive) is known by one of its keys (``core/import_keys.py``): importing a
+        file twice, or again after a killed import, adds nothing twice.
+        """
         check_messages(messages, message_limit(self.max_history_bytes))
         sid = check_session_id(session_id or new_message_id()[:12])
         # One lock for the whole import: a reset or remove runs before or after it, never
@@ -573,13 +604,17 @@ class MemoryStore:
                 self.create_session(title, sid)
             self.archive.ensure_session(sid, self.clock(), title)
             hist = self.history(sid)
-            hist.rewrite([*hist.messages, *messages])
-            self.archive.add_messages(sid, messages, self.clock())
-            self.maybe_compact(sid)
-            self.archive.add_event(sid, self.clock(), "import", {"messages": len(messages)})
+            held = [row.message for row in self.archive.messages(sid)]
+            fresh = only_new([*held, *hist.messages], messages)
+            if fresh:
+                hist.rewrite([*hist.messages, *fresh])
+                self.archive.add_messages(sid, fresh, self.clock())
+                self.maybe_compact(sid)
+                detail = {"messages": len(fresh), "already": len(messages) - len(fresh)}
+                self.archive.add_event(sid, self.clock(), "import", detail)
             if self.embedder is not None:
                 self.index_pending(sid, progress=progress, cancelled=cancelled)
-        return sid
+        return ImportCount(sid, len(fresh), len(messages) - len(fresh))
 
     def window(self, session_id: str, n: int, step: int = 0) -> list[Message]:
         """The last-N context window of a session; its start moves *step* at a time (0: each turn).

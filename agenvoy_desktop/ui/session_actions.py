@@ -22,9 +22,17 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.export import ExportFormat, suggested_filename
-from agenvoy_desktop.core.importers import read_import_file
+from agenvoy_desktop.core.importers import ImportFormatError
+from agenvoy_desktop.core.messages import message_limit
+from agenvoy_desktop.operations.bulk_import import (
+    ImportPlan,
+    ImportReport,
+    describe,
+    import_planned,
+    plan_import,
+)
 from agenvoy_desktop.operations.changes import Changed
-from agenvoy_desktop.operations.sessions import export_session, import_conversation
+from agenvoy_desktop.operations.sessions import export_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation
 from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
@@ -71,6 +79,8 @@ class SessionActions(QObject):
         self.choose_export_path: PathChooser = self._ask_export_path
         """Asks where to export (tests replace it; the default opens a file dialog)."""
         self._toast_for: dict[PendingOp, Toast] = {}
+        self._last_plan: ImportPlan | None = None
+        """What the running import read (its summary names the apps and what was skipped)."""
         self.pending.executed.connect(self._on_op_executed)
         self.pending.failed.connect(self._on_op_failed)
         self.pending.undone.connect(self._close_toast)
@@ -256,32 +266,46 @@ class SessionActions(QObject):
         dialog.open()
 
     def import_file(self, path: Path | None = None) -> Operation | None:
-        """Import JSON Lines or a history.json as a new session, with progress."""
+        """Import a chat history (another app's export, or ours), with progress.
+
+        Each conversation goes into a session of its own; what is already there is
+        not added again, so importing the same export twice is harmless.
+        """
         w = self.window
         if path is None:
-            dialog = QFileDialog(self._dialog_parent, "Import conversation")
+            dialog = QFileDialog(self._dialog_parent, "Import chat history")
             dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-            dialog.setNameFilter("Conversations (*.json *.jsonl);;All files (*)")
+            dialog.setNameFilter("Chat histories (*.json *.jsonl *.zip);;All files (*)")
             dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
             dialog.open()
             return None
         services = w.services
+        limit = message_limit(services.settings.memory.max_history_bytes)
 
-        async def work(op: Operation) -> Changed[str]:
-            messages = await asyncio.to_thread(read_import_file, path, services.clock())
-            op.report(0.0, f"{len(messages):,} messages read; indexing…")
+        async def work(op: Operation) -> Changed[ImportReport]:
+            plan = await asyncio.to_thread(
+                plan_import, [path], services.clock(), max_message_bytes=limit
+            )
+            if not plan.conversations:
+                raise ImportFormatError(
+                    plan.failed[0] if plan.failed else f"{path}: nothing to import"
+                )
+            self._last_plan = plan
+            op.report(0.0, f"{plan.message_count:,} messages read; importing…")
             return await services.storage.run(
-                import_conversation,
+                import_planned,
                 services.store,
-                messages,
-                title=path.stem,
+                plan,
                 progress=op.report_counts,
                 cancelled=op.is_cancelled,
             )
 
-        def done(sid: str | None) -> None:
-            if sid is not None:
-                w.select_session(sid)
+        def done(report: ImportReport | None) -> None:
+            if report is None or not report.counts:
+                return
+            w.select_session(report.counts[0].session_id)
+            if self._last_plan is not None:
+                w.show_status(f"Imported {describe(self._last_plan, report)}.", 15_000)
 
         return w.runner.run_change(
             work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"

@@ -54,7 +54,10 @@ def test_tool_traffic_and_content_parts(tmp_path: Path) -> None:
     call, tool, user = read_import_file(path, T0)
     assert call.content == ""
     assert call.is_tool_traffic
-    assert tool.extra == {"tool_call_id": "c", "name": "ls"}
+    assert {k: v for k, v in tool.extra.items() if k != "import_key"} == {
+        "tool_call_id": "c",
+        "name": "ls",
+    }
     assert tool.is_tool_traffic
     assert user.content == "a\nb"
     assert not user.is_tool_traffic

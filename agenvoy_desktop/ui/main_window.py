@@ -173,7 +173,11 @@ class MainWindow(QMainWindow):
         self.export_json_action = a(
             "Export as JSON…", lambda: acts.export_session(self._sid, "json")
         )
-        self.import_action = a("Import Conversation…", acts.import_file, "Ctrl+I")
+        self.import_action = a("Import Chat History…", acts.import_file, "Ctrl+I")
+        self.import_action.setToolTip(
+            "A ChatGPT, Claude, Open WebUI, LM Studio or Jan export, or our own; previewed first"
+        )
+        self.import_folder_action = a("Import Chat History Folder…", acts.import_folder)
         self.settings_action = a(
             "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences
         )
@@ -185,7 +189,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        file_menu.addActions([self.new_action, self.import_action])
+        file_menu.addActions([self.new_action, self.import_action, self.import_folder_action])
         export = file_menu.addMenu("Export")
         export.addActions([self.export_md_action, self.export_json_action])
         file_menu.addSeparator()

@@ -35,6 +35,7 @@ from agenvoy_desktop.operations.changes import Changed
 from agenvoy_desktop.operations.sessions import export_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation
 from agenvoy_desktop.ui.chat_panel import ChatPanel
+from agenvoy_desktop.ui.import_preview import ImportPreview
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
 from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
@@ -80,6 +81,8 @@ class SessionActions(QObject):
         """Asks where to export (tests replace it; the default opens a file dialog)."""
         self._toast_for: dict[PendingOp, Toast] = {}
         self._last_plan: ImportPlan | None = None
+        self.last_preview: ImportPreview | None = None
+        """The import preview shown last (tests press its buttons)."""
         """What the running import read (its summary names the apps and what was skipped)."""
         self.pending.executed.connect(self._on_op_executed)
         self.pending.failed.connect(self._on_op_failed)
@@ -268,21 +271,42 @@ class SessionActions(QObject):
     def import_file(self, path: Path | None = None) -> Operation | None:
         """Import a chat history (another app's export, or ours), with progress.
 
-        Each conversation goes into a session of its own; what is already there is
-        not added again, so importing the same export twice is harmless.
+        Without a *path*, a file dialog asks for one and the import is previewed
+        first (:meth:`preview_import`); with one, it is imported at once.  Each
+        conversation goes into a session of its own; what is already there is not
+        added again, so importing the same export twice is harmless.
         """
-        w = self.window
         if path is None:
-            dialog = QFileDialog(self._dialog_parent, "Import chat history")
-            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-            dialog.setNameFilter("Chat histories (*.json *.jsonl *.zip);;All files (*)")
-            dialog.fileSelected.connect(lambda chosen: self.import_file(Path(chosen)))
-            dialog.open()
+            self._ask_import_path(folder=False)
             return None
+        return self.import_plan(path, None)
+
+    def import_folder(self) -> None:
+        """Ask for a folder (Jan's data folder, LM Studio's conversations, an unzipped
+        export) and preview its import."""
+        self._ask_import_path(folder=True)
+
+    def _ask_import_path(self, *, folder: bool) -> None:
+        dialog = QFileDialog(self._dialog_parent, "Import chat history")
+        if folder:
+            dialog.setFileMode(QFileDialog.FileMode.Directory)
+        else:
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dialog.setNameFilter(
+                "Chat histories — ChatGPT, Claude, Open WebUI, LM Studio, Jan, Agenvoy "
+                "(*.json *.jsonl *.zip);;All files (*)"
+            )
+        dialog.fileSelected.connect(lambda chosen: self.preview_import(Path(chosen)))
+        dialog.open()
+
+    def preview_import(self, path: Path) -> Operation:
+        """Read *path* on a worker thread, then show what it holds; Import imports the
+        ticked conversations (``ui/import_preview.py``)."""
+        w = self.window
         services = w.services
         limit = message_limit(services.settings.memory.max_history_bytes)
 
-        async def work(op: Operation) -> Changed[ImportReport]:
+        async def work() -> tuple[ImportPlan, set[str]]:
             plan = await asyncio.to_thread(
                 plan_import, [path], services.clock(), max_message_bytes=limit
             )
@@ -290,12 +314,43 @@ class SessionActions(QObject):
                 raise ImportFormatError(
                     plan.failed[0] if plan.failed else f"{path}: nothing to import"
                 )
-            self._last_plan = plan
-            op.report(0.0, f"{plan.message_count:,} messages read; importing…")
+            existing = await services.storage.run(services.store.session_ids)
+            return plan, set(existing)
+
+        def show(found: tuple[ImportPlan, set[str]]) -> None:
+            plan, existing = found
+            preview = ImportPreview(plan, existing, self._dialog_parent)
+            preview.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            preview.accepted.connect(lambda: self.import_plan(path, preview.chosen()))
+            self.last_preview = preview
+            preview.open()
+
+        return w.runner.run(
+            work(), what=f"read {path.name}", on_success=show, progress=f"Reading {path.name}…"
+        )
+
+    def import_plan(self, path: Path, plan: ImportPlan | None) -> Operation:
+        """Import *plan* (read from *path* first when None), with progress; cancellable."""
+        w = self.window
+        services = w.services
+        limit = message_limit(services.settings.memory.max_history_bytes)
+
+        async def work(op: Operation) -> Changed[ImportReport]:
+            chosen = plan
+            if chosen is None:
+                chosen = await asyncio.to_thread(
+                    plan_import, [path], services.clock(), max_message_bytes=limit
+                )
+            if not chosen.conversations:
+                raise ImportFormatError(
+                    chosen.failed[0] if chosen.failed else f"{path}: nothing to import"
+                )
+            self._last_plan = chosen
+            op.report(0.0, f"{chosen.message_count:,} messages read; importing…")
             return await services.storage.run(
                 import_planned,
                 services.store,
-                plan,
+                chosen,
                 progress=op.report_counts,
                 cancelled=op.is_cancelled,
             )

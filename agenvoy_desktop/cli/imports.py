@@ -27,7 +27,12 @@ def register(add: AddCommand) -> None:
         "import chat histories (files, folders or zips from ChatGPT, Claude, Open WebUI, "
         "LM Studio, Jan, or our JSON Lines / history.json / export); prints each session id",
     )
-    imp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    imp.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    imp.add_argument(
+        "--find",
+        action="store_true",
+        help="list the chat histories other apps keep on this computer (only reads)",
+    )
     imp.add_argument("--session", help="session id for a single conversation (created or added to)")
     imp.add_argument("--title", help="title for a single conversation")
     imp.add_argument("--dry-run", action="store_true", help="show what would be imported")
@@ -38,6 +43,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     from agenvoy_desktop.core.messages import message_limit
     from agenvoy_desktop.operations.bulk_import import plan_import, run_import
 
+    if args.find:
+        return _print_found()
+    if not args.paths:
+        raise ImportFormatError("name a file, folder or zip to import (or --find)")
     settings = settings_of(args)
     # Everything is read and checked before the profile is opened: a bad file writes nothing.
     plan = plan_import(
@@ -83,3 +92,17 @@ def _print_plan(plan: ImportPlan) -> None:
         "messages (those already there are not added again)",
         file=sys.stderr,
     )
+
+
+def _print_found() -> int:
+    """``--find``: where other apps keep chat histories here, newest first."""
+    from agenvoy_desktop.core.import_formats.discover import find_histories
+
+    found = find_histories()
+    for place in found:
+        count = f"{place.conversations:,} conversations" if place.conversations else "export"
+        day = format_iso(place.modified_ns)[:10] if place.modified_ns else ""
+        print(f"{app_name(place.app):12s} {count:>20s}  {day}  {place.path}")
+    if not found:
+        print("no chat histories of LM Studio or Jan, and no ChatGPT or Claude export in Downloads")
+    return 0

@@ -1,5 +1,7 @@
 """What an import will bring in, shown before anything is written; the user picks which.
 
+Also the list of chat histories found on this computer (:class:`FoundHistories`).
+
 The plan (``operations/bulk_import.plan_import``) was read on a worker
 thread; this dialog only shows it: the app it came from, each conversation
 with its size and dates, whether it was imported before (then only what is
@@ -10,7 +12,7 @@ never ``exec()``; ``chosen()`` is the plan reduced to the ticked rows.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Set
+from collections.abc import Sequence, Set
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -25,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from agenvoy_desktop.core.import_formats.discover import FoundHistory
 from agenvoy_desktop.core.timeutil import format_iso
 from agenvoy_desktop.operations.bulk_import import ImportPlan, PlannedConversation, app_name
 
@@ -143,3 +146,59 @@ def _left_out(plan: ImportPlan) -> str:
         parts.append("Left out: " + "; ".join(f"{n:,} × {r}" for r, n in reasons.items()))
     parts += [f"Could not read {line}" for line in plan.failed]
     return "\n".join(parts)
+
+
+class FoundHistories(QDialog):
+    """Chat histories found on this computer (``core/import_formats/discover``); the one
+    chosen is handed to the preview.  Open it with ``open()``."""
+
+    def __init__(self, found: Sequence[FoundHistory], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.found = list(found)
+        self.setWindowTitle("Chat histories on this computer")
+        self.resize(640, 320)
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            "Found these. Pick one to see what it holds before anything is imported; "
+            "the other app's files are only read."
+            if found
+            else "No chat histories of LM Studio or Jan here, and no ChatGPT or Claude export "
+            "in Downloads. Export your history from the other app, then use "
+            "File → Import Chat History…"
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.list = QTreeWidget()
+        self.list.setRootIsDecorated(False)
+        self.list.setHeaderLabels(["App", "What", "Changed", "Where"])
+        for place in self.found:
+            what = f"{place.conversations:,} conversations" if place.conversations else "export"
+            day = format_iso(place.modified_ns)[:10] if place.modified_ns else ""
+            item = QTreeWidgetItem([app_name(place.app), what, day, str(place.path)])
+            item.setToolTip(3, str(place.path))
+            self.list.addTopLevelItem(item)
+        if (first := self.list.topLevelItem(0)) is not None:
+            self.list.setCurrentItem(first)
+        header = self.list.header()
+        for column in range(3):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.list.setVisible(bool(self.found))
+        if not self.found:
+            self.resize(520, 120)
+        self.list.itemDoubleClicked.connect(lambda *_: self.accept())
+        layout.addWidget(self.list, 1)
+        if not self.found:
+            layout.addStretch(1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        if self.found:
+            buttons.addButton("Preview Import…", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def chosen(self) -> FoundHistory | None:
+        """The selected place (None when nothing was found)."""
+        current = self.list.currentItem()
+        index = -1 if current is None else self.list.indexOfTopLevelItem(current)
+        return self.found[index] if 0 <= index < len(self.found) else None

@@ -178,6 +178,7 @@ class MainWindow(QMainWindow):
             "A ChatGPT, Claude, Open WebUI, LM Studio or Jan export, or our own; previewed first"
         )
         self.import_folder_action = a("Import Chat History Folder…", acts.import_folder)
+        self.find_histories_action = a("Find Chat Histories on This Computer…", acts.find_histories)
         self.settings_action = a(
             "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences
         )
@@ -189,7 +190,14 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
-        file_menu.addActions([self.new_action, self.import_action, self.import_folder_action])
+        file_menu.addActions(
+            [
+                self.new_action,
+                self.import_action,
+                self.import_folder_action,
+                self.find_histories_action,
+            ]
+        )
         export = file_menu.addMenu("Export")
         export.addActions([self.export_md_action, self.export_json_action])
         file_menu.addSeparator()

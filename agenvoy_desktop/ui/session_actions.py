@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.export import ExportFormat, suggested_filename
+from agenvoy_desktop.core.import_formats.discover import FoundHistory
+from agenvoy_desktop.core.import_formats.discover import find_histories as discover_histories
 from agenvoy_desktop.core.importers import ImportFormatError
 from agenvoy_desktop.core.messages import message_limit
 from agenvoy_desktop.operations.bulk_import import (
@@ -35,7 +37,7 @@ from agenvoy_desktop.operations.changes import Changed
 from agenvoy_desktop.operations.sessions import export_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner, ErrorStrip, Operation
 from agenvoy_desktop.ui.chat_panel import ChatPanel
-from agenvoy_desktop.ui.import_preview import ImportPreview
+from agenvoy_desktop.ui.import_preview import FoundHistories, ImportPreview
 from agenvoy_desktop.ui.pending_ops import UNDO_WINDOW_MS, OpKind, PendingOp, PendingOps
 from agenvoy_desktop.ui.session_settings_dialog import SessionSettingsDialog
 from agenvoy_desktop.ui.sessions_panel import SessionsPanel
@@ -83,6 +85,8 @@ class SessionActions(QObject):
         self._last_plan: ImportPlan | None = None
         self.last_preview: ImportPreview | None = None
         """The import preview shown last (tests press its buttons)."""
+        self.last_question: QMessageBox | None = None
+        self.last_found: FoundHistories | None = None
         """What the running import read (its summary names the apps and what was skipped)."""
         self.pending.executed.connect(self._on_op_executed)
         self.pending.failed.connect(self._on_op_failed)
@@ -285,6 +289,45 @@ class SessionActions(QObject):
         """Ask for a folder (Jan's data folder, LM Studio's conversations, an unzipped
         export) and preview its import."""
         self._ask_import_path(folder=True)
+
+    def find_histories(self) -> None:
+        """Ask first, then look where other apps keep chat histories (only reading), and
+        offer what was found; the one chosen is previewed (:meth:`preview_import`)."""
+        ask = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Find chat histories",
+            "Look for chat histories other apps keep on this computer?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self._dialog_parent,
+        )
+        ask.setInformativeText(
+            "LM Studio's and Jan's conversation folders, and ChatGPT or Claude data exports "
+            "in Downloads. Their files are only read: nothing is changed, copied or imported "
+            "until you choose to."
+        )
+        ask.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        ask.accepted.connect(self._look_for_histories)
+        self.last_question = ask
+        ask.open()
+
+    def _look_for_histories(self) -> Operation:
+        def show(found: list[FoundHistory]) -> None:
+            dialog = FoundHistories(found, self._dialog_parent)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.accepted.connect(lambda: self._preview_found(dialog.chosen()))
+            self.last_found = dialog
+            dialog.open()
+
+        return self.window.runner.run(
+            asyncio.to_thread(discover_histories),
+            what="look for chat histories",
+            on_success=show,
+            progress="Looking for chat histories…",
+        )
+
+    def _preview_found(self, place: FoundHistory | None) -> None:
+        if place is not None:
+            self.preview_import(place.path)
 
     def _ask_import_path(self, *, folder: bool) -> None:
         dialog = QFileDialog(self._dialog_parent, "Import chat history")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog
 from pytestqt.qtbot import QtBot
@@ -12,7 +13,7 @@ from pytestqt.qtbot import QtBot
 from agenvoy_desktop.operations.bulk_import import ImportPlan, PlannedConversation
 from agenvoy_desktop.ui.import_preview import ImportPreview
 from tests.conftest import SECOND, T0, conversation
-from tests.core.import_format_samples import gpt_branching
+from tests.core.import_format_samples import gpt_branching, lms_conversation
 from tests.scripted_chat import ScriptedChatModel
 from tests.ui.conftest import ServicesFactory, WindowFactory, wait_op
 
@@ -76,4 +77,37 @@ def test_a_preview_closed_with_cancel_writes_nothing(
     qtbot.waitUntil(preview.isVisible)
     preview.reject()
     assert preview.result() == QDialog.DialogCode.Rejected
+    assert services.storage.run_sync(services.store.session_ids) == []
+
+
+def test_find_asks_first_then_offers_what_it_found(
+    qtbot: QtBot,
+    make_window: WindowFactory,
+    make_services: ServicesFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = tmp_path / "home"
+    lms = home / ".lmstudio" / "conversations"
+    lms.mkdir(parents=True)
+    (lms / "1700000000000.conversation.json").write_text(json.dumps(lms_conversation()))
+    monkeypatch.setenv("HOME", str(home))
+    services = make_services(ScriptedChatModel([]))
+    window = make_window(services)
+    actions = window.session_actions
+    actions.find_histories()
+    question = actions.last_question
+    assert question is not None
+    qtbot.waitUntil(question.isVisible)
+    assert actions.last_found is None  # nothing is looked at before the answer
+    question.accept()
+    qtbot.waitUntil(lambda: actions.last_found is not None and actions.last_found.isVisible())
+    found = actions.last_found
+    assert found is not None
+    place = found.chosen()
+    assert place is not None
+    assert place.path == lms
+    found.accept()
+    qtbot.waitUntil(lambda: actions.last_preview is not None and actions.last_preview.isVisible())
+    assert "LM Studio" in actions.last_preview.summary.text()
     assert services.storage.run_sync(services.store.session_ids) == []

@@ -150,3 +150,29 @@ def test_cli_session_for_several_conversations_is_refused(
     )
     assert code == 1
     assert "--session names one session" in capsys.readouterr().err
+
+
+def test_everything_is_stored_before_the_embedding_and_a_cancel_keeps_it(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """Keyword search finds the last conversation while (or after) embedding stops."""
+    files = []
+    for number in range(3):
+        rows = [{"role": "user", "content": f"conversation {number}: my locker is {40 + number}"}]
+        rows += [{"role": "assistant", "content": f"Noted, locker {40 + number}."}]
+        files.append(_jsonl(tmp_path / f"chat{number}.jsonl", rows))
+    plan = plan_import(files, T0, max_message_bytes=LIMIT)
+    steps: list[tuple[int, int]] = []
+    report = run_import(
+        store,
+        plan,
+        progress=lambda done, total: steps.append((done, total)),
+        cancelled=lambda: bool(steps),
+    )
+    assert report.cancelled
+    assert report.added == 6  # every message stored
+    hits = store.archive.keyword_search("locker 42", limit=5)
+    assert any("42" in hit.message.content for hit, _score in hits)
+    vectors = sum(store.info(c.session_id).vectors for c in report.counts)
+    assert 0 < vectors < 6  # the embedding stopped; the next start makes the rest
+    assert steps[0][1] == 6

@@ -586,12 +586,15 @@ class MemoryStore:
         title: str | None = None,
         progress: Progress | None = None,
         cancelled: Cancelled | None = None,
+        embed: bool = True,
     ) -> ImportCount:
         """:meth:`import_messages`, adding only the messages the session does not hold yet.
 
         A message is already there when one of the session's messages (history or
         archive) is known by one of its keys (``core/import_keys.py``): importing a
-        file twice, or again after a killed import, adds nothing twice.
+        file twice, or again after a killed import, adds nothing twice.  ``embed=False``
+        leaves the vectors to a later :meth:`index_pending` (a bulk import stores every
+        conversation first, so all of it is searchable by keyword at once).
         """
         check_messages(messages, message_limit(self.max_history_bytes))
         sid = check_session_id(session_id or new_message_id()[:12])
@@ -612,7 +615,7 @@ class MemoryStore:
                 self.maybe_compact(sid)
                 detail = {"messages": len(fresh), "already": len(messages) - len(fresh)}
                 self.archive.add_event(sid, self.clock(), "import", detail)
-            if self.embedder is not None:
+            if embed and self.embedder is not None:
                 self.index_pending(sid, progress=progress, cancelled=cancelled)
         return ImportCount(sid, len(fresh), len(messages) - len(fresh))
 

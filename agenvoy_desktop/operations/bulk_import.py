@@ -40,7 +40,12 @@ from agenvoy_desktop.core.importers import (
     read_import_text,
 )
 from agenvoy_desktop.core.messages import Message, encoded_size
-from agenvoy_desktop.core.store import ImportCount, MemoryStore, check_session_id
+from agenvoy_desktop.core.store import (
+    ImportCount,
+    MemoryStore,
+    OperationCancelledError,
+    check_session_id,
+)
 from agenvoy_desktop.operations.changes import Changed, session_changes
 
 OURS = "agenvoy"
@@ -229,31 +234,38 @@ def run_import(
     progress: Progress | None = None,
     cancelled: Cancelled | None = None,
 ) -> ImportReport:
-    """Storage thread: import each planned conversation's new messages, embedding them."""
-    total = plan.message_count
-    done = 0
+    """Storage thread: store each planned conversation's new messages, then embed them.
+
+    Every conversation is stored first (history and archive: seconds even for
+    10,000 messages), so all of it can be found by keyword while the embedding
+    model works through it; *progress* counts the embedded messages.  A cancel
+    stops the embedding, never the storing: what was imported stays, and the
+    missing vectors are made at the next start (``agent/services`` tops them up).
+    """
     counts: list[ImportCount] = []
     for conv in plan.conversations:
         if cancelled is not None and cancelled():
             return ImportReport(counts, cancelled=True)
-        size = len(conv.messages)
-
-        def step(embedded: int, pending: int, base: int = done, size: int = size) -> None:
-            if progress is not None:
-                progress(base + size * embedded // max(pending, 1), total)
-
         counts.append(
-            store.import_new(
-                conv.messages,
-                conv.session_id,
-                title=conv.title,
-                progress=step,
-                cancelled=cancelled,
-            )
+            store.import_new(conv.messages, conv.session_id, title=conv.title, embed=False)
         )
-        done += size
-        if progress is not None:
-            progress(done, total)
+    if store.embedder is None:
+        return ImportReport(counts)
+    pending = {c.session_id: len(store.pending_vectors(c.session_id)) for c in counts}
+    total, done = sum(pending.values()), 0
+    for sid, todo in pending.items():
+        if not todo:
+            continue
+
+        def step(embedded: int, _todo: int, base: int = done) -> None:
+            if progress is not None:
+                progress(base + embedded, total)
+
+        try:
+            store.index_pending(sid, progress=step, cancelled=cancelled)
+        except OperationCancelledError:
+            return ImportReport(counts, cancelled=True)
+        done += todo
     return ImportReport(counts)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from agenvoy_desktop.agent.date_reasoning import age_phrase, local_date
 from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
+from agenvoy_desktop.language import languages
 
 FOCUS_CHARS = 300
 """About 75 tokens per remembered message: a fact and the sentence around it."""
@@ -152,6 +153,7 @@ def when(time_ns: int, now_ns: int | None, *, latest: bool = False) -> str:
 def values_in(text: str) -> frozenset[str]:
     """The numbers of *text*, number words and ordinals as digits ("fifth", "5th" → "5").
 
+    The number words are every language's (``numbers`` in the language files);
     "first" and "second" are left out: "at first", "first, I…" and "a second"
     are far more often prose than a count.
 
@@ -169,27 +171,19 @@ def values_in(text: str) -> frozenset[str]:
 
 
 _ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, words in enumerate(
-        (
-            "zero",
-            "one once",
-            "two twice",
-            "three thrice third",
-            "four fourth",
-            "five fifth",
-            "six sixth",
-            "seven seventh",
-            "eight eighth",
-            "nine ninth",
-            "ten tenth",
-            "eleven eleventh",
-            "twelve twelfth",
-        )
-    )
-    for word in words.split()
-}
+
+
+def _number_words() -> dict[str, str]:
+    """Every language's number words (``numbers`` in its file) as the digits they stand for."""
+    out: dict[str, str] = {}
+    for lang in languages():
+        for value, forms in enumerate(lang.words("numbers.words")):
+            for word in forms.split():
+                out.setdefault(normalize(word), str(value))
+    return out
+
+
+_NUMBER_WORDS = _number_words()
 
 
 def latest_ids(

@@ -93,6 +93,8 @@ SCHEMA: dict[str, Kind] = {
     "recall.advice_header": "text",
     # answers the agent words itself (agent/answer_check.py): "{words}", "{on}", "{day}",
     # "{source}" and "{text}" are filled in
+    # number words read as values (agent/recall_lines.py)
+    "numbers.words": "words",
     "reply.never_told_about": "text",
     "reply.never_told": "text",
     "reply.no_words": "text",

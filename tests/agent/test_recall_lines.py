@@ -107,3 +107,17 @@ def test_when_says_the_day_and_how_long_ago() -> None:
     assert when(T0, None) == "On 2023-11-14"
     assert when(T0, T0 + 3 * DAY) == "On 2023-11-14 (3 days ago)"
     assert when(T0, T0 + 60 * DAY, latest=True) == "On 2023-11-14 (1 month ago, the latest)"
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("We went three times, the third time alone.", {"3"}),
+        ("Ich gehe dreimal pro Woche ins Training.", {"3"}),
+        ("J'ai lu douze livres, le troisième deux fois.", {"12", "3", "2"}),
+        ("Ein Kaffee und eine Brezel.", set()),  # articles, not counts
+        ("Our flight is on Sept 5.", {"5"}),  # "sept" is no French seven here
+    ],
+)
+def test_number_words_come_from_every_language_file(text: str, values: set[str]) -> None:
+    assert values_in(text) == frozenset(values)

@@ -305,7 +305,9 @@ def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
         # "Can I take penicillin?" over "I'm allergic to penicillin": no
         expected = "yes" if expected == "no" else "no"
     said = answer_polarity(answer, terms)
-    if expected is None or said is None or said == expected:
+    if expected is None or said is None:
+        return OK
+    if said == expected and _body_polarity(question, answer, terms) in (None, expected):
         return OK
     word = "yes" if expected == "yes" else "no"
     return Verdict(
@@ -720,6 +722,26 @@ def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
                 return None  # "I don't know": no claim either way
             return "no" if _NEGATION.search(sentence) else "yes"
     return None
+
+
+def _body_polarity(question: str, answer: str, terms: Sequence[str]) -> Polarity | None:
+    """What an answer that opens with yes or no then says in words (None: it opens otherwise,
+    or says nothing more about the question's words).
+
+    "Did I quit smoking?" was answered "Yes, according to your statement, you did not quit
+    smoking.": right in its first word, wrong in its sentence.  A false alarm costs a second
+    try, then the line quoted with the right polarity.  For a question about an ending
+    ("Did I quit…?") the sentence answers it directly, so "quit" itself is no negation
+    there: "you quit" is yes, "you did not quit" no.
+    """
+    head = answer.strip()
+    opener = _ANSWER_YES.match(head) or _ANSWER_NO.match(head)
+    if opener is None or _CJK_START.match(head):
+        return None
+    rest = head[opener.end() :].lstrip(" ,.!;:—-")
+    if _REVERSES.search(question):
+        rest = _REVERSES.sub("", rest)
+    return answer_polarity(rest, terms) if rest.strip() else None
 
 
 # -- the fallback -------------------------------------------------------------------------------

@@ -274,21 +274,31 @@ def _read_text(path: Path) -> str:
         raise ImportFormatError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    if b"\x00" in raw[:4096]:
-        raise ImportFormatError(f"{path}: binary data, not JSON")
+    return decode_text(raw, str(path))
+
+
+def decode_text(data: bytes | bytearray, where: str) -> str:
+    """UTF-8 text (a BOM allowed); binary data and other encodings get one line."""
+    if b"\x00" in data[:4096]:
+        raise ImportFormatError(f"{where}: binary data, not JSON")
     try:
-        return raw.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ImportFormatError(f"{path}: not UTF-8 text") from None
+        raise ImportFormatError(f"{where}: not UTF-8 text") from None
 
 
-def _array(path: Path, text: str) -> object:
+def parse_json(text: str, where: str) -> object:
+    """Strict JSON (:func:`strict_loads`), failing with the file and line."""
     try:
         return strict_loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
+        raise ImportFormatError(f"{where}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
     except ImportFormatError as exc:
-        raise ImportFormatError(f"{path}: {exc}") from None
+        raise ImportFormatError(f"{where}: {exc}") from None
+
+
+def _array(path: Path, text: str) -> object:
+    return parse_json(text, str(path))
 
 
 def read_import_file(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.import_formats.bounded import decode_text, read_file
+from agenvoy_desktop.core.import_formats.bounded import read_file
 from agenvoy_desktop.core.import_formats.detect import read_source
 from agenvoy_desktop.core.import_formats.model import (
     ImportedConversation,
@@ -37,6 +37,7 @@ from agenvoy_desktop.core.importers import (
     ImportFormatError,
     RawMessage,
     build_messages,
+    decode_text,
     read_import_text,
 )
 from agenvoy_desktop.core.messages import Message, encoded_size

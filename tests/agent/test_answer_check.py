@@ -375,3 +375,23 @@ def test_a_time_taken_from_the_lines_other_sentence_is_caught() -> None:
     assert "6:00 pm" in wrong.fallback
     assert check(question, "You usually go to the gym at 6:00 pm.", [line]).ok
     assert check(question, "Usually at 6 pm.", [line]).ok
+
+
+def test_an_answer_that_says_yes_then_the_opposite_is_caught() -> None:
+    """Seen with the starter: right in its first word, wrong in its sentence."""
+    quit_line = Evidence("I quit smoking two years ago.", T0)
+    question = "Did I quit smoking?"
+    torn = check(
+        question, "Yes, according to your statement, you did not quit smoking.", [quit_line]
+    )
+    assert torn.problem == "contradicts"
+    assert torn.fallback.startswith("Yes.")
+    assert check(question, "Yes, you quit smoking two years ago.", [quit_line]).ok
+    assert check(question, "Yes.", [quit_line]).ok
+    assert check(
+        "Am I allergic to penicillin?", "Yes, you are allergic to penicillin.", [PENICILLIN]
+    ).ok
+    assert (
+        check("Am I allergic to penicillin?", "No, you are not.", [PENICILLIN]).problem
+        == "contradicts"
+    )

@@ -11,7 +11,6 @@ Failures are :class:`ImportFormatError` with one line naming the file.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import struct
@@ -22,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
 
 from agenvoy_desktop.core.import_formats.model import MIB, Limits
-from agenvoy_desktop.core.importers import ImportFormatError, strict_loads
+from agenvoy_desktop.core.importers import ImportFormatError
 
 _CHUNK = MIB
 
@@ -125,26 +124,6 @@ def read_file(path: Path, limits: Limits) -> bytearray:
             )
         except OSError as exc:
             raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def decode_text(data: bytes | bytearray, where: str) -> str:
-    """UTF-8 text (a BOM allowed); binary data and other encodings get one line."""
-    if b"\x00" in data[:4096]:
-        raise ImportFormatError(f"{where}: binary data, not JSON")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ImportFormatError(f"{where}: not UTF-8 text") from None
-
-
-def parse_json(text: str, where: str) -> object:
-    """Strict JSON (no NaN, bounded nesting), failing with the file and line."""
-    try:
-        return strict_loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"{where}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
-    except ImportFormatError as exc:
-        raise ImportFormatError(f"{where}: {exc}") from None
 
 
 # -- trees: a folder or a zip, read the same way -------------------------------------

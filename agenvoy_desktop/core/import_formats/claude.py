@@ -23,6 +23,7 @@ from agenvoy_desktop.core.import_formats.model import (
     collect,
     conversation,
     iso_to_ns,
+    read_messages,
     text_or_none,
 )
 
@@ -42,18 +43,9 @@ def read(data: object, where: str) -> tuple[list[ImportedConversation], list[Ski
 
 
 def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
-    messages: list[ImportedMessage] = []
-    skipped: list[Skip] = []
-    chat = item.get("chat_messages")
-    if not isinstance(chat, list):
-        skipped.append(Skip(where, "no 'chat_messages' list"))
-        chat = []
-    for number, raw in enumerate(chat, start=1):
-        found = _message(raw, f"{where}: message {number}")
-        if isinstance(found, Skip):
-            skipped.append(found)
-        else:
-            messages.append(found)
+    messages, skipped = read_messages(
+        item.get("chat_messages"), where, _message, "no 'chat_messages' list"
+    )
     return conversation(
         APP,
         source_id=text_or_none(item.get("uuid")),

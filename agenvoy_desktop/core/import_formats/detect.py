@@ -24,9 +24,7 @@ from agenvoy_desktop.core.import_formats.bounded import (
     ImportLimitError,
     Tree,
     ZipTree,
-    decode_text,
     is_zip,
-    parse_json,
     read_file,
     require_regular,
 )
@@ -36,7 +34,12 @@ from agenvoy_desktop.core.import_formats.model import (
     Limits,
     Skip,
 )
-from agenvoy_desktop.core.importers import ImportFormatError, strict_loads
+from agenvoy_desktop.core.importers import (
+    ImportFormatError,
+    decode_text,
+    parse_json,
+    strict_loads,
+)
 
 AGENVOY = "agenvoy"
 APPS = (chatgpt.APP, claude.APP, open_webui.APP, lm_studio.APP, jan.APP, AGENVOY)

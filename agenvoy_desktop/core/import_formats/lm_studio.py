@@ -26,6 +26,7 @@ from agenvoy_desktop.core.import_formats.model import (
     conversation,
     epoch_to_ns,
     known_role,
+    read_messages,
     text_or_none,
 )
 
@@ -55,17 +56,7 @@ def read(
 
 def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
     raws = item.get("messages")
-    messages: list[ImportedMessage] = []
-    skipped: list[Skip] = []
-    if not isinstance(raws, list):
-        skipped.append(Skip(where, "no 'messages' list"))
-        raws = []
-    for number, raw in enumerate(raws, start=1):
-        found = _message(raw, f"{where}: message {number}")
-        if isinstance(found, Skip):
-            skipped.append(found)
-        else:
-            messages.append(found)
+    messages, skipped = read_messages(raws, where, _message, "no 'messages' list")
     return conversation(
         APP,
         source_id=None,

@@ -240,3 +240,24 @@ def json_type(value: object) -> str:
     if isinstance(value, list):
         return "a list"
     return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def read_messages(
+    raws: object,
+    where: str,
+    read: Callable[[object, str], ImportedMessage | Skip],
+    missing: str,
+) -> tuple[list[ImportedMessage], list[Skip]]:
+    """Each of *raws* through *read* ("<where>: message N"), kept or skipped; a *raws*
+    that is no list, or an empty one, is one skip saying *missing*."""
+    messages: list[ImportedMessage] = []
+    skipped: list[Skip] = []
+    if not isinstance(raws, list) or not raws:
+        return messages, [Skip(where, missing)]
+    for number, raw in enumerate(raws, start=1):
+        found = read(raw, f"{where}: message {number}")
+        if isinstance(found, Skip):
+            skipped.append(found)
+        else:
+            messages.append(found)
+    return messages, skipped

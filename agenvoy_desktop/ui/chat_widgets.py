@@ -532,8 +532,29 @@ class ModelBanner(QFrame):
         self.label.setText(f"<b>{html.escape(message)}</b><br>{html.escape(fix)}")
 
 
+READING_CHARS = 80
+"""The widest a line of chat text gets, in average characters of the chat font.
+
+Lines of 150 characters (a 1920-pixel window) are hard to follow back to
+the next line's start; chat apps cap the column and centre it.
+"""
+COLUMN_MARGIN = 12
+"""The column's least margin on each side (a narrow window)."""
+BUBBLE_CHROME = 40
+"""What a bubble adds around its text: frame, padding, the view's own margin."""
+
+
+def reading_width(widget: QWidget) -> int:
+    """The widest the chat column gets for *widget*'s font (text plus bubble chrome)."""
+    return READING_CHARS * widget.fontMetrics().averageCharWidth() + BUBBLE_CHROME
+
+
 class ChatView(QScrollArea):
-    """A column of bubbles and chips that follows the newest unless scrolled away."""
+    """A column of bubbles and chips that follows the newest unless scrolled away.
+
+    The column is at most :func:`reading_width` wide and centred: the side
+    margins grow with the window instead of the lines.
+    """
 
     earlier_requested = Signal()
 
@@ -544,7 +565,7 @@ class ChatView(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self._content = QWidget()
         self._column = QVBoxLayout(self._content)
-        self._column.setContentsMargins(12, 8, 12, 8)
+        self._column.setContentsMargins(COLUMN_MARGIN, 8, COLUMN_MARGIN, 8)
         self._column.setSpacing(8)
         self.earlier_button = QPushButton("Show earlier messages")
         self.earlier_button.setFlat(True)
@@ -645,6 +666,24 @@ class ChatView(QScrollArea):
             if chip.call_id == call_id:
                 return chip
         return None
+
+    # -- the reading width ------------------------------------------------------------
+    def _fit_column(self) -> None:
+        """Side margins that keep the column within :func:`reading_width`, centred."""
+        spare = self.viewport().width() - reading_width(self)
+        side = max(COLUMN_MARGIN, spare // 2)
+        margins = self._column.contentsMargins()
+        if margins.left() != side or margins.right() != side:
+            self._column.setContentsMargins(side, margins.top(), side, margins.bottom())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        self._fit_column()
+        super().resizeEvent(event)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_column()
 
     # -- scrolling ------------------------------------------------------------------
     def scroll_to_bottom(self) -> None:

@@ -14,6 +14,13 @@ models after a separator, as "name · model · ctx · endpoint", and switch the
 same way (``endpoint:<name>``).  While the running model is on another
 machine a marker beside the combo says so — conversation text leaves this
 computer — and it goes away when a local model is chosen again.
+
+"More models" beside the combo says that a better model can be had and
+where: it finds GGUF files other apps downloaded, adds a file, or connects
+to a server.  The switcher only asks (its signals); the window has the
+Models tab do it, so there is one way each is done.  The combo shrinks with
+a narrow chat (or a large font) and elides its text at the end; the open
+list and the tooltip show the whole row.
 """
 
 from __future__ import annotations
@@ -22,15 +29,21 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
     QToolButton,
     QVBoxLayout,
     QWidget,
+    QWidgetAction,
 )
 
 from agenvoy_desktop.agent.services import AppServices
@@ -47,6 +60,25 @@ from agenvoy_desktop.ui.theme import apply_sheet, colors
 log = logging.getLogger(__name__)
 
 _MIB = 1024 * 1024
+BIGGER_MODEL_HINT = (
+    "A bigger model (3B to 8B parameters) follows questions better and uses what it "
+    "remembers more reliably; it needs more memory (about 2 to 6 GB) and answers more slowly."
+)
+"""What a bigger model changes, in one line (the More models menu and its tooltip)."""
+MORE_MODELS = (
+    ("find", "Find models on this computer…", "GGUF files LM Studio, GPT4All, Jan or Ollama got"),
+    ("add_file", "Add a GGUF file…", "Choose a .gguf file; it is used where it is, not copied"),
+    (
+        "connect",
+        "Connect to a server…",
+        "Ollama, LM Studio, llama.cpp server or any OpenAI-compatible API",
+    ),
+)
+"""The More models entries: (name, text, tooltip); the name is what :attr:`more_requested` says."""
+HINT_WIDTH_CHARS = 48
+"""The hint under the More models entries wraps at about this many characters."""
+COMBO_MIN_CHARS = 18
+"""The combo keeps at least this many characters of the model's row; the rest is elided."""
 
 
 def entry_choice(entry: CatalogueEntry) -> str:
@@ -131,11 +163,69 @@ def chat_choices(catalogue: ModelCatalogue, registry: EndpointRegistry) -> ChatC
     return ChatChoices(chat_entries(catalogue), registry.entries())
 
 
+class ElidingCombo(QComboBox):
+    """A combo that ends a row too long for its width with "…" instead of cutting it off.
+
+    Its width follows the longest row while there is room, and it may shrink
+    to :data:`COMBO_MIN_CHARS`; the open list is never narrower than its rows.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+        self.currentIndexChanged.connect(lambda _index: self.tip_current())
+
+    def tip_current(self) -> None:
+        """The whole row (which may be elided) and its note, when the pointer rests on it."""
+        index = self.currentIndex()
+        text = self.itemText(index) if index >= 0 else ""
+        note = self.itemData(index, Qt.ItemDataRole.ToolTipRole) if index >= 0 else None
+        extra = f"\n{note}" if isinstance(note, str) and note and note != text else ""
+        self.setToolTip(f"{text}{extra}" if text else "")
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        chars = self.fontMetrics().horizontalAdvance("x" * COMBO_MIN_CHARS)
+        return QSize(min(hint.width(), chars + 40), hint.height())
+
+    def showPopup(self) -> None:
+        view = self.view()
+        view.setMinimumWidth(
+            view.sizeHintForColumn(0) + view.verticalScrollBar().sizeHint().width()
+        )
+        super().showPopup()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.updateGeometry()
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        field = self.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox,
+            option,
+            QStyle.SubControl.SC_ComboBoxEditField,
+            self,
+        )
+        option.currentText = self.fontMetrics().elidedText(
+            option.currentText, Qt.TextElideMode.ElideRight, max(0, field.width() - 2)
+        )
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
+
+
 class ModelSwitcher(QWidget):
     """A compact combo of the chat models and endpoints, a Sampling… button, the remote marker."""
 
     switched = Signal(str)
     """The choice (``models.chat_model`` value) once its model is in use."""
+    more_requested = Signal(str)
+    """A More models entry was chosen: ``find``, ``add_file`` or ``connect`` (see
+    :data:`MORE_MODELS`); the window has the Models tab do it."""
 
     def __init__(self, services: AppServices, runner: AsyncRunner) -> None:
         super().__init__()
@@ -147,12 +237,16 @@ class ModelSwitcher(QWidget):
         """What each combo row stands for (None: the separator)."""
         self.pending: Operation | None = None
         """The switch in flight (None: none)."""
-        self.combo = QComboBox()
+        self.combo = ElidingCombo()
         self.combo.setObjectName("ModelCombo")
         self.combo.setAccessibleName("Chat model")
-        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.combo.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.combo.activated.connect(self._activated)
+        self.more_button = QToolButton()
+        self.more_button.setText("More models")
+        self.more_button.setToolTip(BIGGER_MODEL_HINT)
+        self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.more_menu = self._more_menu()
+        self.more_button.setMenu(self.more_menu)
         self.sampling_button = QToolButton()
         self.sampling_button.setText("Sampling…")
         self.sampling_button.setToolTip("Temperature, top-p, repetition guards of this model")
@@ -166,9 +260,10 @@ class ModelSwitcher(QWidget):
         self.status.setWordWrap(True)
         self.status.hide()
         row = QHBoxLayout()
-        row.addWidget(self.combo)
+        row.addWidget(self.combo, 1)
+        row.addWidget(self.more_button)
         row.addWidget(self.sampling_button)
-        row.addStretch(1)
+        row.addStretch(0)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 0)
         layout.setSpacing(2)
@@ -190,6 +285,28 @@ class ModelSwitcher(QWidget):
                 " border-radius: 4px; padding: 1px 6px; }"
             ),
         )
+
+    def _more_menu(self) -> QMenu:
+        """Where better models come from, and one line on what a bigger one changes."""
+        menu = QMenu(self.more_button)
+        menu.setToolTipsVisible(True)
+        for name, text, tip in MORE_MODELS:
+            action = menu.addAction(text)
+            action.setToolTip(tip)
+            action.setObjectName(name)
+            action.triggered.connect(lambda _=False, n=name: self.more_requested.emit(n))
+        menu.addSeparator()
+        label = QLabel(BIGGER_MODEL_HINT)
+        label.setObjectName("BiggerModelHint")
+        label.setWordWrap(True)
+        label.setFixedWidth(HINT_WIDTH_CHARS * label.fontMetrics().averageCharWidth())
+        label.setContentsMargins(8, 4, 8, 4)
+        label.setEnabled(False)  # read, not chosen: drawn muted like a disabled entry
+        hint = QWidgetAction(menu)
+        hint.setDefaultWidget(label)
+        hint.setObjectName("hint")
+        menu.addAction(hint)
+        return menu
 
     # -- the list ---------------------------------------------------------------------------
     def refresh(self) -> Operation:
@@ -228,6 +345,7 @@ class ModelSwitcher(QWidget):
             self._select_running()
         finally:
             self.combo.blockSignals(False)
+        self.combo.tip_current()
         self.combo.setEnabled(self.pending is None and bool(self.entries or self.endpoints))
         self.sampling_button.setEnabled(self.services.chat_model is not None)
         self._show_marker()

@@ -55,11 +55,23 @@ KNOBS = (
     Knob("repeat_last_n", "Penalty window", "Recent tokens the repeat penalty looks at.", 16, 0),
     Knob(
         "dry_multiplier",
-        "DRY strength",
-        "Stops a sentence or paragraph from being written again (0: off).",
+        "Repeated-passage penalty",
+        "Stops a sentence or paragraph from being written again (0: off). "
+        "llama.cpp calls it DRY (“don’t repeat yourself”) strength.",
     ),
-    Knob("dry_base", "DRY growth", "How fast the DRY penalty grows with the repeated run."),
-    Knob("dry_allowed_length", "DRY free run", "Repeated words allowed before DRY acts.", 1, 0),
+    Knob(
+        "dry_base",
+        "Repeated-passage penalty growth",
+        "How fast the repeated-passage penalty grows with each further repeated word (DRY base).",
+    ),
+    Knob(
+        "dry_allowed_length",
+        "Repeats allowed",
+        "How many words may repeat an earlier passage before the penalty starts "
+        "(DRY allowed length).",
+        1,
+        0,
+    ),
     Knob("seed", "Seed", "-1: a fresh random draw each answer; else repeatable answers.", 1, 0),
 )
 
@@ -78,7 +90,10 @@ class SamplingDialog(QDialog):
         for knob in KNOBS:
             spin = self._spin(knob)
             self.spins[knob.field] = spin
-            form.addRow(knob.label, spin)
+            label = QLabel(knob.label)
+            label.setToolTip(knob.help)  # the label explains itself, not only the box
+            label.setBuddy(spin)
+            form.addRow(label, spin)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         buttons = QDialogButtonBox(

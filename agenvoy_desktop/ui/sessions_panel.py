@@ -27,7 +27,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QKeySequence, QPainter, QPalette
+from PySide6.QtGui import QAction, QFontMetrics, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -71,6 +71,19 @@ FETCH_AHEAD_ROWS = 10
 """The next page is asked for when the view is this many rows from the end of the loaded ones."""
 
 
+def fit_subtitle(metrics: QFontMetrics, text: str, width: int) -> str:
+    """*text* ("activity · messages · size") in *width*: whole parts dropped from the end first.
+
+    "13:20 · 6 m…" said less than "13:20 · 6 messages": a narrow list (a
+    large font) now loses the size, then the count, and elides only what is
+    left.  The tooltip keeps the whole line.
+    """
+    parts = text.split(" · ")
+    while len(parts) > 1 and metrics.horizontalAdvance(" · ".join(parts)) > width:
+        parts.pop()
+    return metrics.elidedText(" · ".join(parts), Qt.TextElideMode.ElideRight, width)
+
+
 class SessionDelegate(QStyledItemDelegate):
     """Two lines per session: the title, then activity · messages · size."""
 
@@ -104,7 +117,7 @@ class SessionDelegate(QStyledItemDelegate):
         muted = palette.color(text_role) if selected else colors(palette).muted
         painter.setPen(muted)
         sub = str(index.data(SessionListModel.SubtitleRole))
-        sub = painter.fontMetrics().elidedText(sub, Qt.TextElideMode.ElideRight, rect.width())
+        sub = fit_subtitle(painter.fontMetrics(), sub, rect.width())
         painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom, sub)
         painter.restore()
 

@@ -55,9 +55,27 @@ PROMPT_ROOM = 256
 STARTER_LABEL = "Starter model (Qwen2.5-Coder 0.5B)"
 EMBEDDING_LABEL = "Prepared all-MiniLM-L6-v2"
 RESTART_NOTE = (
-    "The chat model, embedding model, threads, context size and GPU layers are used the "
-    "next time a model is loaded: restart the app to use them now."
+    "The chat model, embedding model, threads, context size and layers on the GPU are used "
+    "the next time a model is loaded: restart the app to use them now."
 )
+GPU_HELP = (
+    "How much of the chat model runs on the graphics card (faster) instead of the "
+    "processor. Automatic: as many layers as fit in its free memory; 0: none."
+)
+CPU_ONLY_HELP = (
+    "This build runs on the CPU only: its llama.cpp has no GPU support, so there are no "
+    "layers to move to a graphics card."
+)
+
+
+def gpu_offload_available() -> bool:
+    """Whether this llama.cpp can put model layers on a GPU (False where it cannot be asked)."""
+    try:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except (ImportError, OSError, AttributeError):
+        return False
 
 
 @dataclass(slots=True)
@@ -240,6 +258,10 @@ class ModelPicker(QWidget):
             self.set_value(path)
 
 
+CHARS_WIDE = 92
+"""The dialog's minimum width in average characters of its font."""
+
+
 class SettingsDialog(QDialog):
     """Edit ``services.settings``; OK validates, saves and applies."""
 
@@ -247,7 +269,8 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.services = services
         self.setWindowTitle("Settings")
-        self.setMinimumWidth(620)
+        # 620 px at 10 pt, wider with the text: check boxes do not wrap (13-16 pt cut them)
+        self.setMinimumWidth(max(620, self.fontMetrics().averageCharWidth() * CHARS_WIDE))
         models = catalogue_models(services)
         self._known = {name for name, _, _ in models}
         offered = [(name, role) for name, role, default in models if not default]
@@ -346,7 +369,7 @@ class SettingsDialog(QDialog):
         self.temperature_spin.setSingleStep(0.05)
         self.gpu_spin = QSpinBox()
         self.gpu_spin.setRange(-1, 999)
-        self.gpu_spin.setSpecialValueText("All layers")
+        self.gpu_spin.setSpecialValueText("Automatic")
         form = QFormLayout()
         form.addRow("Chat model:", self.chat_picker)
         _add_row(
@@ -370,7 +393,9 @@ class SettingsDialog(QDialog):
             self.temperature_spin,
             "Lower answers are more focused, higher ones more varied.",
         )
-        _add_row(form, "GPU layers:", self.gpu_spin, "0 runs on the CPU only.")
+        offload = gpu_offload_available()
+        self.gpu_spin.setEnabled(offload)  # the value is kept either way
+        _add_row(form, "Layers on the GPU:", self.gpu_spin, GPU_HELP if offload else CPU_ONLY_HELP)
         self.load_at_start_check = QCheckBox("Load the chat model when the app starts")
         _add_row(
             form,

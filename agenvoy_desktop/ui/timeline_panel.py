@@ -27,7 +27,6 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QAction, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
@@ -42,6 +41,7 @@ from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.timeline import KIND_LABELS, KINDS, TimelineEvent, load_timeline
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
+from agenvoy_desktop.ui.flow_layout import FlowLayout, flow_row
 
 REFRESH_DELAY_MS = 300
 NARROW_PX = 420
@@ -155,7 +155,7 @@ class TimelinePanel(QWidget):
         if event.type() == QEvent.Type.FontChange:
             _fit_to_font(self.view)
 
-    def _build_filters(self) -> QHBoxLayout:
+    def _build_filters(self) -> FlowLayout:
         """A menu of kinds (one checkable entry each, with counts) and a summary line."""
         self.kind_menu = QMenu(self)
         self.filters: dict[str, QAction] = {}
@@ -172,10 +172,9 @@ class TimelinePanel(QWidget):
         self.filter_button.setMenu(self.kind_menu)
         self.filter_button.setToolTip("Choose which kinds of events are listed")
         self.summary_label = QLabel()
-        row = QHBoxLayout()
+        # wraps: at a large font the count went under the panel's edge beside the button
+        row = flow_row(self.filter_button, self.summary_label)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.filter_button)
-        row.addWidget(self.summary_label, 1)
         return row
 
     def _build_view(self) -> QTableView:

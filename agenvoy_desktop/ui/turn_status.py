@@ -6,16 +6,23 @@ memory…", "Thinking…", "Reading notes.md…", "Writing…".  When the answer
 in, it turns into the answer's speed and time, with the details (prompt
 tokens, model, tool calls, rounds) in its tooltip.
 
+A phase that lasts (a small computer reading a long prompt takes 20 s)
+counts its seconds — "Thinking… 12 s" — so a slow turn is seen to be
+working, and its tooltip says what the model is doing meanwhile.  The
+engine does not report how far it has read the prompt, so no percentage.
+
 The phrases are plain functions of the turn's events, so they are tested
 without a window.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QWidget
 
 from agenvoy_desktop.agent.turn import TurnResult
@@ -28,6 +35,21 @@ PHASES = {
     "writing": "Writing…",
     "checking": "Checking the answer against your memory…",
 }
+PHASE_TIPS = {
+    "thinking": (
+        "The model reads what it is sent before it writes: your message, what it recalled "
+        "from memory and the conversation so far. A long prompt on a small computer can "
+        "take 20 seconds or more; later turns reuse what it has read."
+    ),
+    "loading": "The chat model is read from disk into memory; this happens once per start.",
+    "recall": "Your earlier conversations and documents are searched for what matters here.",
+    "checking": "The answer is compared with what you told it before it is shown for good.",
+}
+"""What each phase's tooltip explains."""
+COUNT_AFTER_S = 3
+"""A phase shown this long starts counting its seconds."""
+UNCOUNTED = frozenset({"Writing…"})
+"""Phrases that never count: the streaming answer shows that it is working."""
 DETAIL_CHARS = 40
 
 
@@ -92,6 +114,11 @@ def phase_text(phase: str, detail: str = "") -> str:
     return PHASES.get(phase, "")
 
 
+def phase_tip(phase: str) -> str:
+    """The tooltip of a phase's line ('' where the phrase says it all)."""
+    return PHASE_TIPS.get(phase, "")
+
+
 def done_text(result: TurnResult) -> str:
     """The line once the answer is in: speed (tokens/s) and time spent writing it."""
     if result.interrupted:
@@ -152,26 +179,50 @@ class TurnStatusLine(WrappingLabel):
         self.setObjectName("TurnStatus")
         self.phases: list[str] = []
         """Every line shown during the current turn, in order (for tests and logs)."""
+        self.clock: Callable[[], float] = time.monotonic
+        self._since = 0.0
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self.tick)
         self.hide()
 
     def begin(self) -> None:
         """A new turn: forget the last one's lines."""
         self.phases = []
+        self._ticker.stop()
         self.setToolTip("")
         self.setText("")
         self.hide()
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, tip: str = "") -> None:
+        """Show a phase's phrase; it counts its seconds while it lasts (see the module)."""
         if not text:
             return
         if not self.phases or self.phases[-1] != text:
             self.phases.append(text)
+            self._since = self.clock()
         self.setText(text)
+        self.setToolTip(tip)
         self.show()
+        if text in UNCOUNTED:
+            self._ticker.stop()
+        elif not self._ticker.isActive():
+            self._ticker.start()
+
+    def tick(self) -> None:
+        """Add the seconds the current phase has lasted, once it lasted a while."""
+        if not self.phases or self.isHidden():  # the turn's conversation is not shown
+            self._ticker.stop()
+            return
+        waited = int(self.clock() - self._since)
+        if waited >= COUNT_AFTER_S:
+            self.setText(f"{self.phases[-1]} {waited} s")
 
     def finish(self, result: TurnResult, model_name: str) -> None:
         self.say(done_text(result))
+        self._ticker.stop()
         self.setToolTip(done_details(result, model_name))
 
     def fail(self, text: str) -> None:
         self.say(text)
+        self._ticker.stop()

@@ -28,7 +28,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QHBoxLayout,
+    QFrame,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMessageBox,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -54,6 +55,7 @@ from agenvoy_desktop.rag.search import DOC_MODES, DocumentHit
 from agenvoy_desktop.rag.worker import IndexJob, JobOutcome
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.document_viewer import CitationOpener
+from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.collection_dialog import CollectionDialog, CollectionValues
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
@@ -102,6 +104,21 @@ class Overview:
     problem: str | None
 
 
+def _scrolling(page: QWidget) -> QScrollArea:
+    """*page* in a scroll area, so that it is never squeezed below its minimum.
+
+    A short side panel at a large font (900 × 600, 16 pt) squeezed the
+    page's wrapped explanations to a few lines with the rest cut off; now
+    the page keeps its height and scrolls.
+    """
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(page)
+    scroll.viewport().setAutoFillBackground(False)  # the tab's own background, as before
+    return scroll
+
+
 class DocumentsTab(InspectorTab):
     """See the module docstring."""
 
@@ -148,13 +165,14 @@ class DocumentsTab(InspectorTab):
         page = QWidget()
         text = QLabel(OFF_TEXT)
         text.setWordWrap(True)
-        self.enable_button = QPushButton("Turn on document collections")
+        self.enable_button = QPushButton("Turn on")  # the text above says what
+        self.enable_button.setToolTip("Turn on document collections")
         self.enable_button.clicked.connect(self.enable)
         layout = QVBoxLayout(page)
         layout.addWidget(text)
         layout.addWidget(self.enable_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addStretch(1)
-        return page
+        return _scrolling(page)
 
     def _on_page(self) -> QWidget:
         page = QWidget()
@@ -178,11 +196,14 @@ class DocumentsTab(InspectorTab):
         self.remove_button = QPushButton("Remove…")
         self.remove_button.setToolTip("Forget the collection and its index (your files stay)")
         self.remove_button.clicked.connect(self.ask_remove)
-        buttons = QHBoxLayout()
-        for button in (self.add_button, self.edit_button, self.index_button, self.cancel_button):
-            buttons.addWidget(button)
-        buttons.addStretch(1)
-        buttons.addWidget(self.remove_button)
+        # wraps in a narrow panel or at a large font instead of cutting "Re-index"
+        buttons = flow_row(
+            self.add_button,
+            self.edit_button,
+            self.index_button,
+            self.cancel_button,
+            self.remove_button,
+        )
         self.empty_label = QLabel(
             "No collections yet. Choose Add… to pick folders of notes, documents or code."
         )
@@ -203,7 +224,10 @@ class DocumentsTab(InspectorTab):
         layout.addWidget(self.problem_label)
         layout.addWidget(self.empty_label)
         layout.addWidget(self.details, 1)
-        return page
+        # Takes the height the hidden details leave (no collection yet) so the rows above
+        # stay together at the top; with the details shown their stretch wins.
+        layout.addStretch(0)
+        return _scrolling(page)
 
     def _files_page(self) -> QWidget:
         self.files = QTreeWidget()
@@ -245,10 +269,7 @@ class DocumentsTab(InspectorTab):
         self.mode_combo.currentIndexChanged.connect(lambda _i: self._research())
         go = QPushButton("Search")
         go.clicked.connect(self.search)
-        row = QHBoxLayout()
-        row.addWidget(self.query_edit, 1)
-        row.addWidget(self.mode_combo)
-        row.addWidget(go)
+        row = flow_row(self.query_edit, self.mode_combo, go)  # wraps in a narrow panel
         self.search_label = QLabel()
         self.search_label.setWordWrap(True)
         self.results = QTextBrowser()

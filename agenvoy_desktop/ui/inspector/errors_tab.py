@@ -15,13 +15,14 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -62,6 +64,13 @@ RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
 CELL_CHARS = 90
 OUTCOME_COLOURS = {"resolved": "#2e7d32", "failed": "#c62828", "abandoned": "#8d6e63"}
 ALL = "__all__"
+EMPTY_NOTE = "Tools that failed before, and what worked instead — kept 90 days. Nothing yet."
+"""What the empty table says: what error memory is, in plain words."""
+STRETCHED = (1, 2)
+"""The Symptom and Action columns: they take the width the others leave."""
+FOLDING = ((6, 110), (5, 95), (4, 75))
+"""Columns hidden when the table is narrower than so many average characters: Hits, then
+Expires, then Created (the detail pane below shows them); the rest stay readable."""
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -329,12 +338,16 @@ class ErrorsTab(InspectorTab):
         header = self.table.horizontalHeader()
         for column in range(len(COLUMNS)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        for column in STRETCHED:
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        self._fit_header()
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
 
         self.count_label = QLabel()
         self.status = StatusLine()
+        self.empty_note = QLabel(EMPTY_NOTE)
+        self.empty_note.setWordWrap(True)
+        self.empty_note.hide()
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)
         splitter.addWidget(self._detail_pane())
@@ -344,8 +357,38 @@ class ErrorsTab(InspectorTab):
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.status)
+        layout.addWidget(self.empty_note)
         layout.addWidget(splitter, 1)
         layout.addWidget(self.count_label)
+
+    def _fit_header(self) -> None:
+        """Stretched columns never narrower than their titles; the table scrolls sideways instead.
+
+        Without a minimum the fitted columns (dates, outcome) took a narrow
+        panel's whole width and squeezed Symptom and Action to a few pixels
+        with a cut title.  Measured again when the font size changes.
+        """
+        header = self.table.horizontalHeader()
+        metrics = header.fontMetrics()
+        margin = 2 * header.style().pixelMetric(header.style().PixelMetric.PM_HeaderMargin)
+        widest = max(metrics.horizontalAdvance(COLUMNS[c]) for c in STRETCHED)
+        header.setMinimumSectionSize(widest + margin + metrics.averageCharWidth() * 2)
+
+    def _fold_columns(self) -> None:
+        """Hide the dates and the hit count in a narrow panel instead of scrolling sideways."""
+        chars = self.width() / max(1, self.table.fontMetrics().averageCharWidth())
+        for column, needed in FOLDING:
+            self.table.setColumnHidden(column, chars < needed)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_header()
+            self._fold_columns()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fold_columns()
 
     def _detail_pane(self) -> QWidget:
         self.detail = QLabel()
@@ -376,7 +419,11 @@ class ErrorsTab(InspectorTab):
         column = QVBoxLayout(pane)
         column.setContentsMargins(0, 6, 0, 0)
         column.addLayout(actions)
-        column.addWidget(self.detail, 1)
+        scroll = QScrollArea()  # a long record scrolls; at 900 x 600 the pane is short
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.detail)
+        column.addWidget(scroll, 1)
         return pane
 
     # -- public ----------------------------------------------------------------------------
@@ -447,6 +494,7 @@ class ErrorsTab(InspectorTab):
         )
         self._select_after = None
         self.model.set_records(records, now)
+        self.empty_note.setVisible(not records)
         self._fill_tool_filter(sorted({r.tool for r in records}))
         self.apply_filters()
         if keep is None or not self.select_record(keep):

@@ -379,7 +379,7 @@ class ModelsTab(InspectorTab):
         self.use_embedding_button.clicked.connect(lambda: self.choose_selected("embedding"))
         add_button = QPushButton("Add file…")
         add_button.setToolTip("Add a GGUF model file (it stays where it is)")
-        add_button.clicked.connect(self._browse)
+        add_button.clicked.connect(self.add_model_file)
         self._use_buttons = use = QBoxLayout(QBoxLayout.Direction.LeftToRight)
         use.addWidget(self.use_chat_button)
         use.addWidget(self.use_embedding_button)
@@ -688,7 +688,7 @@ class ModelsTab(InspectorTab):
             what="unload the chat model",
         )
 
-    def _browse(self) -> None:
+    def add_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
             self, "Add a GGUF model", "", "GGUF models (*.gguf);;All files (*)"
         )

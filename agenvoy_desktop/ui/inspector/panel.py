@@ -14,16 +14,33 @@ inside themselves, so the Summary, Context, Recall and Error memory tabs fit
 down to :data:`MIN_TAB_WIDTH`; below that each sits in a scroll area and
 scrolls sideways instead of squeezing into slivers.  The Models and
 Documents tabs reflow themselves.
+
+The tab names are buttons in a row that wraps (:class:`TabStrip`) rather
+than a :class:`~PySide6.QtWidgets.QTabBar`: six names do not fit one line
+of a 240-pixel panel at a large font, and a tab bar then hides the last
+ones behind scroll arrows.  The row breaks onto a second line instead, so
+every tab is always one click away.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QScrollArea,
+    QSizePolicy,
+    QSpacerItem,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.operations.changes import MemoryChanges, summary_changes
 from agenvoy_desktop.ui.async_runner import AsyncRunner
+from agenvoy_desktop.ui.flow_layout import FlowLayout
 from agenvoy_desktop.ui.inspector.common import InspectorTab
 from agenvoy_desktop.ui.inspector.context_tab import ContextTab
 from agenvoy_desktop.ui.inspector.documents_tab import DocumentsTab
@@ -32,7 +49,7 @@ from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
 
-MIN_TAB_WIDTH = 260
+MIN_TAB_WIDTH = 250
 """Below this width the Summary, Context, Recall and Error memory tabs scroll sideways
 (340 before their rows wrapped: the side panel of a 1280-pixel screen scrolled)."""
 REFLOWING = ("models", "documents")
@@ -43,17 +60,71 @@ def _page(tab: QWidget, name: str) -> QWidget:
     """What the tab widget shows for *tab*: itself, or a scroll area around it."""
     if name in REFLOWING:
         return tab
-    tab.setMinimumWidth(MIN_TAB_WIDTH)
+    # The floor is a spacer, not a minimum width on the tab: a fixed minimum
+    # would also cap it, and at a large font a control wider than the floor
+    # (a check box's text) was cut instead of scrolling.
+    holder = QWidget()
+    column = QVBoxLayout(holder)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(0)
+    column.addSpacerItem(QSpacerItem(MIN_TAB_WIDTH, 0, QSizePolicy.Policy.Fixed))
+    column.addWidget(tab, 1)
     scroll = QScrollArea()
     scroll.setWidgetResizable(True)
     scroll.setFrameShape(QFrame.Shape.NoFrame)
     scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    scroll.setWidget(tab)
+    scroll.setWidget(holder)
     return scroll
 
 
-class InspectorPanel(QTabWidget):
+class TabStrip(QWidget):
+    """A wrapping row of exclusive buttons, one per page: tabs that never scroll."""
+
+    clicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InspectorTabs")
+        self.row = FlowLayout(self, spacing=2)
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.group = QButtonGroup(self)
+        self.group.setExclusive(True)
+        self.group.idClicked.connect(self.clicked)
+
+    def add(self, text: str, tip: str) -> None:
+        button = QToolButton()
+        button.setObjectName("InspectorTabButton")
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setCheckable(True)
+        button.setAutoRaise(True)
+        self.group.addButton(button, len(self.group.buttons()))
+        self.row.addWidget(button)
+
+    def button(self, index: int) -> QToolButton:
+        button = self.group.button(index)
+        assert isinstance(button, QToolButton)
+        return button
+
+    def select(self, index: int) -> None:
+        self.button(index).setChecked(True)
+
+
+TABS = (
+    ("summary", "Summary", "The rolling summary of older messages"),
+    ("context", "Context", "Exactly what the model receives next turn"),
+    ("recall", "Recall", "Search the memory as the assistant does"),
+    ("errors", "Errors", "Error memory: what the assistant learned from failed tool calls"),
+    ("models", "Models", "The models in use and available"),
+    ("documents", "Documents", "Your document collections: files, chunks and search"),
+)
+"""Each tab's name, label and tooltip, in order."""
+
+
+class InspectorPanel(QWidget):
     """The tabs, the current session, and which tabs need a reload."""
+
+    currentChanged = Signal(int)
 
     message_activated = Signal(str)
     """A message id the chat should scroll to (a recall hit, a summary pass)."""
@@ -79,16 +150,20 @@ class InspectorPanel(QTabWidget):
             "documents": self.documents_tab,
         }
         self._pages = {name: _page(tab, name) for name, tab in self._tabs.items()}
-        labels = ("Summary", "Context", "Recall", "Error memory", "Models", "Documents")
-        for name, label in zip(self._tabs, labels, strict=True):
-            self.addTab(self._pages[name], label)
-        self.setTabToolTip(0, "The rolling summary of older messages")
-        self.setTabToolTip(1, "Exactly what the model receives next turn")
-        self.setTabToolTip(2, "Search the memory as the assistant does")
-        self.setTabToolTip(3, "What the assistant learned from failed tool calls")
-        self.setTabToolTip(4, "The models in use and available")
-        self.setTabToolTip(5, "Your document collections: files, chunks and search")
-        self.setDocumentMode(True)
+        self.strip = TabStrip()
+        self.stack = QStackedWidget()
+        for name, label, tip in TABS:
+            self.strip.add(label, tip)
+            self.stack.addWidget(self._pages[name])
+        self.strip.select(0)
+        self.strip.clicked.connect(self.setCurrentIndex)
+        self.stack.currentChanged.connect(self.strip.select)
+        self.stack.currentChanged.connect(self.currentChanged)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.strip)
+        layout.addWidget(self.stack, 1)
         self.summary_tab.message_activated.connect(self.message_activated)
         self.recall_tab.message_activated.connect(self.message_activated)
         self._stale: set[str] = set(self._tabs)
@@ -132,6 +207,25 @@ class InspectorPanel(QTabWidget):
         """Reload every tab (the one on screen now, the others when shown)."""
         self._stale = set(self._tabs)
         self._refresh_current()
+
+    # -- the QTabWidget calls the window and the tests make --------------------------------
+    def count(self) -> int:
+        return self.stack.count()
+
+    def currentIndex(self) -> int:
+        return self.stack.currentIndex()
+
+    def setCurrentIndex(self, index: int) -> None:
+        self.stack.setCurrentIndex(index)
+
+    def currentWidget(self) -> QWidget | None:
+        return self.stack.currentWidget()
+
+    def setCurrentWidget(self, page: QWidget) -> None:
+        self.stack.setCurrentWidget(page)
+
+    def tabText(self, index: int) -> str:
+        return self.strip.button(index).text()
 
     def show_tab(self, name: str) -> None:
         """Bring a tab to the front by its name (see :meth:`tab_names`)."""

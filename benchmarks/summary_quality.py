@@ -36,6 +36,7 @@ import asyncio
 import json
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 import benchlib
@@ -52,6 +53,7 @@ from agenvoy_desktop.core.summary import (
     repeated_sentences,
     terms,
 )
+from agenvoy_desktop.core.summary_facts import merge_facts, pick_facts, render_facts
 from agenvoy_desktop.llm.engine import ChatEngine
 from agenvoy_desktop.llm.starter import prepare_starter_model
 
@@ -161,6 +163,7 @@ async def summarize_one(
     records = [r for r in read_records(store.folder(sid)) if r.kind in ("pass", "failed")]
     summary = load_summary(store.folder(sid)) or Summary()
     ours = summary_text(summary)
+    reference = reference_summary(conv, number)
     return {
         "conversation": conv.sample_id,
         "session": number,
@@ -179,8 +182,78 @@ async def summarize_one(
         "decisions": len(summary.key_decisions),
         "decisions_without_source": untraced(summary, {m.id for m in messages}),
         "repeated_sentences": repeated_sentences(summary),
-        **coverage(reference_summary(conv, number), ours),
+        **coverage(reference, ours),
+        "modes": mode_coverage(reference, summary),
+        "facts_kept": len(summary.facts),
+        "facts_left_out": sum(len(r.extra.get("facts_left_out", [])) for r in records),
+        "summary_chars": len(render_for_prompt(summary)),
         "summary": summary.to_json(),
+    }
+
+
+MODES = ("abstractive", "extractive", "mixed")
+"""What is compared: the model's part alone, the facts alone (code), both (what ships)."""
+
+
+def mode_coverage(reference: str, summary: Summary) -> dict[str, dict[str, Any]]:
+    """Coverage of *reference* by each part of the summary (see :data:`MODES`)."""
+    texts = {
+        "abstractive": summary_text(replace(summary, facts=())),
+        "extractive": render_facts(summary.facts),
+        "mixed": summary_text(summary),
+    }
+    return {mode: coverage(reference, text) for mode, text in texts.items()}
+
+
+def mode_totals(rounds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Entity and fact coverage per mode over all rounds."""
+    out: dict[str, dict[str, float]] = {}
+    for mode in MODES:
+        parts = [r["modes"][mode] for r in rounds]
+        out[mode] = {
+            "entity_coverage": round(
+                sum(p["entities_covered"] for p in parts)
+                / max(1, sum(p["entities"] for p in parts)),
+                3,
+            ),
+            "fact_coverage": round(
+                sum(p["facts_covered"] for p in parts) / max(1, sum(p["facts"] for p in parts)), 3
+            ),
+        }
+    return out
+
+
+def extractive_everywhere() -> dict[str, Any]:
+    """The facts alone on every session of every LoCoMo conversation (no model: seconds).
+
+    The model's part needs about 20 s a pass; the facts are code, so the
+    goal's "all 10 conversations, their session summaries" is measured in
+    full for them.
+    """
+    raw = json.loads(benchlib.locomo_path().read_text("utf-8"))
+    summaries = {str(item["sample_id"]): item["session_summary"] for item in raw}
+    parts: list[dict[str, Any]] = []
+    chars: list[int] = []
+    for conv in benchlib.load_locomo():
+        numbers = sorted({int(t.dia_id[1:].split(":")[0]) for t in conv.turns})
+        for number in numbers:
+            reference = summaries[conv.sample_id].get(f"session_{number}_summary")
+            if not reference:
+                continue
+            facts, _ = merge_facts((), pick_facts(session_messages(conv, number)).facts)
+            text = render_facts(facts)
+            chars.append(len(text))
+            parts.append(coverage(str(reference), text))
+    return {
+        "sessions": len(parts),
+        "entity_coverage": round(
+            sum(p["entities_covered"] for p in parts) / max(1, sum(p["entities"] for p in parts)), 3
+        ),
+        "fact_coverage": round(
+            sum(p["facts_covered"] for p in parts) / max(1, sum(p["facts"] for p in parts)), 3
+        ),
+        "facts_chars_mean": round(sum(chars) / max(1, len(chars))),
+        "facts_chars_max": max(chars, default=0),
     }
 
 
@@ -197,6 +270,10 @@ def totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "fact_coverage": round(
             sum(r["facts_covered"] for r in rounds) / max(1, sum(r["facts"] for r in rounds)), 3
         ),
+        "modes": mode_totals(rounds),
+        "facts_kept": sum(r["facts_kept"] for r in rounds),
+        "facts_left_out": sum(r["facts_left_out"] for r in rounds),
+        "summary_chars_mean": round(sum(r["summary_chars"] for r in rounds) / max(1, len(rounds))),
         "repeated_sentences": sum(len(r["repeated_sentences"]) for r in rounds),
         "decisions": sum(r["decisions"] for r in rounds),
         "decisions_without_source": sum(len(r["decisions_without_source"]) for r in rounds),
@@ -210,8 +287,16 @@ def totals(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     ap = benchlib.parser(__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=None, help="LoCoMo sessions (default 4)")
+    ap.add_argument(
+        "--facts-only", action="store_true", help="only the facts, on every LoCoMo session"
+    )
     benchlib.summary_switches(ap)
     args = ap.parse_args()
+    everywhere = extractive_everywhere()
+    print(f"facts alone, every session: {everywhere}", flush=True)
+    if args.facts_only:
+        benchlib.write_result("summary_quality.facts-only", everywhere, quick=args.quick)
+        return
     suffix = benchlib.apply_summary_switches(args)
     count = args.sessions or (1 if args.quick else 4)
     models = benchlib.BENCH_CACHE / "models"
@@ -244,6 +329,7 @@ def main() -> None:
             "fact_share": FACT_SHARE,
             "first_round_includes_model_load": True,
             "totals": summary,
+            "facts_alone_every_session": everywhere,
             "rounds": rounds,
         },
         quick=args.quick,

@@ -38,9 +38,10 @@ from agenvoy_desktop.paths import AppPaths
 
 log = logging.getLogger(__name__)
 
-PROFILE_FORMAT = 2
+PROFILE_FORMAT = 3
 """1: profiles before the stamp existed (0.1.0); 2: archive schema 4 (earlier answer
-versions), per-session settings, watched collections, appearance and sampling settings."""
+versions), per-session settings, watched collections, appearance and sampling settings;
+3: summaries keep facts (summary.json version 3; version 2 files load as they are)."""
 STAMP_FILE = "profile.json"
 BACKUPS_DIR = "backups"
 KEEP_BACKUPS = 3

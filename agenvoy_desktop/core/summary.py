@@ -21,7 +21,8 @@ Files in the session folder:
 
 ``summary.json``
     the summary plus ``version`` (atomic writes); version 1 had no decision
-    sources and loads unchanged (its decisions are then not binding).
+    sources and loads unchanged (its decisions are then not binding);
+    version 2 had no facts.
 ``summary.meta.json``
     the incremental cursor (:class:`SummaryMeta`, atomic writes).
 ``summary.history.jsonl``
@@ -49,6 +50,7 @@ from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.sqlite_db import set_aside_path
+from agenvoy_desktop.core.summary_facts import Fact, fact_from_json, render_facts
 from agenvoy_desktop.core.timeutil import format_local
 
 if TYPE_CHECKING:
@@ -56,8 +58,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUMMARY_VERSION = 2
-"""2: key decisions carry ``source`` (the message that states them) and ``by_user``."""
+SUMMARY_VERSION = 3
+"""2: key decisions carry ``source`` (the message that states them) and ``by_user``.
+3: ``facts``, sentences of folded messages kept word for word (:mod:`.summary_facts`)."""
 META_VERSION = 1
 SUMMARY_FILE = "summary.json"
 META_FILE = "summary.meta.json"
@@ -70,6 +73,8 @@ DECISION_CHARS = 200
 TOPIC_CHARS = 80
 DESCRIPTION_CHARS = 300
 CURRENT_CHARS = 600
+MAX_STORED_FACTS = 200
+"""A user's edit may keep more facts than a pass would (:data:`.summary_facts.MAX_FACTS`)."""
 SOURCE_CHARS = 128
 # What one model answer may hold: tighter, so that its worst case (every list
 # full, every string at its limit) fits the token budget beside the transcript.
@@ -152,6 +157,8 @@ class Summary:
     key_decisions: tuple[KeyDecision, ...] = ()
     past_discussions: tuple[PastDiscussion, ...] = ()
     current_discussion: str = ""
+    facts: tuple[Fact, ...] = ()
+    """Kept by code, never written by the model (:mod:`.summary_facts`)."""
 
     @property
     def is_empty(self) -> bool:
@@ -159,14 +166,18 @@ class Summary:
             not self.key_decisions
             and not self.past_discussions
             and not self.current_discussion.strip()
+            and not self.facts
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "key_decisions": [d.to_json() for d in self.key_decisions],
             "past_discussions": [p.to_json() for p in self.past_discussions],
             "current_discussion": self.current_discussion,
         }
+        if self.facts:
+            data["facts"] = [f.to_json() for f in self.facts]
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> Summary:
@@ -351,7 +362,7 @@ def parse_summary(data: object, where: str = "summary", *, repeats: bool = False
 
 def _parse_fields(data: object, where: str) -> Summary:
     fields = _object(
-        data, where, {"key_decisions", "past_discussions", "current_discussion"}, set()
+        data, where, {"key_decisions", "past_discussions", "current_discussion"}, {"facts"}
     )
     decisions = _array(fields["key_decisions"], f"{where}.key_decisions", MAX_DECISIONS)
     discussions = _array(fields["past_discussions"], f"{where}.past_discussions", MAX_DISCUSSIONS)
@@ -368,7 +379,16 @@ def _parse_fields(data: object, where: str) -> Summary:
             CURRENT_CHARS,
             allow_blank=True,
         ),
+        facts=_facts(fields.get("facts", []), f"{where}.facts"),
     )
+
+
+def _facts(value: object, where: str) -> tuple[Fact, ...]:
+    items = _array(value, where, MAX_STORED_FACTS)
+    try:
+        return tuple(fact_from_json(item) for item in items)
+    except ValueError as exc:
+        raise SummaryFormatError(f"{where}: {exc}") from exc
 
 
 def validate_summary(summary: Summary) -> Summary:
@@ -447,6 +467,7 @@ def without_repeats(summary: Summary) -> Summary:
         key_decisions=tuple(d for d in decisions if d.decision),
         past_discussions=tuple(p for p in discussions if p.description),
         current_discussion=keep(summary.current_discussion),
+        facts=summary.facts,
     )
 
 
@@ -520,6 +541,7 @@ def without_cut_words(summary: Summary) -> Summary:
             for p in summary.past_discussions
         ),
         current_discussion=cut_at_word(summary.current_discussion, ANSWER_CURRENT_CHARS),
+        facts=summary.facts,
     )
 
 
@@ -550,6 +572,8 @@ def render_for_prompt(summary: Summary | None) -> str:
             for p in summary.past_discussions
         ]
         sections.append("\n".join(lines))
+    if summary.facts:
+        sections.append(render_facts(summary.facts))
     if summary.current_discussion.strip():
         sections.append(f"Current discussion: {summary.current_discussion.strip()}")
     return "\n\n".join(sections)
@@ -812,6 +836,7 @@ def summary_prompt_json(summary: Summary) -> str:
     model, and the handle is what it must copy to keep the decision.
     """
     data = summary.to_json()
+    data.pop("facts", None)  # kept by code: the model never sees nor rewrites them
     for i, decision in enumerate(data["key_decisions"]):
         decision.pop("by_user", None)
         decision["source"] = f"p{i + 1}"
@@ -856,8 +881,9 @@ def load_summary(folder: Path) -> Summary | None:
     """A session's summary, None when there is none yet.
 
     Files without ``version`` (a bare summary object) are read as version 1.
-    A version-1 file needs no conversion: it is a version-2 file whose
-    decisions have no ``source``.
+    Older files need no conversion: a version-1 file is a version-2 file
+    whose decisions have no ``source``, and a version-2 file is a version-3
+    file without ``facts`` (the next pass starts the list).
     """
     path = folder / SUMMARY_FILE
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from agenvoy_desktop.core.errors import KnownError
 
@@ -108,6 +108,11 @@ def format_iso(ns: int) -> str:
 def format_local(ns: int) -> str:
     """Human-readable local time, for CLI output and excerpts."""
     return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def local_date(ns: int) -> date:
+    """The local calendar day of a UTC ns time (the day the user saw it happen)."""
+    return datetime.fromtimestamp(ns / 1e9).astimezone().date()
 
 
 def split_time_header(content: str) -> tuple[int | None, str]:

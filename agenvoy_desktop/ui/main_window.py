@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.summarizer import PassProgress
 from agenvoy_desktop.llm.build_info import about_lines
 from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.operations.changes import (
@@ -66,6 +67,8 @@ from agenvoy_desktop.ui.window_layout import (
 log = logging.getLogger(__name__)
 
 STATE_FILE = "window.ini"
+SUMMARY_NOTE_MS = 15_000
+"""A summary's progress note stays this long without news (a pass reports every topic)."""
 
 
 class MainWindow(QMainWindow):
@@ -103,6 +106,7 @@ class MainWindow(QMainWindow):
         runner.progress_host = self.progress
         runner.error_reported.connect(self.errors.show_error)
         self.focus_return = FocusReturn(self, self.chat.focus_input)
+        self._follow_summary_passes()
         self._restore_layout()
 
     # -- construction -------------------------------------------------------------------
@@ -111,7 +115,9 @@ class MainWindow(QMainWindow):
         self.errors = ErrorStrip()
         self.sessions = SessionsPanel(services, runner)
         self.chat = ChatPanel(services, runner)
-        self.chat.set_input_header(ModelSwitcher(services, runner))
+        switcher = ModelSwitcher(services, runner)
+        switcher.more_requested.connect(self.open_model_source)
+        self.chat.set_input_header(switcher)
         self.chat.session_provider = self._session_for_message
         self.chat.show_session = self.select_session
         self.timeline = TimelinePanel(services, runner)
@@ -445,6 +451,42 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
+    def _follow_summary_passes(self) -> None:
+        """The status bar says when a summary pass works ("Summarizing 16 messages… 40 %").
+
+        Passes run in the background after turns; the chat never waits for
+        them, but a person should see why the fan is loud.  Stop is in the
+        Summary tab.
+        """
+        summarizer = getattr(self.services, "summarizer", None)
+        if summarizer is None or not hasattr(summarizer, "on_progress"):
+            return
+        bar = self.statusBar()
+
+        def progressed(_sid: str, progress: PassProgress) -> None:
+            bar.showMessage(progress.text, SUMMARY_NOTE_MS)
+
+        def passed(_sid: str, _record: object) -> None:
+            if bar.currentMessage().startswith("Summarizing"):
+                bar.clearMessage()
+
+        stops = (summarizer.on_progress(progressed), summarizer.on_pass(passed))
+        self.destroyed.connect(lambda *_: [stop() for stop in stops])
+
+    def open_model_source(self, name: str) -> None:
+        """The switcher's More models entries (``find``, ``add_file``, ``connect``): the
+        Models tab, brought to the front, does what its own buttons do."""
+        self.set_pane_shown(SIDE, True)
+        self.side.setCurrentWidget(self.inspector)
+        self.inspector.show_tab("models")
+        tab = self.inspector.models_tab
+        if name == "find":
+            tab.look_for_models()
+        elif name == "add_file":
+            tab.add_model_file()
+        elif name == "connect":
+            tab.endpoints_box.add_endpoint()
+
     def _settings_saved(self) -> None:
         self.runner.broadcast(MODELS_CHANGED)
         app = QApplication.instance()
@@ -532,9 +574,13 @@ class MainWindow(QMainWindow):
         self.state.sync()
 
     def changeEvent(self, event: QEvent) -> None:
-        """A light/dark switch: widgets with style sheets are not told, so tell them."""
+        """A light/dark switch or a new font size: widgets with style sheets are not told.
+
+        A style sheet pins the font its widget had when it was set, so the chat
+        stayed at the old size when only the font size changed in Settings.
+        """
         super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
             self.chat.restyle()
             self.toasts.restyle()
             self.errors.restyle()

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from agenvoy_desktop.core.summarizer import (
     ANSWER_TOKENS,
     LOCK_FILE,
     LOCK_STALE_NS,
+    PassProgress,
     SessionLock,
     Summarizer,
     SummaryBusyError,
@@ -83,6 +85,11 @@ def stored(
     return Summary.from_json(data)
 
 
+def without_facts(summary: Summary | None) -> Summary | None:
+    """The model's part of a saved summary (the facts are code's, tested apart)."""
+    return None if summary is None else replace(summary, facts=())
+
+
 def make(store: MemoryStore, model: ScriptedJsonModel, **kw: Any) -> Summarizer:
     kw.setdefault("clock", FakeClock(start=T0 + 10_000 * SECOND))
     return Summarizer(store, model, **kw)
@@ -103,7 +110,8 @@ def test_first_run_folds_everything_older_than_the_window(store: MemoryStore) ->
     assert len(model.calls) == 1
     assert tags(model.prompts[0]) == list(range(24))  # the window (24..39) stays verbatim
     summary = load_summary(folder(store))
-    assert summary == stored(model, 0, messages[0])
+    assert replace(summary, facts=()) == stored(model, 0, messages[0])
+    assert summary.facts  # the folded messages' numbers and choices, kept by code
     assert summary.key_decisions[0].decision == "decision from chunk 0: msg-000 chose topic"
     meta = load_meta(folder(store))
     assert meta is not None
@@ -202,7 +210,7 @@ def test_failed_chunk_keeps_earlier_ones_and_retry_resumes(store: MemoryStore) -
     assert first.stopped == "failed"
     assert first.error == "scripted failure (and before: scripted failure)"
     assert (first.passes, first.folded, first.cursor_after) == (1, len(chunks[0]), end_of_first)
-    assert load_summary(folder(store)) == stored(model, 0, messages[0])
+    assert without_facts(load_summary(folder(store))) == stored(model, 0, messages[0])
     meta = load_meta(folder(store))
     assert meta is not None
     assert meta.cursor_seq == end_of_first
@@ -235,8 +243,8 @@ def test_a_bad_answer_is_retried_once_with_half_the_chunk(store: MemoryStore) ->
     ]
     first, second = read_records(folder(store))
     assert first.messages == 12
-    assert first.extra == {"retried_after": "scripted failure"}
-    assert second.extra == {}
+    assert first.extra["retried_after"] == "scripted failure"
+    assert "retried_after" not in second.extra
 
 
 def test_a_model_that_cannot_run_is_not_retried(store: MemoryStore) -> None:
@@ -887,3 +895,24 @@ def test_idle_timer_and_summarize_now(store: MemoryStore) -> None:
     result = run(scenario())
     assert records == [SID]
     assert result.stopped == "up_to_date"
+
+
+def test_a_pass_reports_its_progress_while_the_answer_grows(store: MemoryStore) -> None:
+    seed(store, 40)
+    summarizer = make(store, ScriptedJsonModel(numbered_summary))
+    seen: list[tuple[str, PassProgress]] = []
+    unsubscribe = summarizer.on_progress(lambda sid, p: seen.append((sid, p)))
+
+    async def go() -> None:
+        await summarizer.run(SID)
+        await asyncio.sleep(0)  # the reports are queued on the loop
+
+    run(go())
+    unsubscribe()
+    assert seen
+    assert {sid for sid, _ in seen} == {SID}
+    assert seen[0][1].answer == 0.0
+    assert seen[0][1].text == "Summarizing 24 messages… 0 %"
+    shares = [p.answer for _, p in seen]
+    assert shares == sorted(shares)
+    assert max(shares) <= 0.95

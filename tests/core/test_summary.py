@@ -23,6 +23,7 @@ from agenvoy_desktop.core.summary import (
     MAX_DECISIONS,
     SUMMARY_FILE,
     SUMMARY_SCHEMA,
+    SUMMARY_VERSION,
     KeyDecision,
     PassRecord,
     PastDiscussion,
@@ -451,7 +452,7 @@ def test_summary_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert load_summary(tmp_path) is None
     save_summary(tmp_path, SAMPLE)
     stored = json.loads((tmp_path / SUMMARY_FILE).read_text("utf-8"))
-    assert stored["version"] == 2
+    assert stored["version"] == SUMMARY_VERSION
     assert stored["key_decisions"][0]["source"] == "m-pg"
     assert stored["key_decisions"][1]["by_user"] is True
     assert load_summary(tmp_path) == SAMPLE
@@ -485,7 +486,7 @@ def test_version_1_files_load_untraced_and_with_their_repeats(tmp_path: Path) ->
     assert not summary.key_decisions[0].binding
     assert "binding" not in render_for_prompt(summary).split("\n")[0].replace("not binding", "")
     save_summary(tmp_path, summary)
-    assert json.loads((tmp_path / SUMMARY_FILE).read_text("utf-8"))["version"] == 2
+    assert json.loads((tmp_path / SUMMARY_FILE).read_text("utf-8"))["version"] == SUMMARY_VERSION
 
 
 def test_meta_round_trip(tmp_path: Path) -> None:

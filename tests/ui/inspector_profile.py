@@ -30,6 +30,7 @@ from agenvoy_desktop.core.summary import (
     save_meta,
     save_summary,
 )
+from agenvoy_desktop.core.summary_facts import merge_facts, pick_facts
 from agenvoy_desktop.paths import AppPaths
 from tests.conftest import SECOND, T0, FakeClock, msg
 from tests.fakes import HashingEmbedder
@@ -96,6 +97,10 @@ def _messages(texts: list[str], start: int) -> list[Message]:
     return [msg(roles[i % 2], text, start + i * 60 * SECOND) for i, text in enumerate(texts)]
 
 
+LEFT_OUT = {"text": "Which day suits you?", "source": "m-left-out", "reason": "a question"}
+"""What the fixture's last pass let go (the Summary tab lists it)."""
+
+
 def _write_summary(folder: Path, messages: list[Message]) -> None:
     summary = Summary(
         key_decisions=(
@@ -122,6 +127,7 @@ def _write_summary(folder: Path, messages: list[Message]) -> None:
             ),
         ),
         current_discussion="Planning a cherry-blossom trip to Kyoto in early April.",
+        facts=merge_facts((), pick_facts(messages[:10]).facts)[0],
     )
     save_summary(folder, summary)
     last = messages[9]
@@ -164,6 +170,7 @@ def _write_summary(folder: Path, messages: list[Message]) -> None:
                 prompt_tokens=812 if kind == "pass" else 0,
                 completion_tokens=164 if kind == "pass" else 0,
                 error=error,
+                extra={"facts_left_out": [LEFT_OUT]} if kind == "pass" and first == 6 else {},
             ),
         )
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QWidget
+from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.context import WINDOW_STEP, turn_note_index
+from agenvoy_desktop.core.summarizer import PassProgress
 from agenvoy_desktop.core.summary import (
+    SUMMARY_VERSION,
     KeyDecision,
     PastDiscussion,
     Summary,
@@ -59,7 +61,7 @@ def test_summary_tab_shows_sections_cursor_and_history(
     assert tab.discussions.item(1, 0).text().splitlines()[0] == "Food"
     assert "cherry-blossom" in tab.current_label.text()
     info = tab.info_label.text()
-    assert "Cursor:" in info
+    assert "Summarized up to:" in info
     assert "10 messages folded in" in info
     assert "Last pass:" in info
     assert "Waiting:</b> 2 older messages" in info
@@ -70,7 +72,7 @@ def test_summary_tab_shows_sections_cursor_and_history(
     assert tab.history.item(2, 2).text() == "#0–#5 (6)"
     assert tab.history.item(2, 3).text() == "start → #5"
     tab.raw_button.click()
-    assert json.loads(tab.raw_view.toPlainText())["version"] == 2
+    assert json.loads(tab.raw_view.toPlainText())["version"] == SUMMARY_VERSION
     assert tab.stack.currentIndex() == 1
 
 
@@ -665,3 +667,40 @@ def test_models_tab_chooses_the_optional_e5_model_by_name(
     wait_for(lambda: "is now the embedding model" in tab.status.text())
     assert inspected.services.settings.models.embedding_model == E5_NAME  # by name, not ""
     wait_for(lambda: tab.catalogue_table.item(0, 0).text().startswith("★ "))
+
+
+def test_summary_tab_lists_facts_with_their_message_and_what_was_let_go(
+    panel: InspectorPanel, inspected: Profile, qtbot: QtBot, wait_for: Wait
+) -> None:
+    tab = panel.summary_tab
+    open_tab(panel, "summary", inspected.main)
+    wait_for(lambda: tab.snapshot is not None and tab.facts.rowCount() > 0)
+    summary = tab.snapshot.summary if tab.snapshot else None
+    assert summary is not None
+    assert summary.facts
+    texts = [tab.facts.item(r, 1).text() for r in range(tab.facts.rowCount())]
+    assert any("2000 euros" in t for t in texts)
+    assert "you" in tab.facts.item(0, 0).text() or "assistant" in tab.facts.item(0, 0).text()
+    button = tab.facts.cellWidget(0, 2)
+    assert isinstance(button, QPushButton)
+    with qtbot.waitSignal(panel.message_activated) as signal:
+        button.click()
+    assert signal.args == [summary.facts[0].source]
+    assert tab.let_go.rowCount() == 1
+    assert tab.let_go.item(0, 1).text() == "a question"
+
+
+def test_summary_tab_shows_a_pass_as_it_works(
+    panel: InspectorPanel, inspected: Profile, wait_for: Wait
+) -> None:
+    tab = panel.summary_tab
+    open_tab(panel, "summary", inspected.main)
+    wait_for(lambda: tab.snapshot is not None)
+    summarizer = inspected.services.summarizer
+    assert summarizer is not None
+    summarizer.emit_progress(inspected.other, PassProgress(16, 0, 16, 0.4))
+    assert tab.progress.isHidden()  # another session's pass
+    summarizer.emit_progress(inspected.main, PassProgress(16, 0, 16, 0.4))
+    assert not tab.progress.isHidden()
+    assert tab.progress.format() == "Summarizing 16 messages… 40 %"
+    assert tab.progress.value() == 40

@@ -27,6 +27,16 @@ FILE_FORMATS_OF_PROFILE_FORMAT = {
         "summary": 2,
         "session settings": 1,
     },
+    3: {
+        "archive": 4,
+        "error memory": 1,
+        "settings": 1,
+        "model catalogue": 1,
+        "document collections": 1,
+        "document index": 1,
+        "summary": 3,
+        "session settings": 1,
+    },
 }
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -39,6 +40,8 @@ from agenvoy_desktop.core.summarizer.runs import (
     TOKEN_CACHE_MAX,
     InlineRunner,
     PassListener,
+    PassProgress,
+    ProgressListener,
     StopReason,
     StoreRunner,
     SummaryRunResult,
@@ -70,9 +73,17 @@ from agenvoy_desktop.core.summary import (
     without_cut_words,
     without_repeats,
 )
+from agenvoy_desktop.core.summary_facts import merge_facts, pick_facts
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 
 T = TypeVar("T")
+
+ANSWER_GROWTH_CHARS = 400
+"""How much longer than the previous summary an answer is expected to be (for progress)."""
+ANSWER_SHARE_CAP = 0.95
+"""Progress stops short of done until the answer is parsed: the estimate may be low."""
+LEFT_OUT_NOTED = 40
+"""Sentences with a value that a pass left out, noted in its record (a cap for huge chunks)."""
 
 END_AT_REPEAT = True
 """End an answer at its first repeated discussion (:mod:`.loop_stop`); benchmarks switch it."""
@@ -106,6 +117,7 @@ class Summarizer:
         self.storage: StoreRunner = storage or InlineRunner()
         self._locks: dict[str, asyncio.Lock] = {}
         self._listeners: list[PassListener] = []
+        self._progress_listeners: list[ProgressListener] = []
         self._tokens: dict[str, int] = {}
         self.stopping: set[str] = set()
         """Sessions whose running pass must stop at the next chunk boundary."""
@@ -115,6 +127,19 @@ class Summarizer:
         """Call *listener* after every pass/failure/edit; returns an unsubscribe function."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
+
+    def on_progress(self, listener: ProgressListener) -> Callable[[], None]:
+        """Call *listener* (on the event loop) as a pass writes its answer; returns an
+        unsubscribe function."""
+        self._progress_listeners.append(listener)
+        return lambda: self._progress_listeners.remove(listener)
+
+    def emit_progress(self, session_id: str, progress: PassProgress) -> None:
+        for listener in list(self._progress_listeners):
+            try:
+                listener(session_id, progress)
+            except Exception:
+                log.exception("summary progress listener failed")
 
     def emit(self, session_id: str, record: PassRecord) -> None:
         for listener in list(self._listeners):
@@ -238,6 +263,7 @@ class _Run:
         self.index = 0
         self.passes = 0
         self.folded = 0
+        self.loop = asyncio.get_running_loop()
 
     async def io(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.owner.storage.run(fn, *args)
@@ -367,14 +393,40 @@ class _Run:
         """
         if not chunk.has_content:  # nothing to learn: advance without a model call
             return Folded(self.summary)
+        folded = await self._model_answer(chunk)
+        return self._with_facts(chunk, folded)
+
+    def _with_facts(self, chunk: Chunk, folded: Folded) -> Folded:
+        """The chunk's facts merged into the answer (the model never writes them).
+
+        The pass record notes how many came in and which went, and why, so
+        the Summary tab can show what each pass kept and let go.
+        """
+        folded_ids = {row.message.id for row in chunk.rows}
+        picked = pick_facts(row.message for row in chunk.rows)
+        facts, dropped = merge_facts(self.summary.facts, picked.facts)
+        folded.notes["facts_added"] = sum(1 for f in facts if f.source in folded_ids)
+        if dropped:
+            folded.notes["facts_dropped"] = [d.to_json() for d in dropped]
+        if picked.left_out:
+            folded.notes["facts_left_out"] = [d.to_json() for d in picked.left_out[:LEFT_OUT_NOTED]]
+        return replace(folded, summary=replace(folded.summary, facts=facts))
+
+    async def _model_answer(self, chunk: Chunk) -> Folded:
+        """The model's topics, decisions and current discussion for *chunk*, checked."""
         prompt = build_prompt(self.summary, chunk.lines)
         sources = chunk.sources
         stop = LoopStop()
+        expected = len(summary_prompt_json(self.summary)) + ANSWER_GROWTH_CHARS
+        self._report(chunk, 0.0)
+
+        def watch(answer: str) -> str | None:
+            """Progress as the answer grows (called where a JSON object closes), then the stop."""
+            self._report(chunk, min(ANSWER_SHARE_CAP, len(answer) / expected))
+            return stop(answer) if END_AT_REPEAT else None
+
         completion = await self.owner.model.complete_json(
-            prompt,
-            summary_schema(list(sources)),
-            max_tokens=chunk.reserve,
-            stop_when=stop if END_AT_REPEAT else None,
+            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve, stop_when=watch
         )
         value = completion.value
         if END_AT_REPEAT and not stop.repeated and (ended := stop(completion.text)) is not None:
@@ -396,6 +448,11 @@ class _Run:
             log.info("summary of %s: dropped untraced decisions: %s", self.sid, dropped)
             notes["dropped_decisions"] = dropped
         return Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
+
+    def _report(self, chunk: Chunk, answer: float) -> None:
+        """Tell the progress listeners, on the event loop (the engine calls from its thread)."""
+        progress = PassProgress(len(chunk.rows), self.folded, self.pending.total, answer)
+        self.loop.call_soon_threadsafe(self.owner.emit_progress, self.sid, progress)
 
     # -- planning ------------------------------------------------------------------------
     async def _row(self, index: int) -> ArchivedMessage | None:

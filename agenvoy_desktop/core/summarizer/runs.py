@@ -20,6 +20,38 @@ StopReason = Literal["up_to_date", "mtime_gate", "done", "failed", "cancelled", 
 PassListener = Callable[[str, PassRecord], None]
 """``listener(session_id, record)`` after every pass, failure and edit."""
 
+
+@dataclass(frozen=True, slots=True)
+class PassProgress:
+    """How far a running summary pass is: what the window shows while it works.
+
+    ``chunk`` messages are being folded now, after ``done`` of the run's
+    ``total``; ``answer`` is the share of the model's answer written so far
+    (estimated from the previous summary's length: the answer rewrites it).
+    """
+
+    chunk: int
+    done: int
+    total: int
+    answer: float
+
+    @property
+    def fraction(self) -> float:
+        """The whole run's share done, 0–1."""
+        if self.total <= 0:
+            return 0.0
+        return min(1.0, (self.done + self.chunk * self.answer) / self.total)
+
+    @property
+    def text(self) -> str:
+        """ "Summarizing 16 messages… 40 %"."""
+        noun = "message" if self.chunk == 1 else "messages"
+        return f"Summarizing {self.chunk} {noun}… {round(self.fraction * 100)} %"
+
+
+ProgressListener = Callable[[str, PassProgress], None]
+"""``listener(session_id, progress)`` while a pass writes its answer."""
+
 LOCK_FILE = "summary.lock"
 LOCK_STALE_NS = 10 * 60 * 1_000_000_000
 SAFETY_TOKENS = 64

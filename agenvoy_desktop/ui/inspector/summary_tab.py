@@ -1,7 +1,9 @@
 """The Summary tab: the rolling summary as a person reads it, and how it got there.
 
-Shows the three sections of ``summary.json`` (key decisions — binding — past
-discussions with dates, the current discussion), the cursor and the last
+Shows the sections of ``summary.json`` (key decisions — binding — past
+discussions with dates, the facts kept word for word with a link to the
+message each was said in, the current discussion), what the last pass let
+go and why, how far the summary reaches and the last
 pass from ``summary.meta.json``, every pass/failure/edit of
 ``summary.history.jsonl``, and the raw JSON on demand.  "Summarize now" runs
 the summarizer with progress.  Each key decision links to the message that
@@ -38,11 +40,13 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.summarizer import PassProgress
 from agenvoy_desktop.core.summary import (
     KeyDecision,
     PassRecord,
     Summary,
 )
+from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.summary import (
     SummarySnapshot,
@@ -64,7 +68,16 @@ from agenvoy_desktop.ui.inspector.common import (
 )
 from agenvoy_desktop.ui.theme import colors
 
-HISTORY_COLUMNS = ("When", "Kind", "Messages", "Cursor", "Model", "Duration", "Tokens", "Note")
+HISTORY_COLUMNS = (
+    "When",
+    "Kind",
+    "Messages",
+    "Summarized up to",
+    "Model",
+    "Duration",
+    "Tokens",
+    "Note",
+)
 KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed"}
 
 
@@ -124,6 +137,7 @@ class SummaryTab(InspectorTab):
         self._adding_row = -1
         self._build()
         self._progress.connect(self._show_progress)
+        self._follow_progress()
         self._show_empty(self.placeholder)
 
     # -- construction --------------------------------------------------------------------
@@ -214,6 +228,12 @@ class SummaryTab(InspectorTab):
         column.addWidget(heading("Past discussions"))
         column.addWidget(self.discussions)
         column.addSpacing(6)
+        column.addWidget(self._facts_heading())
+        column.addWidget(self._facts_table())
+        column.addSpacing(6)
+        column.addWidget(self._let_go_heading())
+        column.addWidget(self._let_go_table())
+        column.addSpacing(6)
         column.addWidget(heading("Current discussion"))
         column.addWidget(self.current_label)
         column.addStretch(1)
@@ -229,6 +249,45 @@ class SummaryTab(InspectorTab):
         outer.addWidget(scroll, 1)
         self._scroll = scroll
         return page
+
+    def _facts_heading(self) -> QWidget:
+        label = heading("Facts kept word for word")
+        label.setToolTip(
+            "Sentences of the folded messages that name someone, a place, a number, a date, "
+            "a choice or a preference, kept as they were said. The assistant reads them with "
+            "the summary. A fact that a later message changed shows what it replaced."
+        )
+        return label
+
+    def _facts_table(self) -> QTableWidget:
+        self.facts = QTableWidget(0, 3)
+        self.facts.setHorizontalHeaderLabels(["Said", "Fact", "Message"])
+        header = self.facts.horizontalHeader()
+        _refit_on_resize(self.facts)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.facts.verticalHeader().hide()
+        self.facts.setWordWrap(True)
+        self.facts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        return self.facts
+
+    def _let_go_heading(self) -> QWidget:
+        label = heading("Let go in the last pass")
+        label.setToolTip(
+            "Sentences with a name, number or date that the last pass did not keep, and why. "
+            "They are still in the archive: search finds them."
+        )
+        return label
+
+    def _let_go_table(self) -> QTableWidget:
+        self.let_go = QTableWidget(0, 2)
+        self.let_go.setHorizontalHeaderLabels(["Sentence", "Why"])
+        _stretch_first(self.let_go)
+        self.let_go.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.let_go.setToolTip("Double-click a row to show its message in the chat.")
+        self.let_go.cellDoubleClicked.connect(self._let_go_activated)
+        return self.let_go
 
     def _decision_controls(self) -> FlowLayout:
         self.decisions = QTableWidget(0, 3)
@@ -278,6 +337,23 @@ class SummaryTab(InspectorTab):
         column.addWidget(self.history, 1)
         return box
 
+    def _follow_progress(self) -> None:
+        """Show any pass of this session as it works, also the ones run after a turn."""
+        summarizer = self.summarizer
+        if summarizer is None or not hasattr(summarizer, "on_progress"):
+            return
+        unsubscribe = summarizer.on_progress(self._pass_progressed)
+        self.destroyed.connect(lambda *_: unsubscribe())
+
+    def _pass_progressed(self, session_id: str, progress: PassProgress) -> None:
+        if session_id != self.session_id:
+            return
+        self.progress.setRange(0, 100)
+        self.progress.setValue(round(progress.fraction * 100))
+        self.progress.setFormat(progress.text)
+        self.progress.show()
+        self.cancel_button.setVisible(self.jobs.busy("summarize"))
+
     # -- services ------------------------------------------------------------------------
     @property
     def summarizer(self) -> Any:
@@ -324,6 +400,8 @@ class SummaryTab(InspectorTab):
 
     def _show_snapshot(self, snapshot: SummarySnapshot) -> None:
         self.snapshot = snapshot
+        if not self.jobs.busy("summarize"):  # a pass run after a turn has ended
+            self.progress.hide()
         self.info_label.setText(self._info_html(snapshot))
         for problem in snapshot.problems:
             self.status.error(problem)
@@ -342,6 +420,8 @@ class SummaryTab(InspectorTab):
             self._scroll.show()
         self._fill_decisions(summary or Summary())
         self._fill_discussions(summary or Summary())
+        self._fill_facts(summary or Summary())
+        self._fill_let_go(snapshot.records)
         current = (summary.current_discussion.strip() if summary else "") or "—"
         self.current_label.setText(current)
         self._fill_history(snapshot.records)
@@ -351,10 +431,10 @@ class SummaryTab(InspectorTab):
         meta = snapshot.meta
         parts: list[str] = []
         if meta is None or meta.cursor_seq < 0:
-            parts.append("<b>Cursor:</b> nothing summarized yet")
+            parts.append("<b>Summarized up to:</b> nothing yet")
         else:
             parts.append(
-                f"<b>Cursor:</b> {esc(local_time(meta.cursor_time_ns, seconds=True))} "
+                f"<b>Summarized up to:</b> {esc(local_time(meta.cursor_time_ns, seconds=True))} "
                 f"({plural(meta.summarized_messages, 'message')} folded in)"
             )
         last = next((r for r in reversed(snapshot.records) if r.kind == "pass"), None)
@@ -420,6 +500,43 @@ class SummaryTab(InspectorTab):
                 cell.setToolTip(value)
                 self.discussions.setItem(row, col, cell)
         self._topic_cap.apply()
+
+    def _fill_facts(self, summary: Summary) -> None:
+        self.facts.setRowCount(len(summary.facts))
+        for row, fact in enumerate(summary.facts):
+            said = QTableWidgetItem(fact_said(fact))
+            text = fact.text if fact.replaced is None else f"{fact.text}\n(was: {fact.replaced})"
+            cell = QTableWidgetItem(text)
+            cell.setToolTip(text)
+            self.facts.setItem(row, 0, said)
+            self.facts.setItem(row, 1, cell)
+            button = QPushButton("Show")
+            button.setFlat(True)
+            button.setToolTip("Show the message this fact was said in")
+            button.clicked.connect(
+                lambda _=False, sid=fact.source: self.message_activated.emit(sid)
+            )
+            self.facts.setCellWidget(row, 2, button)
+        self.facts.resizeRowsToContents()
+        _fit_height(self.facts, placeholder_rows=1)
+
+    def _fill_let_go(self, records: list[PassRecord]) -> None:
+        rows = let_go_rows(records)
+        self.let_go.setRowCount(len(rows))
+        for row, (text, why, source) in enumerate(rows):
+            cell = QTableWidgetItem(text)
+            cell.setToolTip(text)
+            cell.setData(Qt.ItemDataRole.UserRole, source)
+            self.let_go.setItem(row, 0, cell)
+            self.let_go.setItem(row, 1, QTableWidgetItem(why))
+        self.let_go.resizeRowsToContents()
+        _fit_height(self.let_go, placeholder_rows=1)
+
+    def _let_go_activated(self, row: int, _col: int) -> None:
+        item = self.let_go.item(row, 0)
+        source = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if isinstance(source, str) and source:
+            self.message_activated.emit(source)
 
     def _fill_history(self, records: list[PassRecord]) -> None:
         newest = list(reversed(records))
@@ -629,6 +746,35 @@ class SummaryTab(InspectorTab):
         self.refresh()
 
 
+def fact_said(fact: Fact) -> str:
+    """The "Said" cell: the day, and who said it."""
+    try:
+        day = date.fromisoformat(fact.said_on).strftime("%d %b %Y").lstrip("0")
+    except ValueError:
+        day = fact.said_on
+    return f"{day}\n{'you' if fact.role == 'user' else 'assistant'}"
+
+
+def let_go_rows(records: list[PassRecord]) -> list[tuple[str, str, str]]:
+    """(sentence, why, message id) of what the newest pass changed, dropped or left out."""
+    last = next((r for r in reversed(records) if r.kind == "pass"), None)
+    if last is None:
+        return []
+    rows: list[tuple[str, str, str]] = []
+    for key in ("facts_dropped", "facts_left_out"):
+        items = last.extra.get(key, [])
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                rows.append(
+                    (
+                        str(item.get("text", "")),
+                        str(item.get("reason", "")),
+                        str(item.get("source", "")),
+                    )
+                )
+    return rows
+
+
 def _history_cells(record: PassRecord) -> list[tuple[str, str]]:
     """(text, tooltip) of each pass-history column."""
     moved = record.kind == "pass"
@@ -643,7 +789,7 @@ def _history_cells(record: PassRecord) -> list[tuple[str, str]]:
         (local_time(record.time_ns, seconds=True), ""),
         (KIND_LABELS.get(record.kind, record.kind), ""),
         (range_text(record), range_tooltip(record)),
-        (cursor, "Archive position of the newest message folded in"),
+        (cursor, "Archive position (#) of the newest message this pass folded in"),
         (record.model or "—", ""),
         (f"{record.duration_s:.1f} s" if record.kind != "edit" else "—", ""),
         (tokens, "Prompt tokens → answer tokens" if record.prompt_tokens else ""),

@@ -42,7 +42,7 @@ from agenvoy_desktop.core.profile import check_profile
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
-from agenvoy_desktop.core.summary import prompt_text
+from agenvoy_desktop.core.summary import prompt_text, session_facts
 from agenvoy_desktop.core.timeutil import Clock, now_ns
 from agenvoy_desktop.llm.catalogue import STARTER_NAME, ModelCatalogue, sampling_defaults
 from agenvoy_desktop.llm.model_profile import CAPABLE, ModelProfile, profile_for_path
@@ -342,6 +342,7 @@ class AppServices:
             model,
             self.tools,
             summary_text=functools.partial(prompt_text, self.store),
+            summary_facts=functools.partial(session_facts, self.store),
             hints=error_memory,
             failures=error_memory,
             config=self._agent_config(),

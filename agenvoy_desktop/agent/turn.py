@@ -44,6 +44,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 from agenvoy_desktop.agent import (
@@ -113,6 +114,7 @@ from agenvoy_desktop.core.session_settings import (
     session_settings,
 )
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.llm.endpoints import answered_by
 
 log = logging.getLogger(__name__)
@@ -304,6 +306,7 @@ class Agent:
         tools: ToolRegistry,
         *,
         summary_text: Callable[[str], str] = lambda _sid: "",
+        summary_facts: Callable[[str], Sequence[Fact]] = lambda _sid: (),
         hints: HintSource | None = None,
         failures: FailureRecorder | None = None,
         config: AgentConfig | None = None,
@@ -316,6 +319,9 @@ class Agent:
         self.model = model
         self.tools = tools
         self.summary_text = summary_text
+        self.summary_facts = summary_facts
+        """The summary's facts of a session (storage thread): lines the answer is checked
+        against, as remembered lines are (a fact folded away is still a fact)."""
         self.hints = hints
         self.failures = failures
         """Records this turn's failed tool calls after the answer: a small model is not
@@ -597,6 +603,16 @@ def _call_key(call: ToolCallRequest) -> str:
     return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
 
 
+def fact_evidence(fact: Fact) -> answer_check.Evidence:
+    """A summary fact as a line an answer is checked against, dated at noon of its day."""
+    try:
+        day = datetime.fromisoformat(fact.said_on).replace(hour=12).astimezone()
+        when = int(day.timestamp() * 1e9)
+    except ValueError:
+        when = 0
+    return answer_check.Evidence(fact.text, when, fact.role)
+
+
 class _Turn:
     """State of one running turn (kept apart so Agent stays reentrant)."""
 
@@ -826,7 +842,8 @@ class _Turn:
         sharper instruction; a second failure shows the remembered line,
         quoted and dated, instead.
         """
-        evidence = self._evidence()
+        facts = await self.agent.storage.run(self.agent.summary_facts, self.sid)
+        evidence = [*self._evidence(), *map(fact_evidence, facts)]
         names = self.agent.tools.names()
         unknown = (
             self.example is not None and not evidence and not self._search_found()

@@ -597,6 +597,16 @@ def prompt_text(store: MemoryStore, session_id: str) -> str:
         return ""
 
 
+def session_facts(store: MemoryStore, session_id: str) -> tuple[Fact, ...]:
+    """The facts of a session's summary; none when it has no summary or it cannot be read."""
+    try:
+        summary = load_summary(store.folder(session_id))
+    except SummaryFileError as exc:
+        log.warning("%s", exc)
+        return ()
+    return summary.facts if summary is not None else ()
+
+
 SUMMARIZE_INSTRUCTIONS = f"""\
 You maintain the rolling summary of a long conversation between a user and an \
 assistant. You get the current summary as JSON and the next messages of the \

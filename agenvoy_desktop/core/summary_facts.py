@@ -172,7 +172,7 @@ def _names(words: Sequence[str]) -> int:
 def _values_in(words: Sequence[str]) -> int:
     """Names, numbers and time words of a sentence (what a summary must not lose unseen)."""
     names = min(2, _names(words))
-    numbers = min(2, sum(1 for w in words if _NUMBER.match(w)))
+    numbers = min(2, sum(1 for w in words if _NUMBER.search(w)))
     times = 1 if any(w.lower() in _TIME_WORDS for w in words) else 0
     return names + numbers + times
 
@@ -201,7 +201,7 @@ def judge(sentence: str) -> tuple[float, str | None]:
     value += 1.0 if _SELF.search(sentence) else 0.0
     value += 0.25 * min(12, len(content))
     if value < MIN_SCORE:
-        return value, "carries no name, number, date, choice or preference"
+        return value, f"says too little to keep on its own (scores {value:.2g} of {MIN_SCORE:g})"
     return value, None
 
 
@@ -295,7 +295,7 @@ def _slot(text: str) -> set[str]:
     return {
         w.lower()[:5]
         for i, w in enumerate(words)
-        if not _NUMBER.match(w)
+        if not _NUMBER.search(w)
         and not (i > 0 and w[:1].isupper())
         and len(w) >= 3
         and w.lower() not in _NOT_NAMES
@@ -306,7 +306,7 @@ def _values(text: str) -> set[str]:
     """A fact's values: its names and numbers."""
     words = _WORD.findall(text)
     return {
-        w.lower() for i, w in enumerate(words) if _NUMBER.match(w) or (i > 0 and w[:1].isupper())
+        w.lower() for i, w in enumerate(words) if _NUMBER.search(w) or (i > 0 and w[:1].isupper())
     }
 
 

@@ -19,7 +19,9 @@ from agenvoy_desktop.agent.turn import (
     TurnEvent,
     TurnResult,
 )
+from agenvoy_desktop.core.session_settings import SessionSettings, save_session_settings
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.summary_facts import Fact
 from tests.conftest import SECOND, T0, conversation
 from tests.scripted_chat import ScriptedChatModel
 
@@ -232,3 +234,30 @@ def test_a_tool_error_echoed_twice_never_becomes_the_answer(store: MemoryStore) 
     assert "{" not in result.answer
     assert result.answer.startswith("I couldn't put an answer into words")
     assert store.history(result.session_id).messages[-1].content == result.answer
+
+
+def test_a_fact_only_the_summary_holds_is_checked_like_a_remembered_line(
+    store: MemoryStore,
+) -> None:
+    """Recall off (plain chat), the allergy folded into the summary: a denial is still caught."""
+    now = store.create_session("today")
+    save_session_settings(store.folder(now), SessionSettings(tools=False))
+    fact = Fact(ALLERGY, "m-allergy", "2023-11-14", "user", 6.0)
+    model = ScriptedChatModel([["No, I am not allergic to anything."], ["No."]])
+    storage = Storage()
+    try:
+        agent = Agent(
+            storage,
+            store,
+            model,
+            ToolRegistry(),
+            summary_facts=lambda _sid: (fact,),
+            config=AgentConfig(small_model=True),
+        )
+        result = asyncio.run(agent.run_turn(now, "Am I allergic to anything?"))
+    finally:
+        storage.close()
+    assert result.checked == "contradicts"
+    assert result.answer_from == "quote"
+    assert ALLERGY in result.answer
+    assert "2023-11-14" in result.answer

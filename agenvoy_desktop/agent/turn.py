@@ -632,6 +632,8 @@ class _Turn:
         self.answered = False
         self.recall = RecallBlock()
         self.passages = DocumentPassages()
+        self.facts: tuple[Fact, ...] = ()
+        """The summary's facts (read before the first round): checked like remembered lines."""
         self.never_said: list[str] = []
         """Words of the question the user never said (``agent/never_said.py``)."""
         self.voice: Voice | None = None
@@ -687,6 +689,7 @@ class _Turn:
         """
         config = self.agent.config
         self.settings = await self.agent.storage.run(session_settings, self.agent.store, self.sid)
+        self.facts = tuple(await self.agent.storage.run(self.agent.summary_facts, self.sid))
         if config.proactive_recall and self.settings.tools:
             if self.lookup.wants_recall(user):  # "Looking through your memory…" only then
                 self.emit(TurnStatus("recall"))
@@ -705,7 +708,7 @@ class _Turn:
             self.result.not_remembered = True
         if text or self.example is not None:
             await self.agent.storage.run(self._log_recall, user, text)
-        if self.recall.items:
+        if self.recall.items or self.facts:
             self.voice = self._voice_for(user.content)
         if text:
             self.result.recall_text = text
@@ -725,6 +728,7 @@ class _Turn:
     def _voice_for(self, question: str) -> Voice:
         said = [item.text for item in self.recall.items if item.role == "user"]
         said += [n.text for item in self.recall.items for n in item.neighbours if n.role == "user"]
+        said += [fact.text for fact in self.facts if fact.role == "user"]
         return Voice.for_turn(question, said, about_assistant=asks_about_assistant(question))
 
     def _in_voice(self, text: str) -> str:
@@ -842,8 +846,7 @@ class _Turn:
         sharper instruction; a second failure shows the remembered line,
         quoted and dated, instead.
         """
-        facts = await self.agent.storage.run(self.agent.summary_facts, self.sid)
-        evidence = [*self._evidence(), *map(fact_evidence, facts)]
+        evidence = [*self._evidence(), *map(fact_evidence, self.facts)]
         names = self.agent.tools.names()
         unknown = (
             self.example is not None and not evidence and not self._search_found()

@@ -261,3 +261,25 @@ def test_a_fact_only_the_summary_holds_is_checked_like_a_remembered_line(
     assert result.answer_from == "quote"
     assert ALLERGY in result.answer
     assert "2023-11-14" in result.answer
+
+
+def test_an_answer_in_the_users_words_from_a_summary_fact_is_said_to_them(
+    store: MemoryStore,
+) -> None:
+    now = store.create_session("today")
+    save_session_settings(store.folder(now), SessionSettings(tools=False))
+    fact = Fact("I'm allergic to kiwi fruit.", "m-kiwi", "2023-11-14", "user", 5.0)
+    storage = Storage()
+    try:
+        agent = Agent(
+            storage,
+            store,
+            ScriptedChatModel([["I'm allergic to kiwi fruit."]]),
+            ToolRegistry(),
+            summary_facts=lambda _sid: (fact,),
+            config=AgentConfig(small_model=True),
+        )
+        result = asyncio.run(agent.run_turn(now, "Which fruit am I allergic to?"))
+    finally:
+        storage.close()
+    assert result.answer.startswith("You're allergic to kiwi")

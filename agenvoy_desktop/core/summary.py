@@ -597,6 +597,32 @@ def prompt_text(store: MemoryStore, session_id: str) -> str:
         return ""
 
 
+OTHER_TOPIC = "Other things said"
+TOPIC_SHARED_TERMS = 2
+"""Content terms a fact must share with a topic to sit under it (one, "near", is chance)."""
+
+
+def facts_by_topic(summary: Summary) -> list[tuple[str, list[Fact]]]:
+    """The facts under the past discussion they share most words with, in the summary's order.
+
+    A fact that shares fewer than :data:`TOPIC_SHARED_TERMS` content terms
+    with every topic goes under :data:`OTHER_TOPIC`, last.  Only for reading: the prompt keeps the
+    facts in the order they were said.
+    """
+    topics = [(p.topic, terms(f"{p.topic} {p.description}")) for p in summary.past_discussions]
+    groups: dict[str, list[Fact]] = {topic: [] for topic, _ in topics}
+    other: list[Fact] = []
+    for fact in summary.facts:
+        words = terms(fact.text)
+        best = max(topics, key=lambda t: len(t[1] & words), default=None)
+        if best is None or len(best[1] & words) < TOPIC_SHARED_TERMS:
+            other.append(fact)
+        else:
+            groups[best[0]].append(fact)
+    found = [(topic, facts) for topic, facts in groups.items() if facts]
+    return [*found, (OTHER_TOPIC, other)] if other else found
+
+
 def session_facts(store: MemoryStore, session_id: str) -> tuple[Fact, ...]:
     """The facts of a session's summary; none when it has no summary or it cannot be read."""
     try:

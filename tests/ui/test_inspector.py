@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QDialogButtonBox, QLineEdit, QWidget
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.context import WINDOW_STEP, turn_note_index
@@ -678,14 +678,18 @@ def test_summary_tab_lists_facts_with_their_message_and_what_was_let_go(
     summary = tab.snapshot.summary if tab.snapshot else None
     assert summary is not None
     assert summary.facts
-    texts = [tab.facts.item(r, 1).text() for r in range(tab.facts.rowCount())]
-    assert any("2000 euros" in t for t in texts)
-    assert "you" in tab.facts.item(0, 0).text() or "assistant" in tab.facts.item(0, 0).text()
-    button = tab.facts.cellWidget(0, 2)
-    assert isinstance(button, QPushButton)
+    rows = tab.fact_rows()
+    assert len(rows) == len(summary.facts)
+    topics = {topic for topic, _, _ in rows}
+    assert "Temples" in topics  # "Kiyomizu-dera opens at 6:00…" under its discussion
+    budget = next(r for r in rows if "2000 euros" in r[1])
+    assert budget[0] == "Other things said"
+    button = budget[2]
+    assert button is not None
+    source = next(f.source for f in summary.facts if f.text == budget[1])
     with qtbot.waitSignal(panel.message_activated) as signal:
         button.click()
-    assert signal.args == [summary.facts[0].source]
+    assert signal.args == [source]
     assert tab.let_go.rowCount() == 1
     assert tab.let_go.item(0, 1).text() == "a question"
 

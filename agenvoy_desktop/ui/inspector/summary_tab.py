@@ -45,6 +45,7 @@ from agenvoy_desktop.core.summary import (
     KeyDecision,
     PassRecord,
     Summary,
+    facts_by_topic,
 )
 from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.operations.changes import MemoryChanges
@@ -502,23 +503,53 @@ class SummaryTab(InspectorTab):
         self._topic_cap.apply()
 
     def _fill_facts(self, summary: Summary) -> None:
-        self.facts.setRowCount(len(summary.facts))
-        for row, fact in enumerate(summary.facts):
-            said = QTableWidgetItem(fact_said(fact))
-            text = fact.text if fact.replaced is None else f"{fact.text}\n(was: {fact.replaced})"
-            cell = QTableWidgetItem(text)
-            cell.setToolTip(text)
-            self.facts.setItem(row, 0, said)
-            self.facts.setItem(row, 1, cell)
-            button = QPushButton("Show")
-            button.setFlat(True)
-            button.setToolTip("Show the message this fact was said in")
-            button.clicked.connect(
-                lambda _=False, sid=fact.source: self.message_activated.emit(sid)
-            )
-            self.facts.setCellWidget(row, 2, button)
+        """The facts under their topics: a spanning row names the topic, its facts follow."""
+        self.facts.clearSpans()
+        groups = facts_by_topic(summary)
+        self.facts.setRowCount(sum(1 + len(facts) for _, facts in groups))
+        row = 0
+        for topic, facts in groups:
+            self.facts.removeCellWidget(row, 2)
+            title = QTableWidgetItem(topic)
+            font = title.font()
+            font.setBold(True)
+            title.setFont(font)
+            self.facts.setItem(row, 0, title)
+            self.facts.setItem(row, 1, QTableWidgetItem())
+            self.facts.setSpan(row, 0, 1, 3)
+            row += 1
+            for fact in facts:
+                self._fill_fact(row, fact)
+                row += 1
         self.facts.resizeRowsToContents()
         _fit_height(self.facts, placeholder_rows=1)
+
+    def _fill_fact(self, row: int, fact: Fact) -> None:
+        text = fact.text if fact.replaced is None else f"{fact.text}\n(was: {fact.replaced})"
+        cell = QTableWidgetItem(text)
+        cell.setToolTip(text)
+        self.facts.setItem(row, 0, QTableWidgetItem(fact_said(fact)))
+        self.facts.setItem(row, 1, cell)
+        button = QPushButton("Show")
+        button.setFlat(True)
+        button.setToolTip("Show the message this fact was said in")
+        button.clicked.connect(lambda _=False, sid=fact.source: self.message_activated.emit(sid))
+        self.facts.setCellWidget(row, 2, button)
+
+    def fact_rows(self) -> list[tuple[str, str, QPushButton | None]]:
+        """(topic, fact as shown, its Show button) of each fact row, in order."""
+        rows: list[tuple[str, str, QPushButton | None]] = []
+        topic = ""
+        for row in range(self.facts.rowCount()):
+            first = self.facts.item(row, 0)
+            if self.facts.columnSpan(row, 0) == 3:
+                topic = first.text() if first is not None else ""
+                continue
+            text = self.facts.item(row, 1)
+            button = self.facts.cellWidget(row, 2)
+            shown = text.text() if text is not None else ""
+            rows.append((topic, shown, button if isinstance(button, QPushButton) else None))
+        return rows
 
     def _fill_let_go(self, records: list[PassRecord]) -> None:
         rows = let_go_rows(records)

@@ -17,6 +17,7 @@ from agenvoy_desktop.core.model_api import (
     ChatFinished,
     ChatMessage,
     JsonCompletion,
+    PromptRead,
     StopWhen,
     TextDelta,
     ToolCallRequest,
@@ -94,6 +95,9 @@ class ScriptedChatModel:
             if item is WAIT:
                 self.waiting.set()
                 await self.gate.wait()
+                continue
+            if isinstance(item, PromptRead):  # a long prompt's progress, passed through
+                yield item
                 continue
             if isinstance(item, Call):
                 self._ids += 1

@@ -104,6 +104,7 @@ from agenvoy_desktop.core.model_api import (
     ChatFinished,
     ChatMessage,
     ChatModel,
+    PromptRead,
     TextDelta,
     ToolCallRequest,
 )
@@ -211,8 +212,9 @@ class TurnStatus:
 
     ``phase`` is ``recall`` (searching memory), ``loading`` (the model is not
     loaded yet: it loads, then reads the prompt), ``thinking`` (the model reads
-    the prompt), ``tool`` (``detail``: the tool's name) or ``writing`` (the
-    first answer text arrived).
+    the prompt; ``detail``, when set, the percent of a long prompt read so far),
+    ``tool`` (``detail``: the tool's name) or ``writing`` (the first answer
+    text arrived).
     """
 
     phase: str
@@ -965,6 +967,8 @@ class _Turn:
                     calls.append(event)
                 elif isinstance(event, ChatFinished):
                     finish = event
+                elif isinstance(event, PromptRead) and wrote is None and event.total > 0:
+                    self.emit(TurnStatus("thinking", str(round(100 * event.done / event.total))))
             if held := voiced.flush():
                 self.emit(AnswerDelta(held))
         except KnownError:

@@ -120,7 +120,16 @@ class ChatFinished:
     duration_s: float = 0.0
 
 
-ChatEvent = TextDelta | ToolCallRequest | ChatFinished
+@dataclass(frozen=True, slots=True)
+class PromptRead:
+    """How much of a long prompt the model has read before it writes (``done`` of ``total``
+    tokens still to read).  Only a local model reports it, and only for long prompts."""
+
+    done: int
+    total: int
+
+
+ChatEvent = TextDelta | ToolCallRequest | ChatFinished | PromptRead
 
 
 class ChatModel(JsonModel, Protocol):

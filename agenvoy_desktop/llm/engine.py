@@ -34,6 +34,7 @@ from agenvoy_desktop.core.model_api import (
     ChatMessage,
     JsonCompletion,
     ModelOutputError,
+    PromptRead,
     StopWhen,
     TextDelta,
 )
@@ -537,7 +538,13 @@ class ChatEngine:
             sampler.remember(model.tokenize(last_user_text(request.messages)))
         try:
             reason, generated = model.generate(
-                tokens, sampler, max_new, request.cancelled, on_token, drafts=DRAFT_CHAT
+                tokens,
+                sampler,
+                max_new,
+                request.cancelled,
+                on_token,
+                drafts=DRAFT_CHAT,
+                on_read=lambda done, total: push(PromptRead(done, total)),
             )
         finally:
             sampler.close()

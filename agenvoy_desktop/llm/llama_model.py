@@ -300,6 +300,7 @@ class LlamaModel:
         on_token: Callable[[int], None],
         *,
         drafts: bool = False,
+        on_read: Callable[[int, int], None] | None = None,
     ) -> tuple[FinishReason, int]:
         """Prefill ``tokens`` and sample up to ``max_new`` tokens: (finish reason, generated).
 
@@ -307,9 +308,10 @@ class LlamaModel:
         With *drafts*, each decode also evaluates a guess of the next few
         tokens looked up in the text so far (:mod:`.lookup`); the sampler
         still chooses every token, from the logits of its own position, and
-        the guess is kept up to the first token it did not choose.
+        the guess is kept up to the first token it did not choose.  *on_read*
+        hears ``(done, total)`` after each batch of a prompt that takes more than one.
         """
-        if not self._prefill(tokens, cancelled):
+        if not self._prefill(tokens, cancelled, on_read):
             return "cancelled", 0
         lookup = NgramDrafts(self._past) if drafts else None
         generated = 0
@@ -372,7 +374,12 @@ class LlamaModel:
             llama_cpp.llama_memory_seq_rm(self._memory, 0, len(self._past), -1)
             pending.clear()
 
-    def _prefill(self, tokens: Tokens, cancelled: Callable[[], bool]) -> bool:
+    def _prefill(
+        self,
+        tokens: Tokens,
+        cancelled: Callable[[], bool],
+        on_read: Callable[[int, int], None] | None = None,
+    ) -> bool:
         """Evaluate ``tokens``, reusing the cached common prefix; False if cancelled."""
         keep = min(common_prefix(self._past, tokens), len(tokens) - 1)
         if self._use_saved_state(tokens, keep):
@@ -383,6 +390,7 @@ class LlamaModel:
                 keep = 0
             del self._past[keep:]
         step = self.prompt_batch
+        total = len(tokens) - keep
         for start in range(keep, len(tokens), step):
             if cancelled():
                 return False
@@ -390,6 +398,8 @@ class LlamaModel:
             array = (llama_cpp.llama_token * len(chunk))(*chunk)
             self._decode(llama_cpp.llama_batch_get_one(array, len(chunk)))
             self._past.extend(chunk)
+            if on_read is not None and total > step:
+                on_read(start + len(chunk) - keep, total)
         return True
 
     def _use_saved_state(self, tokens: Tokens, keep: int) -> bool:

@@ -111,6 +111,8 @@ def phase_text(phase: str, detail: str = "") -> str:
     """The line for a :class:`~agenvoy_desktop.agent.turn.TurnStatus` phase."""
     if phase == "tool":
         return tool_phrase(detail, {})
+    if phase == "thinking" and detail.isdigit():  # the share of a long prompt read so far
+        return f"Reading your message… {detail} %"
     return PHASES.get(phase, "")
 
 

@@ -18,7 +18,9 @@ from agenvoy_desktop.agent.turn import (
     AnswerRetracted,
     TurnEvent,
     TurnResult,
+    TurnStatus,
 )
+from agenvoy_desktop.core.model_api import PromptRead
 from agenvoy_desktop.core.session_settings import SessionSettings, save_session_settings
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary_facts import Fact
@@ -283,3 +285,19 @@ def test_an_answer_in_the_users_words_from_a_summary_fact_is_said_to_them(
     finally:
         storage.close()
     assert result.answer.startswith("You're allergic to kiwi")
+
+
+def test_a_long_prompt_read_is_reported_as_thinking_with_its_share(store: MemoryStore) -> None:
+    now = store.create_session("today")
+    script: list[list[object]] = [[PromptRead(256, 512), PromptRead(512, 512), "Hello!"]]
+    storage = Storage()
+    events: list[TurnEvent] = []
+    try:
+        agent = Agent(
+            storage, store, ScriptedChatModel(script), ToolRegistry(), config=AgentConfig()
+        )
+        asyncio.run(agent.run_turn(now, "Hi there", on_event=events.append))
+    finally:
+        storage.close()
+    thinking = [e.detail for e in events if isinstance(e, TurnStatus) and e.phase == "thinking"]
+    assert thinking[-2:] == ["50", "100"]

@@ -135,3 +135,20 @@ def test_an_empty_store_restores_nothing() -> None:
     store = KvSnapshots()
     assert store.best([1, 2, 3]) == (0, None)
     assert store.restore(None, [1, 2, 3]) is False
+
+
+def test_a_long_prompt_reports_how_much_is_read(model: LlamaModel) -> None:
+    tokens = _prompt(model, "a long message to read in several batches", 200)
+    read: list[tuple[int, int]] = []
+    sampler = model.make_sampler(temperature=0.0, seed=1, grammar=None)
+    try:
+        model.generate(
+            tokens, sampler, 2, never, lambda _t: None, on_read=lambda d, t: read.append((d, t))
+        )
+        # the same prompt again: all of it is cached but the last token, one batch: no report
+        model.generate(
+            tokens, sampler, 2, never, lambda _t: None, on_read=lambda d, t: read.append((d, t))
+        )
+    finally:
+        sampler.close()
+    assert read == [(64, 200), (128, 200), (192, 200), (200, 200)]

@@ -86,3 +86,8 @@ def test_the_status_line_is_not_shown_in_another_session(
     assert window.chat.turn_status.isVisible()
     wait_op(qtbot, window.new_session())
     assert not window.chat.turn_status.isVisible()
+
+
+def test_a_long_prompt_read_shows_its_share() -> None:
+    assert phase_text("thinking", "40") == "Reading your message… 40 %"
+    assert phase_text("thinking") == "Thinking…"

@@ -44,6 +44,9 @@ MIN_SCORE = 3.0
 """What a sentence must carry to be kept (see :func:`score`)."""
 PER_MESSAGE = 3
 """Sentences one message may give: a long answer must not fill the list alone."""
+ECHO_WINDOW = 6
+"""How far back a fact that only repeats an earlier one is looked for (an answer echoing the
+question's facts follows it closely)."""
 MIN_SLOT_WORDS = 2
 """Words two facts must share around their values; and they may differ in one word at most
 ("my new phone number"), so "The bread costs 3 euros" and "The milk costs 5 euros" stay two."""
@@ -337,8 +340,10 @@ def merge_facts(
 ) -> tuple[tuple[Fact, ...], list[DroppedFact]]:
     """The summary's facts after a pass: *earlier* updated by *new*, then cut to the budget.
 
-    A new fact that repeats an earlier one word for word is not added twice;
-    one that changes an earlier fact takes its place (see :func:`replaces`).
+    A new fact that repeats an earlier one word for word is not added twice,
+    nor one whose words are all in one of the last few facts (an answer that
+    says the user's fact back); one that changes an earlier fact takes its
+    place (see :func:`replaces`).
     Over :data:`MAX_FACTS` or :data:`MAX_FACT_CHARS`, the lowest-scoring
     facts go, the oldest first among equals.
     """
@@ -349,6 +354,11 @@ def merge_facts(
         if _key(fact.text) in seen:
             continue
         seen.add(_key(fact.text))
+        echoed = next((k for k in kept[-ECHO_WINDOW:] if _echoes(fact, k)), None)
+        if echoed is not None:
+            reason = f"says again what was just said: {echoed.text}"
+            dropped.append(DroppedFact(fact.text, fact.source, reason))
+            continue
         changed = next((at for at, old in enumerate(kept) if replaces(fact, old)), None)
         if changed is None:
             kept.append(fact)
@@ -376,6 +386,17 @@ def _within_budget(
         )
         dropped.append(DroppedFact(kept[i].text, kept[i].source, reason))
     return tuple(f for i, f in enumerate(kept) if i not in gone), dropped
+
+
+def _stems(text: str) -> set[str]:
+    return {word[:5] for word in content_words(text)}
+
+
+def _echoes(new: Fact, earlier: Fact) -> bool:
+    """*new* only says again what *earlier* said ("Blue Wagon Movers at 640 euros." after
+    "I booked Blue Wagon Movers, they quoted 640 euros."): all its words are in it."""
+    words = _stems(new.text)
+    return len(words) >= 2 and words < _stems(earlier.text)
 
 
 def _key(text: str) -> str:

@@ -131,3 +131,12 @@ def test_a_title_or_an_initial_does_not_end_the_sentence() -> None:
     assert [f.text for f in picked.facts] == [
         "My new dentist is called Dr. Okafor, her practice is near the station."
     ]
+
+
+def test_an_answer_that_says_the_users_fact_back_is_not_kept_twice() -> None:
+    user = fact("I booked Blue Wagon Movers, they quoted 640 euros.", source="u")
+    echo = Fact("Blue Wagon Movers at 640 euros.", "a", "2023-05-08", "assistant", 5.0)
+    more = Fact("So the movers come to 730 euros in all.", "b", "2023-05-08", "assistant", 5.0)
+    facts, dropped = merge_facts([], [user, echo, more])
+    assert [f.source for f in facts] == ["u", "b"]
+    assert dropped[0].reason.startswith("says again what was just said")

@@ -104,6 +104,12 @@ class Composer(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
+    def changeEvent(self, event: QEvent) -> None:
+        """A new font size (Settings, or a restyle) changes the line height: fit again."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit()
+
     def _fit(self) -> None:
         line = self.fontMetrics().lineSpacing()
         lines = max(2, min(8, int(self.document().size().height())))

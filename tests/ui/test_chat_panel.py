@@ -405,3 +405,14 @@ def test_an_answer_that_denies_what_was_told_is_replaced_in_its_bubble(
     assert "corrected against your memory" in window.chat.turn_status.text()
     stored = history(services, window.session_id or "")
     assert stored[-1].content == answer
+
+
+def test_the_message_box_fits_two_lines_of_a_larger_font(qtbot: QtBot) -> None:
+    box = chat_panel.Composer()
+    qtbot.addWidget(box)
+    small = box.height()
+    font = box.font()
+    font.setPointSize(font.pointSize() + 6)
+    box.setFont(font)
+    assert box.height() > small
+    assert box.height() == 2 * box.fontMetrics().lineSpacing() + 16

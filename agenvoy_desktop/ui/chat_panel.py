@@ -68,7 +68,14 @@ from agenvoy_desktop.ui.markdown_view import WrappingLabel
 from agenvoy_desktop.ui.message_actions import MessageActions
 from agenvoy_desktop.ui.pending_ops import PendingOps
 from agenvoy_desktop.ui.theme import apply_sheet, chat_style, colors
-from agenvoy_desktop.ui.turn_status import TurnStatusLine, phase_text, phase_tip, tool_phrase
+from agenvoy_desktop.ui.turn_status import (
+    TurnStatusLine,
+    done_details,
+    done_text,
+    phase_text,
+    phase_tip,
+    tool_phrase,
+)
 from agenvoy_desktop.ui.welcome import WelcomePanel, profile_has_messages
 
 log = logging.getLogger(__name__)
@@ -140,6 +147,9 @@ class ChatPanel(QWidget):
         self._turn: Operation | None = None
         self._load_op: Operation | None = None
         self._turn_sid: str | None = None
+        self._last_lines: dict[str, tuple[str, str]] = {}
+        """Each session's last finished-turn line (speed, time; its tooltip), shown again
+        when the session is opened again."""
         self._stop = asyncio.Event()
         self._partial = ""
         self._streaming: ChatBubble | None = None
@@ -344,6 +354,7 @@ class ChatPanel(QWidget):
         self._streaming = self._pending_user = None
         self.view.clear()
         self._forget_shown()
+        self._show_last_line(session_id)
         self._update_welcome()
         if session_id is None or empty:
             return None
@@ -352,8 +363,17 @@ class ChatPanel(QWidget):
         )
         return self._load_op
 
+    def _show_last_line(self, session_id: str | None) -> None:
+        """The session's last "12.3 tokens/s · …" line, when no turn runs here."""
+        line = self._last_lines.get(session_id) if session_id is not None else None
+        if line is None or self._busy_here():
+            return
+        self.turn_status.show_line(*line)
+
     def show_cleared(self) -> None:
         """Empty the view at once (a reset whose undo window is open)."""
+        if self._sid is not None:
+            self._last_lines.pop(self._sid, None)
         self._generation += 1
         self._streaming = self._pending_user = None
         self.view.clear()
@@ -652,9 +672,11 @@ class ChatPanel(QWidget):
         self.turn_finished.emit(sid)
 
     def _done(self, result: TurnResult) -> None:
+        model = self.services.chat_model
+        name = getattr(model, "name", "?") if model else "?"
+        self._last_lines[result.session_id] = (done_text(result), done_details(result, name))
         if result.session_id == self._sid:
-            model = self.services.chat_model
-            self.turn_status.finish(result, getattr(model, "name", "?") if model else "?")
+            self.turn_status.finish(result, name)
 
     def _failed(self, text: str | None, exc: BaseException) -> None:
         """Say why in an answer bubble, with Retry: regenerate if the question was

@@ -225,6 +225,14 @@ class TurnStatusLine(WrappingLabel):
         self._ticker.stop()
         self.setToolTip(done_details(result, model_name))
 
+    def show_line(self, text: str, tip: str) -> None:
+        """Show a finished turn's line again (the session was opened again)."""
+        self.phases = [text]
+        self._ticker.stop()
+        self.setText(text)
+        self.setToolTip(tip)
+        self.show()
+
     def fail(self, text: str) -> None:
         self.say(text)
         self._ticker.stop()

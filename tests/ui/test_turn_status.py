@@ -91,3 +91,21 @@ def test_the_status_line_is_not_shown_in_another_session(
 def test_a_long_prompt_read_shows_its_share() -> None:
     assert phase_text("thinking", "40") == "Reading your message… 40 %"
     assert phase_text("thinking") == "Thinking…"
+
+
+def test_a_sessions_last_speed_line_comes_back_with_the_session(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    services = make_services(ScriptedChatModel([["Hi."]]))
+    window = make_window(services)
+    window.chat.send("hello")
+    qtbot.waitUntil(lambda: not window.chat.busy)
+    first = window.chat.session_id
+    shown = window.chat.turn_status.text()
+    assert "s in all" in shown
+    wait_op(qtbot, window.new_session())
+    assert not window.chat.turn_status.isVisible()
+    assert first is not None
+    window.select_session(first)
+    qtbot.waitUntil(window.chat.turn_status.isVisible)
+    assert window.chat.turn_status.text() == shown

@@ -238,27 +238,35 @@ def test_a_tool_error_echoed_twice_never_becomes_the_answer(store: MemoryStore) 
     assert store.history(result.session_id).messages[-1].content == result.answer
 
 
-def test_a_fact_only_the_summary_holds_is_checked_like_a_remembered_line(
-    store: MemoryStore,
-) -> None:
-    """Recall off (plain chat), the allergy folded into the summary: a denial is still caught."""
+def _plain_chat_with_fact(
+    store: MemoryStore, fact: Fact, question: str, script: list[list[object]]
+) -> TurnResult:
+    """One turn with tools (and so recall) off, the summary holding *fact*."""
     now = store.create_session("today")
     save_session_settings(store.folder(now), SessionSettings(tools=False))
-    fact = Fact(ALLERGY, "m-allergy", "2023-11-14", "user", 6.0)
-    model = ScriptedChatModel([["No, I am not allergic to anything."], ["No."]])
     storage = Storage()
     try:
         agent = Agent(
             storage,
             store,
-            model,
+            ScriptedChatModel(script),
             ToolRegistry(),
             summary_facts=lambda _sid: (fact,),
             config=AgentConfig(small_model=True),
         )
-        result = asyncio.run(agent.run_turn(now, "Am I allergic to anything?"))
+        return asyncio.run(agent.run_turn(now, question))
     finally:
         storage.close()
+
+
+def test_a_fact_only_the_summary_holds_is_checked_like_a_remembered_line(
+    store: MemoryStore,
+) -> None:
+    """Recall off (plain chat), the allergy folded into the summary: a denial is still caught."""
+    fact = Fact(ALLERGY, "m-allergy", "2023-11-14", "user", 6.0)
+    result = _plain_chat_with_fact(
+        store, fact, "Am I allergic to anything?", [["No, I am not allergic to anything."], ["No."]]
+    )
     assert result.checked == "contradicts"
     assert result.answer_from == "quote"
     assert ALLERGY in result.answer
@@ -268,22 +276,10 @@ def test_a_fact_only_the_summary_holds_is_checked_like_a_remembered_line(
 def test_an_answer_in_the_users_words_from_a_summary_fact_is_said_to_them(
     store: MemoryStore,
 ) -> None:
-    now = store.create_session("today")
-    save_session_settings(store.folder(now), SessionSettings(tools=False))
     fact = Fact("I'm allergic to kiwi fruit.", "m-kiwi", "2023-11-14", "user", 5.0)
-    storage = Storage()
-    try:
-        agent = Agent(
-            storage,
-            store,
-            ScriptedChatModel([["I'm allergic to kiwi fruit."]]),
-            ToolRegistry(),
-            summary_facts=lambda _sid: (fact,),
-            config=AgentConfig(small_model=True),
-        )
-        result = asyncio.run(agent.run_turn(now, "Which fruit am I allergic to?"))
-    finally:
-        storage.close()
+    result = _plain_chat_with_fact(
+        store, fact, "Which fruit am I allergic to?", [["I'm allergic to kiwi fruit."]]
+    )
     assert result.answer.startswith("You're allergic to kiwi")
 
 

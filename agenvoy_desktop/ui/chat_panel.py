@@ -595,7 +595,9 @@ class ChatPanel(QWidget):
             self._sid = sid
             self._generation += 1
             self.view.clear()
-        await self.pending.flush(sid)  # a deleted message must not reach the model
+        # A deleted message must not reach the model, and recall searches every session:
+        # deletes still in their undo window in *any* session end now, not only this one's.
+        await self.pending.flush()
         if editing is not None and editing.message_id is not None and sid == self._sid:
             await self._truncate_for_edit(sid, editing)
         self._begin(sid)
@@ -622,7 +624,7 @@ class ChatPanel(QWidget):
 
         agent = self.services.agent
         assert agent is not None
-        await self.pending.flush(sid)
+        await self.pending.flush()  # every session's deletes, as for a send
         store = self.services.store
         changed = await self.services.storage.run(regenerate_truncate, store, sid, message_id)
         self.runner.broadcast(changed.changes)

@@ -274,6 +274,9 @@ class MainWindow(QMainWindow):
         self.sessions.rename_requested.connect(self.rename_session)
         self.sessions.action_requested.connect(self.session_actions.run_named)
         self.sessions.follow(self.pending)
+        # A message deleted in the chat leaves every view at once, and comes back on Undo.
+        self.inspector.follow_deletes(self.chat.pending)
+        self.timeline.follow_deletes(self.chat.pending)
         self.sessions.rename_finished.connect(self.chat.focus_input)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)

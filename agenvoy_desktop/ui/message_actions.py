@@ -3,9 +3,10 @@
 Edit-and-resend and Regenerate start turns, so the chat panel runs those;
 this module owns the rest.  A delete hides the bubble at once and runs when
 its undo window (10 s) ends, like a session reset (:mod:`pending_ops`); a
-send into the session finalises it first, so the model never sees a message
-the user deleted.  The operations themselves run on the storage thread
-(``operations/messages.py``) and what they changed is broadcast.
+send into any session finalises it first (proactive recall searches every
+session), so the model never sees a message the user deleted.  The
+operations themselves run on the storage thread (``operations/messages.py``)
+and what they changed is broadcast.
 """
 
 from __future__ import annotations

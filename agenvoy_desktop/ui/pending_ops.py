@@ -11,7 +11,11 @@ user simply sees the session again at the next start.  Once the store has
 started the operation, its journal rolls it forward at the next start.
 
 A message delete works the same way for one message: the chat hides its
-bubble at once, and the store deletes it when the window ends.
+bubble at once, and the store deletes it when the window ends.  Every other
+view of the message (the inspector's Context and Recall tabs, the timeline)
+leaves it out as well: they ask :meth:`PendingOps.deleted_messages` which
+messages to skip and follow :attr:`PendingOps.changed`, so Undo brings the
+message back everywhere at once.
 
 Quitting finalises every pending operation (:meth:`PendingOps.flush`):
 closing the window is not an undo.
@@ -72,6 +76,9 @@ class PendingOps(QObject):
     undone = Signal(object)
     executed = Signal(object)
     failed = Signal(object, str)
+    changed = Signal()
+    """:meth:`deleted_messages` changed (a delete scheduled, undone or failed): the views
+    that leave those messages out follow."""
 
     def __init__(
         self,
@@ -86,6 +93,8 @@ class PendingOps(QObject):
         self.runner = runner
         self.delay_ms = delay_ms
         self._ops: dict[str, PendingOp] = {}
+        self._deleted: set[str] = set()
+        """Messages whose delete has run (a few ids per deleted message, for the app's life)."""
 
     # -- queries -------------------------------------------------------------------
     def pending_for(self, session_id: str) -> PendingOp | None:
@@ -100,6 +109,17 @@ class PendingOps(QObject):
             for op in self._ops.values()
             if op.message_id is not None and op.session_id == session_id
         }
+
+    def deleted_messages(self) -> set[str]:
+        """Messages of any session that no view may show (ids are unique across sessions).
+
+        Those deleted in the chat whose window is open or whose delete is
+        running, and those whose delete has run: a view may still hold a
+        reading from before it (a search result, the timeline before its
+        reload), and the message must not come back there for a moment.
+        """
+        pending = {op.message_id for op in self._ops.values() if op.message_id is not None}
+        return pending | self._deleted
 
     def hidden_sessions(self) -> set[str]:
         """Sessions the list must not show: removed, undo window still open or running."""
@@ -136,6 +156,7 @@ class PendingOps(QObject):
         timer.start()
         log.info("%s of %s scheduled (undo window %d ms)", op.kind, op.key, self.delay_ms)
         self.scheduled.emit(op)
+        self.changed.emit()
         return op
 
     def undo(self, op: PendingOp) -> bool:
@@ -147,6 +168,7 @@ class PendingOps(QObject):
         self._ops.pop(op.key, None)
         log.info("%s of %s undone", op.kind, op.key)
         self.undone.emit(op)
+        self.changed.emit()
         return True
 
     def hold(self, op: PendingOp) -> None:
@@ -183,8 +205,11 @@ class PendingOps(QObject):
             level = logging.WARNING if is_known(exc) else logging.ERROR  # a bug: with traceback
             log.log(level, "%s of %s failed", op.kind, op.key, exc_info=not is_known(exc))
             self.failed.emit(op, self.runner.readable(exc))
+            self.changed.emit()
             return
         op.state = "done"
+        if op.message_id is not None:
+            self._deleted.add(op.message_id)
         if self._ops.get(op.key) is op:
             del self._ops[op.key]
         log.info("%s of %s done", op.kind, op.key)

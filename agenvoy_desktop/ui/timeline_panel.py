@@ -7,7 +7,9 @@ by ``remember_error``) come from three places — the archive's messages, its
 :mod:`agenvoy_desktop.operations.timeline` on the storage thread; this module
 only shows them.  Clicking an event that belongs to a message scrolls the
 chat to it.  In a narrow panel the time column gives way to the event's
-text (the time is in the row's tooltip then).
+text (the time is in the row's tooltip then).  A message deleted in the chat
+is left out, with its tool calls, while its undo window is open, as the chat
+leaves it out (:meth:`TimelinePanel.follow_deletes`).
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.timeline import KIND_LABELS, KINDS, TimelineEvent, load_timeline
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.flow_layout import FlowLayout, flow_row
+from agenvoy_desktop.ui.pending_ops import PendingOps
 
 REFRESH_DELAY_MS = 300
+OF_A_MESSAGE = ("message", "tool", "errors")
+"""Kinds of event that are a message's own (its text, its tool calls): a delete hides them."""
 NARROW_PX = 420
 """Below this panel width the time column is hidden."""
 Index = QModelIndex | QPersistentModelIndex
@@ -60,6 +65,8 @@ class TimelineModel(QAbstractTableModel):
         self._rows: list[TimelineEvent] = []
         self._times: dict[int, str] = {}
         self.kinds: set[str] = set(KINDS)
+        self.hidden: set[str] = set()
+        """Messages deleted in the chat whose undo window is open: their events are left out."""
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
@@ -100,7 +107,8 @@ class TimelineModel(QAbstractTableModel):
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(KINDS, 0)
         for event in self._all:
-            out[event.kind] = out.get(event.kind, 0) + 1
+            if not self._deleted(event):
+                out[event.kind] = out.get(event.kind, 0) + 1
         return out
 
     def set_events(self, events: Sequence[TimelineEvent]) -> None:
@@ -112,9 +120,20 @@ class TimelineModel(QAbstractTableModel):
         self.kinds = set(kinds)
         self._refilter()
 
+    def set_hidden(self, message_ids: set[str]) -> None:
+        if message_ids != self.hidden:
+            self.hidden = set(message_ids)
+            self._refilter()
+
+    def _deleted(self, event: TimelineEvent) -> bool:
+        return event.message_id in self.hidden and event.kind in OF_A_MESSAGE
+
+    def _shown(self, event: TimelineEvent) -> bool:
+        return event.kind in self.kinds and not self._deleted(event)
+
     def _refilter(self) -> None:
         self.beginResetModel()
-        self._rows = [e for e in self._all if e.kind in self.kinds]
+        self._rows = [e for e in self._all if self._shown(e)]
         self.endResetModel()
 
 
@@ -199,6 +218,15 @@ class TimelinePanel(QWidget):
         view.clicked.connect(self._on_clicked)
         view.activated.connect(self._on_clicked)
         return view
+
+    def follow_deletes(self, pending: PendingOps) -> None:
+        """Leave out the messages *pending* is deleting, as the chat does, until it is undone."""
+
+        def changed() -> None:
+            self.model.set_hidden(pending.deleted_messages())
+            self._update_labels()
+
+        pending.changed.connect(changed)
 
     def set_session(self, session_id: str | None) -> Operation | None:
         self._sid = session_id

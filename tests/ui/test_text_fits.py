@@ -4,7 +4,9 @@ The main window opens on the screenshot script's demo profile (scripted
 model), is resized to 900 × 600, 1400 × 900 and 1920 × 1080 with the app
 font at 10, 13 and 16 pt, and every tab of the side panel and of the memory
 inspector is brought to the front in turn; :func:`clipped_texts` then
-measures every visible label, button, tab, header section and combo box.
+measures every visible label, button, tab, header section and combo box,
+and :func:`sideways` finds every scroll area that scrolls sideways (text
+must wrap instead; :data:`NOT_YET_WRAPPING` lists the places not there yet).
 The Settings, Sampling and Session settings dialogs get the same check at
 10 and 16 pt.  Colours do not change sizes, so the theme is not a parameter.
 """
@@ -15,7 +17,14 @@ from collections.abc import Iterator
 
 import pytest
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QApplication, QDialog, QScrollArea, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QApplication,
+    QDialog,
+    QScrollArea,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.paths import AppPaths
@@ -33,8 +42,14 @@ from tests.ui.text_fit import clipped_texts, report
 SIZES = [(900, 600), (1400, 900), (1920, 1080)]
 FONT_SIZES = [10, 13, 16]
 DEMO_SESSION = "記憶系統"
-SIDEWAYS_FROM = 10
-"""Up to this font size no inspector tab may scroll sideways (larger ones may: nothing is lost)."""
+NOT_YET_WRAPPING = {
+    "Timeline": "the Kind and Event columns have fixed widths from the font (13 pt and up)",
+    "Memory / errors": "Tool and Outcome are sized to their contents; nothing wraps",
+    "Memory / recall": "the 'Skip the context window' check box is wider than the panel at 16 pt",
+    "Memory / models": "the Models tab's rows do not wrap at 13 pt and up in a 900-pixel window",
+}
+"""Places still known to scroll sideways, and why; every other one must wrap instead.
+Remove an entry once its place wraps (the test then holds it to that)."""
 
 
 @pytest.fixture
@@ -104,12 +119,51 @@ def test_every_text_of_the_window_fits(
         clips = clipped_texts(demo_window)
         if clips:
             problems.append(report(clips, f"at {width}x{height}, {font_size} pt, {where}"))
-        page = demo_window.inspector.currentWidget()
-        if font_size <= SIDEWAYS_FROM and isinstance(page, QScrollArea) and page.isVisible():
-            overflow = page.horizontalScrollBar().maximum()
-            if overflow:
-                problems.append(f"{where} scrolls sideways by {overflow} px at {font_size} pt")
+        page = demo_window.side.currentWidget()
+        if where in NOT_YET_WRAPPING:  # its page at 10 pt at least (held to that before)
+            inner = demo_window.inspector.currentWidget() if where.startswith("Memory") else None
+            page = inner if font_size <= 10 and isinstance(inner, QScrollArea) else None
+        if page is not None:
+            problems += [
+                f"{where}: {name} scrolls sideways by {overflow} ({unit}) at {font_size} pt"
+                for name, overflow, unit in sideways(page)
+                if where not in NOT_YET_WRAPPING or name.startswith("QScrollArea")
+            ]
     assert not problems, "\n".join(problems)
+
+
+def sideways(root: QWidget) -> list[tuple[str, int, str]]:
+    """Every visible scroll area in *root* (itself included) that scrolls sideways.
+
+    A page or a table that scrolls sideways hides part of every line until
+    the user scrolls; text that can wrap must wrap instead.  The scroll bar's
+    range is the test, shown or not: a table scrolls by whole columns, so
+    its range counts columns, not pixels.
+    """
+    areas = [root] if isinstance(root, QAbstractScrollArea) else []
+    areas += root.findChildren(QAbstractScrollArea)
+    found = []
+    for area in areas:
+        if not area.isVisible():
+            continue
+        overflow = area.horizontalScrollBar().maximum()
+        if overflow > 0:
+            per_item = (
+                isinstance(area, QAbstractItemView)
+                and area.horizontalScrollMode() == QAbstractItemView.ScrollMode.ScrollPerItem
+            )
+            found.append((describe(area), overflow, "columns" if per_item else "px"))
+    return found
+
+
+def describe(widget: QWidget) -> str:
+    """The widget's class and those of the two widgets it sits in, for a failure message."""
+    names = [widget.objectName() or type(widget).__name__]
+    parent = widget.parentWidget()
+    while parent is not None and len(names) < 3:
+        names.append(parent.objectName() or type(parent).__name__)
+        parent = parent.parentWidget()
+    return " in ".join(names)
 
 
 def dialog_clips(qtbot: QtBot, dialog: QDialog) -> list[str]:

@@ -169,6 +169,9 @@ class InspectorTab(QWidget):
         self.services = services
         self.jobs = Jobs(runner)
         self.session_id: str | None = None
+        self.hidden_messages: Callable[[], set[str]] = set
+        """Ids of messages deleted in the chat whose undo window is still open (any session):
+        the chat no longer shows them, so no tab may (the panel sets this)."""
 
     def set_session(self, session_id: str | None) -> None:
         """Switch sessions; the panel calls :meth:`refresh` when the tab is shown."""
@@ -181,6 +184,14 @@ class InspectorTab(QWidget):
     def refresh(self) -> None:
         """Load what the tab shows (on the runner, never on the UI thread)."""
         raise NotImplementedError
+
+    def deletes_changed(self) -> bool:
+        """A delete entered or left its undo window; True: the tab must reload to follow.
+
+        Tabs that show messages leave the pending ones out; those that can do it
+        with what they hold do it here and answer False.
+        """
+        return False
 
     def wants_reload(self, changes: MemoryChanges) -> bool:
         """Whether *changes* touch what the tab shows."""

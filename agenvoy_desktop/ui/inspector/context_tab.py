@@ -12,11 +12,16 @@ settings) and shown; only the token count is missing, and the tab says why.
 The line under the summary names who answers next and who wrote the last
 answer: a local GGUF (llama.cpp, in this process) or an endpoint with its
 address, so it is plain which one answered.
+A message deleted in the chat whose undo window is still open is left out, as
+the next turn will leave it out (a send ends every pending delete first): the
+window is taken again without it and its tool traffic (:func:`leave_out`), and
+Undo brings it back here as in the chat.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -29,11 +34,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from agenvoy_desktop.agent.context import turn_note_index
+from agenvoy_desktop.agent.context import to_chat_message, turn_note_index
 from agenvoy_desktop.agent.not_remembered import example_count
 from agenvoy_desktop.agent.recall import ADVICE_HEADERS, BLOCK_HEADERS
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.operations.context import ContextView, read_context
+from agenvoy_desktop.core.errors import KnownError, one_line
+from agenvoy_desktop.core.history import take_window
+from agenvoy_desktop.core.message_edit import orphaned_with
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.operations.context import ContextView, message_text, read_context
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
@@ -56,6 +66,63 @@ def recalled_count(system_prompt: str) -> int:
         return 0
     block = system_prompt.split(header, 1)[1]
     return sum(1 for line in block.splitlines() if line.startswith("- "))
+
+
+Windows = tuple[list[Message], list[Message]]
+
+
+def windows_without(
+    store: MemoryStore, session_id: str, n: int, step: int, hidden: set[str]
+) -> Windows:
+    """Storage thread: the session's window now, and once the *hidden* messages are deleted.
+
+    A delete takes the tool traffic it would orphan with it, and the window's
+    start can move back over older messages, so the second window is taken
+    afresh from what the history will hold rather than by dropping rows.
+    """
+    history = store.history(session_id).messages
+    present = {m.id for m in history}
+    gone: set[str] = set()
+    for message_id in hidden & present:
+        gone |= orphaned_with(history, message_id)
+    after = [m for m in history if m.id not in gone]
+    return take_window(history, n, step), take_window(after, n, step)
+
+
+def leave_out(
+    view: ContextView, before: Sequence[Message], after: Sequence[Message], tokens: Sequence[int]
+) -> int:
+    """Turn *view*, built from the window *before*, into the prompt of the window *after*.
+
+    The window's messages sit after the system prompt and any made-up
+    exchange, in order, with the turn note among them.  Messages that come
+    in (*tokens*: their counts, when the view has counts) go first.  The
+    model's exact count of the whole prompt no longer applies: the total
+    becomes the sum.  Returns how many messages left the view; nothing
+    changes if the layout is not the one expected.
+    """
+    start = 1 + example_count(view.messages)
+    note = turn_note_index(view.messages)
+    slots = [i for i in range(start, len(view.messages)) if i != note]
+    shown = [m for m in before if m.role != "system"]
+    if len(slots) != len(shown):
+        return 0
+    keep = {m.id for m in after}
+    known = {m.id for m in before}
+    drop = [i for i, m in zip(slots, shown, strict=True) if m.id not in keep]
+    added = [m for m in after if m.id not in known and m.role != "system"]
+    if not drop and not added:
+        return 0
+    counted = bool(view.tokens)
+    for index in reversed(drop):
+        del view.messages[index]
+        if counted:
+            del view.tokens[index]
+    view.messages[start:start] = [to_chat_message(m) for m in added]
+    if counted:
+        view.tokens[start:start] = list(tokens)
+    view.exact_total = None
+    return len(drop)
 
 
 def render_html(view: ContextView, *, dark: bool = False) -> str:
@@ -184,11 +251,37 @@ class ContextTab(InspectorTab):
         if sid is None:
             return
         services = self.services
+        hidden = self.hidden_messages()
 
-        async def load(_op: Operation) -> ContextView:
-            return await read_context(services, sid)
+        async def load(_op: Operation) -> tuple[ContextView, int]:
+            view = await read_context(services, sid)
+            if not hidden:
+                return view, 0
+            store, n, step = services.store, view.window_messages, view.window_step
+            before, after = await services.storage.run(windows_without, store, sid, n, step, hidden)
+            return view, leave_out(view, before, after, await self._count(view, before, after))
 
-        self.jobs.start("load", load, self._show, self._failed, what="build the context")
+        self.jobs.start("load", load, self._loaded, self._failed, what="build the context")
+
+    async def _count(
+        self, view: ContextView, before: Sequence[Message], after: Sequence[Message]
+    ) -> list[int]:
+        """Tokens of the messages a pending delete brings into the window (none: not counted)."""
+        model = self.services.chat_model
+        known = {m.id for m in before}
+        added = [m for m in after if m.id not in known and m.role != "system"]
+        if not view.tokens or model is None or not added:
+            return []
+        texts = [message_text(to_chat_message(m)) for m in added]
+        try:
+            return [int(await model.count_tokens(text)) for text in texts]
+        except KnownError as exc:  # a server that went down: as read_context says it
+            view.tokens, view.tool_tokens, view.exact_total = [], 0, None
+            view.count_problem = one_line(exc)
+            return []
+
+    def deletes_changed(self) -> bool:
+        return self.session_id is not None
 
     def copy_json(self) -> None:
         if self.view is not None:
@@ -207,6 +300,16 @@ class ContextTab(InspectorTab):
 
     def _failed(self, message: str) -> None:
         self.status.error(f"The context could not be built: {message}")
+
+    def _loaded(self, loaded: tuple[ContextView, int]) -> None:
+        view, left_out = loaded
+        self._show(view)
+        if left_out and not self.status.is_error:
+            self.status.info(
+                f"{plural(left_out, 'message')} deleted in the chat "
+                f"{'is' if left_out == 1 else 'are'} left out; Undo in the chat brings "
+                f"{'it' if left_out == 1 else 'them'} back."
+            )
 
     def _show(self, view: ContextView) -> None:
         self.view = view

@@ -48,6 +48,7 @@ from agenvoy_desktop.ui.inspector.errors_tab import ErrorsTab
 from agenvoy_desktop.ui.inspector.models_tab import ModelsTab
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
 from agenvoy_desktop.ui.inspector.summary_tab import SummaryTab
+from agenvoy_desktop.ui.pending_ops import PendingOps
 
 MIN_TAB_WIDTH = 250
 """Below this width the Summary, Context, Recall and Error memory tabs scroll sideways
@@ -186,6 +187,21 @@ class InspectorPanel(QWidget):
 
         unsubscribe = summarizer.on_pass(listener)
         self.destroyed.connect(lambda *_: unsubscribe())
+
+    def follow_deletes(self, pending: PendingOps) -> None:
+        """Leave out the messages *pending* is deleting, as the chat does, until it is undone.
+
+        The chat hides a deleted message at once and the store deletes it ten
+        seconds later; without this the Context and Recall tabs showed it from
+        the store all that time.
+        """
+        for tab in self._tabs.values():
+            tab.hidden_messages = pending.deleted_messages
+        pending.changed.connect(self._deletes_changed)
+
+    def _deletes_changed(self) -> None:
+        self._stale.update(name for name, tab in self._tabs.items() if tab.deletes_changed())
+        self._refresh_current()
 
     def set_session(self, session_id: str | None) -> None:
         """Show *session_id*'s memory (None: no session selected)."""

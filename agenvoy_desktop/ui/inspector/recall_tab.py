@@ -6,11 +6,14 @@ tool's excerpts — two messages before each hit, one after, merged, in time
 order — with every hit's score and the query's words highlighted.  Clicking
 a hit's time shows that message in the chat.  Below: what the indexes hold
 (vectors, archive rows, and where history.json starts after compaction).
+A message deleted in the chat is left out of the results while its undo
+window is open (:func:`without`), and shows again on Undo.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date, datetime, time, timedelta
 
 from PySide6.QtCore import QDate, QTimer, QUrl, Signal
@@ -103,6 +106,28 @@ def no_hits_text(query: SearchQuery) -> str:
     scope = "this session" if query.session_id else "any session"
     when = " in that time range" if query.time_from_ns or query.time_to_ns else ""
     return f"Nothing in {scope}{when} matches “{query.text}” ({query.mode} search)."
+
+
+def without(answer: RecallAnswer, hidden: set[str]) -> RecallAnswer:
+    """*answer* less the messages in *hidden* (deleted in the chat, undo window open).
+
+    An excerpt goes when none of its hits is left: the messages around a
+    hit are there only to show it in its place.
+    """
+    if not hidden:
+        return answer
+    result = answer.result
+    excerpts = [
+        replace(
+            excerpt,
+            messages=[row for row in excerpt.messages if row.message.id not in hidden],
+            hit_ids=excerpt.hit_ids - hidden,
+        )
+        for excerpt in result.excerpts
+        if excerpt.hit_ids - hidden
+    ]
+    hits = [hit for hit in result.hits if hit.item.message.id not in hidden]
+    return replace(answer, result=replace(result, hits=hits, excerpts=excerpts))
 
 
 def render_results(answer: RecallAnswer, *, show_titles: bool) -> str:
@@ -369,14 +394,21 @@ class RecallTab(InspectorTab):
     def _search_failed(self, message: str) -> None:
         self._show_message(f"The search could not run: {message}", error=True)
 
-    def _show_answer(self, answer: RecallAnswer) -> None:
-        self.answer = answer
+    def deletes_changed(self) -> bool:
+        """Show the last answer again without (or with, after Undo) the pending deletes."""
+        if self.answer is not None:
+            self._show_answer(self.answer)
+        return False
+
+    def _show_answer(self, found: RecallAnswer) -> None:
         self.status.clear_message()
+        answer = without(found, self.hidden_messages())
         hits = answer.result.hits
         if not hits:
             self._show_message(no_hits_text(answer.query), error=False)
-            self.answer = answer
+            self.answer = found
             return
+        self.answer = found
         self.summary_label.setText(
             f"{plural(len(hits), 'hit')} in {plural(len(answer.result.excerpts), 'excerpt')}, "
             "in time order"

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -69,16 +70,13 @@ from agenvoy_desktop.ui.inspector.common import (
 )
 from agenvoy_desktop.ui.theme import colors
 
-HISTORY_COLUMNS = (
-    "When",
-    "Kind",
-    "Messages",
-    "Summarized up to",
-    "Model",
-    "Duration",
-    "Tokens",
-    "Note",
-)
+HISTORY_COLUMNS = ("When", "Details")
+"""The pass history's columns: two short ones, and the details as text that wraps.
+
+A column per detail (messages, cursor, model, duration, tokens, note) made a
+table about 1,000 pixels wide in a side panel of 250 to 400: it scrolled
+sideways and the note was never in sight.
+"""
 KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed"}
 
 
@@ -159,11 +157,8 @@ class SummaryTab(InspectorTab):
         self.progress.hide()
         # The buttons get a row of their own, first in it: beside the cursor line they were
         # pushed past the right edge of a narrow side panel (a 1280-pixel screen).
-        actions = QHBoxLayout()
-        actions.addWidget(self.summarize_button)
-        actions.addWidget(self.cancel_button)
-        actions.addWidget(self.raw_button)
-        actions.addStretch(1)
+        # They wrap: side by side they were wider than the panel at 13 pt and up.
+        actions = flow_row(self.summarize_button, self.cancel_button, self.raw_button)
         top = QVBoxLayout()
         top.addWidget(self.info_label)
         top.addLayout(actions)
@@ -208,8 +203,10 @@ class SummaryTab(InspectorTab):
         header_item = self.discussions.horizontalHeaderItem(0)
         if header_item is not None:
             header_item.setToolTip("The topic, and the day it was last discussed")
-        _stretch_last(self.discussions)
-        self._topic_cap = _FirstColumnCap(self.discussions)
+        self.discussions.verticalHeader().hide()
+        self._discussion_columns = _ShareColumns(
+            self.discussions, 1, text_share=1 - FIRST_COLUMN_SHARE
+        )
         self.discussions.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.discussions.setWordWrap(True)
 
@@ -263,13 +260,8 @@ class SummaryTab(InspectorTab):
     def _facts_table(self) -> QTableWidget:
         self.facts = QTableWidget(0, 3)
         self.facts.setHorizontalHeaderLabels(["Said", "Fact", "Message"])
-        header = self.facts.horizontalHeader()
-        _refit_on_resize(self.facts)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self._fact_columns = _ShareColumns(self.facts, 1)
         self.facts.verticalHeader().hide()
-        self.facts.setWordWrap(True)
         self.facts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         return self.facts
 
@@ -284,7 +276,8 @@ class SummaryTab(InspectorTab):
     def _let_go_table(self) -> QTableWidget:
         self.let_go = QTableWidget(0, 2)
         self.let_go.setHorizontalHeaderLabels(["Sentence", "Why"])
-        _stretch_first(self.let_go)
+        self.let_go.verticalHeader().hide()
+        self._let_go_columns = _ShareColumns(self.let_go, 0)
         self.let_go.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.let_go.setToolTip("Double-click a row to show its message in the chat.")
         self.let_go.cellDoubleClicked.connect(self._let_go_activated)
@@ -293,7 +286,8 @@ class SummaryTab(InspectorTab):
     def _decision_controls(self) -> FlowLayout:
         self.decisions = QTableWidget(0, 3)
         self.decisions.setHorizontalHeaderLabels(["Decision", "Decided", "Source"])
-        _stretch_first(self.decisions)
+        self.decisions.verticalHeader().hide()
+        self._decision_columns = _ShareColumns(self.decisions, 0, optional=(1,))
         self.decisions.setEditTriggers(
             QAbstractItemView.EditTrigger.DoubleClicked
             | QAbstractItemView.EditTrigger.EditKeyPressed
@@ -328,7 +322,11 @@ class SummaryTab(InspectorTab):
         self.history.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.history.verticalHeader().hide()
         self.history.setAlternatingRowColors(True)
-        _stretch_last(self.history, fit_rows=False)
+        self._history_columns = _ShareColumns(self.history, 1, fit_height=False)
+        # A model's name longer than the column breaks at its hyphens instead of "qwen…"
+        # in the middle of the wrapped details (the other tables' cells have the whole
+        # text in their tooltips).
+        self.history.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.history.setToolTip("Double-click a pass to show its first message in the chat.")
         self.history.cellDoubleClicked.connect(self._history_activated)
         box = QWidget()
@@ -454,17 +452,18 @@ class SummaryTab(InspectorTab):
             self.decisions.setRowCount(len(summary.key_decisions))
             for row, decision in enumerate(summary.key_decisions):
                 text = QTableWidgetItem(decision.decision)
-                text.setToolTip(decision.decision)
+                # the date too: a narrow table hides its column
+                decided = f"\n\nDecided {decision.decided_at}" if decision.decided_at else ""
+                text.setToolTip(decision.decision + decided)
                 if not decision.binding:
                     text.setForeground(QColor(colors(self.palette()).muted))
-                    text.setToolTip(f"{decision.decision}\n\n{source_text(decision)[1]}")
+                    text.setToolTip(f"{decision.decision}{decided}\n\n{source_text(decision)[1]}")
                 when = QTableWidgetItem(decision.decided_at or "—")
                 when.setFlags(when.flags() & ~Qt.ItemFlag.ItemIsEditable)
                 self.decisions.setItem(row, 0, text)
                 self.decisions.setItem(row, 1, when)
                 self._fill_source(row, decision)
-            self.decisions.resizeRowsToContents()
-            _fit_height(self.decisions, placeholder_rows=1)
+            self._decision_columns.apply()
         finally:
             self._syncing = False
 
@@ -500,7 +499,7 @@ class SummaryTab(InspectorTab):
                 cell = QTableWidgetItem(value)
                 cell.setToolTip(value)
                 self.discussions.setItem(row, col, cell)
-        self._topic_cap.apply()
+        self._discussion_columns.apply()
 
     def _fill_facts(self, summary: Summary) -> None:
         """The facts under their topics: a spanning row names the topic, its facts follow."""
@@ -521,8 +520,7 @@ class SummaryTab(InspectorTab):
             for fact in facts:
                 self._fill_fact(row, fact)
                 row += 1
-        self.facts.resizeRowsToContents()
-        _fit_height(self.facts, placeholder_rows=1)
+        self._fact_columns.apply()
 
     def _fill_fact(self, row: int, fact: Fact) -> None:
         text = fact.text if fact.replaced is None else f"{fact.text}\n(was: {fact.replaced})"
@@ -560,8 +558,7 @@ class SummaryTab(InspectorTab):
             cell.setData(Qt.ItemDataRole.UserRole, source)
             self.let_go.setItem(row, 0, cell)
             self.let_go.setItem(row, 1, QTableWidgetItem(why))
-        self.let_go.resizeRowsToContents()
-        _fit_height(self.let_go, placeholder_rows=1)
+        self._let_go_columns.apply()
 
     def _let_go_activated(self, row: int, _col: int) -> None:
         item = self.let_go.item(row, 0)
@@ -575,13 +572,16 @@ class SummaryTab(InspectorTab):
         for row, record in enumerate(newest):
             for col, (value, tip) in enumerate(_history_cells(record)):
                 cell = QTableWidgetItem(value)
+                # rows are as tall as their wrapped details: the kind and time stay at the top
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
                 if tip:
                     cell.setToolTip(tip)
                 if col == 0:
                     cell.setData(Qt.ItemDataRole.UserRole, record)
-                if record.kind == "failed" and col in (1, 7):
+                if record.kind == "failed":
                     cell.setForeground(QColor(colors(self.palette()).error_fg))
                 self.history.setItem(row, col, cell)
+        self._history_columns.apply()
 
     def _update_buttons(self) -> None:
         has_session = self.session_id is not None and self.snapshot is not None
@@ -807,24 +807,31 @@ def let_go_rows(records: list[PassRecord]) -> list[tuple[str, str, str]]:
 
 
 def _history_cells(record: PassRecord) -> list[tuple[str, str]]:
-    """(text, tooltip) of each pass-history column."""
-    moved = record.kind == "pass"
+    """(text, tooltip) of each pass-history column: what kind and when, and the details."""
     cursor = cursor_text(record.cursor_after)
-    if moved:
+    if record.kind == "pass":
         cursor = f"{cursor_text(record.cursor_before)} → {cursor}"
-    tokens = (
-        f"{record.prompt_tokens:,} → {record.completion_tokens:,}" if record.prompt_tokens else "—"
-    )
+    details = [f"messages {range_text(record)}", f"summarized up to {cursor}"]
+    if record.model:
+        details.append(record.model)
+    if record.kind != "edit":
+        details.append(f"{record.duration_s:.1f} s")
+    if record.prompt_tokens:
+        details.append(f"{record.prompt_tokens:,} → {record.completion_tokens:,} tokens")
     note = record.error or ("You changed the key decisions" if record.kind == "edit" else "")
+    tips = [
+        range_tooltip(record),
+        "Summarized up to: the archive position (#) of the newest message this pass folded in",
+        "Tokens: prompt tokens → answer tokens" if record.prompt_tokens else "",
+        record.error or "",
+    ]
+    when = local_time(record.time_ns, seconds=True).replace(" ", "\n", 1)
     return [
-        (local_time(record.time_ns, seconds=True), ""),
-        (KIND_LABELS.get(record.kind, record.kind), ""),
-        (range_text(record), range_tooltip(record)),
-        (cursor, "Archive position (#) of the newest message this pass folded in"),
-        (record.model or "—", ""),
-        (f"{record.duration_s:.1f} s" if record.kind != "edit" else "—", ""),
-        (tokens, "Prompt tokens → answer tokens" if record.prompt_tokens else ""),
-        (note, record.error or ""),
+        (f"{KIND_LABELS.get(record.kind, record.kind)}\n{when}", ""),
+        (
+            "\n".join(part for part in (note, " · ".join(details)) if part),
+            "\n".join(t for t in tips if t),
+        ),
     ]
 
 
@@ -851,67 +858,103 @@ def describe_run(result: Any) -> str:
     return texts.get(str(stopped), f"Summary run ended: {stopped}")
 
 
-def _refit_on_resize(table: QTableWidget) -> None:
-    """Word-wrapped rows change height with the width: refit when a column resizes."""
-
-    def refit(*_args: int) -> None:
-        table.resizeRowsToContents()
-        _fit_height(table, placeholder_rows=1)
-
-    table.horizontalHeader().sectionResized.connect(refit)
-
-
-def _stretch_first(table: QTableWidget) -> None:
-    _refit_on_resize(table)
-    header = table.horizontalHeader()
-    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-    for col in range(1, table.columnCount()):
-        header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
-    table.verticalHeader().hide()
-    table.setWordWrap(True)
-
-
-def _stretch_last(table: QTableWidget, *, fit_rows: bool = True) -> None:
-    if fit_rows:
-        _refit_on_resize(table)
-    header = table.horizontalHeader()
-    for col in range(table.columnCount() - 1):
-        header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(table.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
-    table.verticalHeader().hide()
-
-
+TEXT_SHARE = 0.5
+"""The share of a narrow table that its text column keeps; the short columns share the rest."""
 FIRST_COLUMN_SHARE = 0.35
-"""The share of the discussions table a topic may take."""
+"""The share of the discussions table a topic may take (its text column keeps the rest):
+sized to its contents, a long topic took the whole width and pushed "What was said" away."""
 
 
-class _FirstColumnCap(QObject):
-    """The first column of *table* at most *share* of its width, its text wrapped.
+class _ShareColumns(QObject):
+    """Columns that always add up to the table's width, the text column wrapping.
 
-    Sized to its contents, a long topic ("Positive reinforcement can really
-    help…") took the whole width of a side panel and pushed "What was said"
-    out of sight; capped, every column stays on screen and rows grow instead.
+    Sized to their contents, the short columns (a date, "Show", "Your edit")
+    left the text column a sliver at 13 pt and up in a narrow side panel and
+    then pushed the table past its edge: it scrolled sideways.  Here the
+    text column keeps half the table (*text_share*; at least its header's width); each
+    short column gets its content's width if that fits in the rest, else a
+    share of it, never less than its header (whose label would be cut).
+    Where even the headers do not fit, the *optional* columns are hidden
+    (what they say is in the text's tooltip).  Rows grow to their wrapped
+    text.  *fit_height*: the table is as tall as its rows (a section of the
+    page), not a scroller of its own.
     """
 
-    def __init__(self, table: QTableWidget, share: float = FIRST_COLUMN_SHARE) -> None:
+    def __init__(
+        self,
+        table: QTableWidget,
+        text_column: int,
+        *,
+        optional: tuple[int, ...] = (),
+        fit_height: bool = True,
+        text_share: float = TEXT_SHARE,
+    ) -> None:
         super().__init__(table)
         self.table = table
-        self.share = share
-        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.text_column = text_column
+        self.text_share = text_share
+        self.optional = optional
+        self.fit_height = fit_height
+        header = table.horizontalHeader()
+        header.setStretchLastSection(False)
+        for col in range(table.columnCount()):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+        table.setWordWrap(True)
+        if not fit_height:
+            # A scroll bar that came and went with the rows' height changed the width,
+            # which changed the rows' height: the table resized itself without end.
+            table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self._applying = False
         table.viewport().installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Resize:
-            self.apply()
+        if event.type() == QEvent.Type.Resize and not self._applying:
+            self._applying = True  # sizing the columns and rows resizes the viewport too
+            try:
+                self.apply()
+            finally:
+                self._applying = False
         return False
 
     def apply(self) -> None:
-        """Size the first column for the current width, then the rows to their text."""
-        table = self.table
-        cap = max(int(table.viewport().width() * self.share), 60)
-        table.horizontalHeader().resizeSection(0, min(table.sizeHintForColumn(0), cap))
+        """Size the columns for the current width, then the rows to their text."""
+        table, header = self.table, self.table.horizontalHeader()
+        width = table.viewport().width()
+        shown = list(range(table.columnCount()))
+        floor = {c: _header_width(table, c) for c in shown}
+        for col in self.optional:
+            hide = sum(floor[c] for c in shown) > width
+            header.setSectionHidden(col, hide)
+            if hide:
+                shown.remove(col)
+        others = [c for c in shown if c != self.text_column]
+        budget = width - max(int(width * self.text_share), floor[self.text_column])
+        wanted = {c: max(table.sizeHintForColumn(c), floor[c]) for c in others}
+        if sum(wanted.values()) > budget:
+            scale = max(budget, 0) / max(sum(wanted.values()), 1)
+            wanted = {c: max(int(w * scale), floor[c]) for c, w in wanted.items()}
+        for col, size in wanted.items():
+            header.resizeSection(col, size)
+        rest = width - sum(wanted.values())
+        header.resizeSection(self.text_column, max(rest, header.minimumSectionSize()))
         table.resizeRowsToContents()
-        _fit_height(table, placeholder_rows=1)
+        if self.fit_height:
+            _fit_height(table, placeholder_rows=1)
+
+
+def _header_width(table: QTableWidget, column: int) -> int:
+    """The width column *column*'s title needs in the header's font as it is now.
+
+    The header's own size hint can lag a font change (Settings › Appearance).
+    """
+    header = table.horizontalHeader()
+    item = table.horizontalHeaderItem(column)
+    text = item.text() if item is not None else ""
+    margin = header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin, None, header)
+    widest = max(
+        (header.fontMetrics().horizontalAdvance(line) for line in text.splitlines()), default=0
+    )
+    return max(header.sectionSizeHint(column), widest + 4 * margin)
 
 
 def _fit_height(table: QTableWidget, placeholder_rows: int = 0) -> None:

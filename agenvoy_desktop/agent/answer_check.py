@@ -56,6 +56,17 @@ from agenvoy_desktop.agent.recall_lines import focus, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
 from agenvoy_desktop.language import FALLBACK, language
+from agenvoy_desktop.language.patterns import (
+    alternatives,
+    compiled,
+    cue,
+    either,
+    every,
+    group,
+    spaced,
+    unspaced,
+    whole_words,
+)
 
 Polarity = Literal["yes", "no"]
 Problem = Literal[
@@ -238,13 +249,21 @@ def _without_a_line(question: str, answer: str, evidence: Sequence[Evidence]) ->
     )
 
 
-_NOT_KNOWING = re.compile(
-    r"\b(?:don't|do not|didn't|did not|can't|cannot|couldn't|could not|haven't|have not|"
-    r"never)\b[^.?!]{0,40}\b(?:know|find|found|told|tell|mention\w*|said|say|shared|remember)\b"
-    r"|\bnot sure\b|\bno (?:record|information|mention)\b|\bnot (?:mentioned|aware)\b"
-    r"|不知道|不清楚|没有告诉|沒有告訴|没告诉|找不到|わかりません|分かりません|知りません|"
-    r"教えてもらっていません|weiß ich nicht|weiß nicht|nicht gesagt|keine ahnung",
-    re.IGNORECASE,
+def _words(key: str) -> str:
+    """The words under *key* of every language: whole words where words are spaced,
+    anywhere in a CJK text."""
+    return either(whole_words(spaced(key)), alternatives(unspaced(key)))
+
+
+def _negated(key: str, within: int) -> str:
+    """A negation of *key* (``…negations``) and, at most *within* characters on in the same
+    sentence, one of its verbs (``…verbs``): "I don't really know", "you never told me"."""
+    negations, verbs = whole_words(every(f"{key}.negations")), whole_words(every(f"{key}.verbs"))
+    return f"{negations}[^.?!]{{0,{within}}}{verbs}" if negations and verbs else ""
+
+
+_NOT_KNOWING = compiled(
+    either(_negated("answer.not_knowing", 40), _words("answer.not_knowing.words")), re.IGNORECASE
 )
 
 
@@ -293,7 +312,7 @@ def _misses(answer: str, computed: Computed) -> bool:
     return _AFTER.search(said) is None
 
 
-_AFTER = re.compile(r"\b(?:after|later than|followed)\b")
+_AFTER = compiled(whole_words(every("answer.after")))
 
 
 def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
@@ -404,10 +423,13 @@ def _shared_run(question: str, text: str) -> int:
     return longest
 
 
-_REFUSAL = re.compile(
-    r"^\W*(?:I'm sorry|I am sorry|Sorry|I apologi[sz]e|As an AI)\b[^.!?]{0,40}"
-    r"\b(?:can't|cannot|can not|unable|not able|don't have)\b"
-    r"|^\W*(?:I can't|I cannot|I'm unable|I am unable) (?:assist|help)\b",
+_REFUSAL = compiled(
+    either(
+        group(r"^\W*", every("answer.refusal.openings"), r"\b[^.!?]{0,40}")
+        + whole_words(every("answer.refusal.cannot")),
+        group(r"^\W*", every("answer.refusal.starts"), r"\s+")
+        + group("", every("answer.refusal.verbs"), r"\b"),
+    ),
     re.IGNORECASE,
 )
 
@@ -431,16 +453,15 @@ def eligible(question: str, evidence: Sequence[Evidence]) -> list[Evidence]:
     ]
 
 
-_CHOICE = re.compile(r"\w,?\s+or\s+\w[^?]*\?|还是|それとも|\boder\b", re.IGNORECASE)
-_COUNTS = (
-    r"\bhow\s+(?:many|much)\b|\bwhat\s+(?:time|percentage|number|amount)\b"
-    r"|多少|几|いくつ|いくら|wie\s+(?:viele|viel)\b"
-)
-"""A question for a count or a clock time: its answer is a number."""
-_QUANTITY = re.compile(
-    _COUNTS + r"|\bhow\s+(?:long|old|often|far)\b|何時|wie\s+(?:viel|lange|alt|oft)",
+_CHOICE = compiled(
+    either(
+        group(r"\w,?\s+", every("answer.choice_between"), r"\s+\w[^?]*\?"), _words("answer.choice")
+    ),
     re.IGNORECASE,
 )
+_COUNTS = _words("answer.counts")
+"""A question for a count or a clock time: its answer is a number."""
+_QUANTITY = compiled(either(_COUNTS, _words("answer.quantities")), re.IGNORECASE)
 
 
 def asks_quantity(question: str) -> bool:
@@ -520,9 +541,12 @@ _MINUTES_ZERO = frozenset({"00"})
 """The ":00" of a time, which every time shares."""
 
 
-_ASKS_NAME = re.compile(
-    r"^\W*(?:where|who|whom)\b|\b(?:what|which)\s+(?:brand|store|shop|company|restaurant|"
-    r"hotel|cafe|café|place|city|town|country|university|college|school|airline|app|website)\b",
+_ASKS_NAME = compiled(
+    either(
+        group(r"^\W*", every("answer.name_openings"), r"\b"),
+        group(r"\b", every("answer.name_which"), r"\s+")
+        + group("", every("answer.name_things"), r"\b"),
+    ),
     re.IGNORECASE,
 )
 
@@ -567,7 +591,7 @@ def _unnamed(question: str, answer: str, evidence: Sequence[Evidence]) -> Eviden
     return _best_line(about, score, 1)
 
 
-_COUNT_OR_TIME = re.compile(_COUNTS, re.IGNORECASE)
+_COUNT_OR_TIME = compiled(_COUNTS, re.IGNORECASE)
 
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -578,13 +602,14 @@ def _without_dates(text: str) -> str:
 
 
 # -- yes / no -------------------------------------------------------------------------------------
-_YES_NO_START = re.compile(
-    SENTENCE_LEAD + r"(?:am|is|are|was|were|do|does|did|have|has|had|can|could|will|would|should|"
-    r"bin|bist|ist|sind|habe|hast|hat|kann|kannst|darf|mag|esse|isst|trinke|rauche|war|hatte)\b",
-    re.IGNORECASE,
+_YES_NO_START = compiled(
+    group(SENTENCE_LEAD, spaced("answer.yes_no_openings"), r"\b"), re.IGNORECASE
 )
-_CJK_YES_NO = re.compile(
-    r"[吗嗎][\s。？?！!]*$|是不是|有没有|有沒有|会不会|會不會|能不能|か[\s。？?]*$"
+_CJK_YES_NO = compiled(
+    either(
+        group("", unspaced("answer.yes_no_endings"), r"[\s。？?！!]*$"),
+        alternatives(unspaced("answer.yes_no_words")),
+    )
 )
 
 
@@ -597,30 +622,12 @@ def asks_yes_no(question: str) -> bool:
     return bool(_YES_NO_START.match(last))
 
 
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|nobody|neither|nor|no\s+longer|no\s+more|don't|doesn't|"
-    r"didn't|isn't|aren't|wasn't|weren't|haven't|hasn't|hadn't|can't|cannot|couldn't|won't|"
-    r"wouldn't|shouldn't|quit|stopped|gave\s+up|nicht|kein|keine|keinen|nie|niemals)\b"
-    r"|n't\b|[不没沒无無別别]|ません|ない|なかった",
-    re.IGNORECASE,
-)
-_REVERSES = re.compile(
-    r"\b(?:quit|quitted|stopped|stop|gave\s+up|given\s+up|give\s+up|no\s+longer)\b"
-    r"|戒|不再|やめ|aufgehört",
-    re.IGNORECASE,
-)
+_NEGATION = compiled(cue("answer.negation"), re.IGNORECASE)
+_REVERSES = compiled(cue("answer.reverses"), re.IGNORECASE)
 """Words of a question that ask about an ending ("Did I quit…?"): a line that denies the
 habit ("I no longer smoke") then answers yes."""
-_ALLERGY = re.compile(
-    r"\b(?:allerg\w*|intoleran\w*|unverträglich\w*|coeliac|celiac)\b|アレルギー|过敏|過敏|不耐受",
-    re.IGNORECASE,
-)
-_ASKS_SAFE = re.compile(
-    r"\b(?:can|could|may|should)\s+i\s+(?:safely\s+)?(?:eat|take|drink|have|use|try)\b"
-    r"|\bsafe(?:ly)?\b|\bok(?:ay)?\b|\ball\s+right\b|\bdarf\s+ich\b|\bkann\s+ich\b.*\b(?:essen|nehmen|trinken)\b"
-    r"|大丈夫|食べられ|飲め|(?:食べ|飲ん|使っ)ても|(?:可以|能|能不能)(?:吃|喝|用|使用|服用|碰)|安全",
-    re.IGNORECASE,
-)
+_ALLERGY = compiled(cue("answer.allergy"), re.IGNORECASE)
+_ASKS_SAFE = compiled(cue("answer.asks_safe"), re.IGNORECASE)
 
 
 def _asks_if_safe(question: str, clause: str | None) -> bool:
@@ -632,7 +639,9 @@ def _asks_if_safe(question: str, clause: str | None) -> bool:
     return _ASKS_SAFE.search(question) is not None
 
 
-_CLAUSE = re.compile(r"[,;:]\s*|\s+(?:and|but|so)\s+|[，；、]")
+_CLAUSE = re.compile(
+    either(r"[,;:]\s*", group(r"\s+", every("answer.clause_joins"), r"\s+"), "[，；、]")
+)
 
 
 def polarity_of(line: str, terms: Sequence[str]) -> Polarity | None:
@@ -693,20 +702,20 @@ def _cjk_clause(clauses: Sequence[str], weights: dict[str, float]) -> str | None
 
 
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
-_ANSWER_YES = re.compile(
-    r"^[\s\"'*]*(?:yes|yeah|yep|correct|right|that's right|indeed|of course|sure|ja|genau|"
-    r"是|是的|对|對|有|会|會|能|可以|はい|そうです)\b",
-    re.IGNORECASE,
+_ANSWER_START = r"^[\s\"'*]*"
+_ANSWER_YES = compiled(group(_ANSWER_START, every("answer.yes"), r"\b"), re.IGNORECASE)
+_ANSWER_NO = compiled(group(_ANSWER_START, every("answer.no"), r"\b"), re.IGNORECASE)
+_CJK_START = compiled(
+    either(
+        group(_ANSWER_START + "(?P<no>", every("answer.no_prefixes"), ")"),
+        group(_ANSWER_START, every("answer.yes_prefixes")),
+    )
 )
-_ANSWER_NO = re.compile(
-    r"^[\s\"'*]*(?:no|nope|not|nein|不|没|沒|否|不是|没有|沒有|いいえ|いや)\b", re.IGNORECASE
-)
-_CJK_START = re.compile(r"^[\s\"'*]*(是|对|對|有|会|會|能|可以|不|没|沒|否)")
+"""An answer that opens with 是 or 不 (``answer.yes_prefixes``, ``answer.no_prefixes``): its
+first word decides, whatever follows ("是的", "不是")."""
 
 
-_DONT_KNOW = re.compile(
-    r"\b(?:don't|do not|not sure|can't|cannot)\b[^.?!]{0,30}\b(?:know|sure|remember|find)\b", re.I
-)
+_DONT_KNOW = compiled(_negated("answer.unsure", 30), re.IGNORECASE)
 
 
 def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
@@ -718,7 +727,7 @@ def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
     head = answer.strip()
     cjk = _CJK_START.match(head)
     if cjk:
-        return "no" if cjk.group(1) in "不没沒否" else "yes"
+        return "no" if cjk.group("no") else "yes"
     if _ANSWER_NO.match(head):
         return "no"
     if _ANSWER_YES.match(head):

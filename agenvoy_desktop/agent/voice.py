@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 from agenvoy_desktop.agent.pronouns import swap_person
 from agenvoy_desktop.core.retrieval.fts_text import CJK_FUNCTION_BIGRAMS, STOPWORDS
+from agenvoy_desktop.language import languages
+from agenvoy_desktop.language.patterns import alternatives, compiled, group, spaced, unspaced
 
 DECIDE_WORDS = 8
 """Words of a first-person sentence looked at for an echo of the user's words."""
@@ -45,161 +47,44 @@ _SENTENCE_END = re.compile(
     r"[.!?]+[\"'\u201d)\]]*\s+|[\u3002\uff01\uff1f]+[\u201d\u300d\u300f\uff09]*\s*|\n+"
 )
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_ZH_OPENER = re.compile(r"\s*(?:(?:是的|好的|不是|对)[，,。]\s*)?(我们|我們|我)")
-_ZH_ASSISTANT = re.compile(
-    r"不|没|沒|很抱歉|抱歉|建议|建議|无法|無法|认为|認為|可以|会|會|能|想|来|是|明白|理解|希望|推荐|"
-    r"推薦|觉得|覺得|知道|找不到|记得|記得"
+_ZH_OPENER = compiled(
+    group(r"\s*(?:", unspaced("voice.lead"), r"[，,。]\s*)?")
+    + group("(", unspaced("voice.openers"), ")")
 )
+_ZH_ASSISTANT = compiled(alternatives(unspaced("voice.assistant_speech")))
 """What follows 我 when the assistant speaks for itself (我不知道, 我建议, 我是…)."""
 DECIDE_CHARS = 10
 """Characters after 我 looked at for an echo of the user's words."""
 _TOKEN = re.compile(r"[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
-_LEAD = frozenset({"yes", "no", "ok", "okay", "sure", "well", "so", "actually", "indeed"})
-_OPENERS = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my"})
-_ASSISTANT_SPEECH = frozenset(
-    re.findall(
-        r"\S+",
-        """
-        i'd i'll would will won't should might may must think believe hope recommend recommended
-        suggest suggested mention mentioned said say told tell understand see apologize remember
-        recall know knew assume guess noticed notice wish advise appreciate agree sorry glad afraid
-        unable happy here sure unsure not no just an a only
-        """,
-    )
-)
+_LEAD = frozenset(spaced("voice.lead"))
+_OPENERS = frozenset(spaced("voice.openers"))
+_ASSISTANT_SPEECH = frozenset(spaced("voice.assistant_speech"))
 """The first words after "I" (or "I'm") that make a sentence the assistant's own."""
-_MODALS = frozenset(re.findall(r"\S+", "don't do did didn't can't cannot can could couldn't"))
+_MODALS = frozenset(spaced("voice.modals"))
 """Words whose verb decides: "I don't know" is the assistant's, "I don't have a sister" not."""
-_ASSISTANT_VERBS = frozenset(
-    re.findall(
-        r"\S+",
-        """
-        know think find help assist provide access recall remember see tell say answer be recommend
-        suggest give offer understand browse check believe hope guess agree mind apologize mean
-        """,
-    )
-)
-_NO_RECORD = frozenset(
-    re.findall(r"\S+", "any enough information access records record details data that this the")
-)
+_ASSISTANT_VERBS = frozenset(spaced("voice.assistant_verbs"))
+_NO_RECORD = frozenset(spaced("voice.no_record"))
 """After "I don't have": the assistant's lack ("any information"), not the user's ("a sister")."""
 
-_AGREE = {
-    "is": "are",
-    "was": "were",
-    "has": "have",
-    "does": "do",
-    "doesn't": "don't",
-    "isn't": "aren't",
-    "wasn't": "weren't",
-    "hasn't": "haven't",
-}
-_ADVERBS = frozenset(
-    [
-        "also",
-        "always",
-        "usually",
-        "still",
-        "just",
-        "recently",
-        "often",
-        "never",
-        "now",
-        "only",
-        "already",
-        "currently",
-        "really",
-        "actually",
-        "previously",
-        "then",
-        "typically",
-        "generally",
-        "even",
-        "mostly",
-        "mainly",
-        "sometimes",
-        "once",
-        "finally",
-        "first",
-        "later",
-        "regularly",
-    ]
-)
-_NOT_A_PERSON = frozenset(
-    [
-        "interface",
-        "input",
-        "inputs",
-        "name",
-        "names",
-        "id",
-        "ids",
-        "table",
-        "tables",
-        "account",
-        "accounts",
-        "data",
-        "agent",
-        "experience",
-        "manual",
-        "guide",
-        "session",
-        "sessions",
-        "profile",
-        "profiles",
-        "object",
-        "model",
-        "base",
-        "group",
-        "groups",
-        "story",
-        "stories",
-        "settings",
-        "directory",
-        "folder",
-        "home",
-        "list",
-        "class",
-        "role",
-        "roles",
-        "permission",
-        "permissions",
-        "record",
-        "records",
-        "field",
-        "fields",
-        "key",
-        "keys",
-        "password",
-        "login",
-        "logins",
-        "object",
-        "variable",
-        "query",
-        "agreement",
-    ]
-)
+
+def _pairs(key: str) -> dict[str, str]:
+    """The ``pairs`` under *key* of every language, as a table (the first language's wins)."""
+    out: dict[str, str] = {}
+    for lang in languages():
+        for word, said in lang.pairs(key):
+            out.setdefault(word, said)
+    return out
+
+
+_AGREE = _pairs("voice.agree")
+_ADVERBS = frozenset(spaced("voice.adverbs"))
+_NOT_A_PERSON = frozenset(spaced("voice.not_a_person"))
 """Words after "the user" that make it a thing ("the user interface"), not the person."""
-_THIRD_PERSON = {
-    "he": "you",
-    "she": "you",
-    "they": "you",
-    "him": "you",
-    "them": "you",
-    "his": "your",
-    "their": "your",
-    "theirs": "yours",
-    "himself": "yourself",
-    "herself": "yourself",
-    "themselves": "yourself",
-    "themself": "yourself",
-}
+_THIRD_PERSON = _pairs("voice.third_person")
 _QUOTE = re.compile('["\u201c\u201d]')
 _QUOTE_SPLIT = re.compile('(["\u201c\u201d])')
 _NAME = re.compile(r"\b[A-Z][a-z]+")
-_HER_OBJECT_NEXT = frozenset(
-    ["and", "or", "to", "with", "in", "on", "at", "for", "a", "an", "the", "that", "this"]
-)
+_HER_OBJECT_NEXT = frozenset(spaced("voice.her_object_next"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,10 +304,12 @@ def _plain_verb(word: str) -> str:
 
 
 _PRONOUN = re.compile(
-    r"\b(?P<word>he|she|they|him|them|his|their|theirs|himself|herself|themselves|themself|her)"
-    r"\b(?!['\u2019])(?P<next>\s+[A-Za-z'\u2019]+)?",
+    group(r"\b(?P<word>", [*_THIRD_PERSON, "her"], ")")
+    + r"\b(?!['\u2019])(?P<next>\s+[A-Za-z'\u2019]+)?",
     re.IGNORECASE,
 )
+"""A third person's word (``voice.third_person``, and "her", which is "you" or "your" by
+what follows), then the next word."""
 
 
 def _third_person_after(text: str) -> str:

@@ -20,6 +20,7 @@ Acceptance: hybrid recall@10 > semantic and > keyword (overall).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,6 +33,8 @@ from benchlib import Stopwatch, fmt_stats, verdict
 import agenvoy_desktop.core.search as search_mod
 from agenvoy_desktop.core.search import MODES, Hit, Mode, SearchQuery, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import local_date
+from agenvoy_desktop.operations.search import run_search
 from agenvoy_desktop.paths import AppPaths
 
 KS = (1, 5, 10)
@@ -93,12 +96,20 @@ def refs_of(hits: Sequence[Hit]) -> list[str | None]:
     return [h.item.message.ref for h in hits]
 
 
+def asked_on(conv: benchlib.Conversation) -> dt.date:
+    """The day a question is asked: the day after the conversation's last message."""
+    return local_date(max(turn.time_ns for turn in conv.turns)) + dt.timedelta(days=1)
+
+
 def ask(
     store: MemoryStore, conv: benchlib.Conversation, question: benchlib.Question, index: int
 ) -> Asked:
+    today = asked_on(conv)
+
     def run(mode: Mode, limit: int) -> list[Hit]:
+        # as `agenvoy-desktop search` asks: a named past time ("in May 2023") is searched too
         query = SearchQuery(question.question, mode=mode, limit=limit, session_id=conv.session_id)
-        return search_chat_history(store, query).hits
+        return run_search(store, query, today).result.hits
 
     return Asked(
         category=question.category,

@@ -596,6 +596,7 @@ def _recall_rows(services: AppServices, item: Item, built: Built, now: int) -> d
     from agenvoy_desktop.agent import recall
     from agenvoy_desktop.agent.never_said import asks_about_own_past, never_said
     from agenvoy_desktop.agent.worked_out import add_worked_out
+    from agenvoy_desktop.core.timeutil import local_date
 
     store, run = services.store, services.storage.run_sync
     sid = run(store.create_session, "recall-only")
@@ -617,7 +618,12 @@ def _recall_rows(services: AppServices, item: Item, built: Built, now: int) -> d
         header=recall.BLOCK_HEADER,
         now_ns=now,
     )
-    unsaid = run(never_said, store, text, block.items) if asks_about_own_past(text) else []
+    unsaid = (
+        run(never_said, store, text, block.items)
+        if asks_about_own_past(text)
+        and not recall.said_at_named_time(text, block.items, local_date(now))
+        else []
+    )
     evidence = set(built.evidence_ids)
     rank = next((i for i, c in enumerate(candidates) if c.message_id in evidence), None)
     kept_rank = next((i for i, c in enumerate(kept) if c.message_id in evidence), None)

@@ -45,11 +45,14 @@ from longmemeval_qa import (
     copied_profile,
     is_cached,
     load_items,
+    parse_date,
 )
 
 from agenvoy_desktop.agent.services import AppServices
-from agenvoy_desktop.core.search import MODES, Hit, Mode, SearchQuery, search_chat_history
+from agenvoy_desktop.core.search import MODES, Hit, Mode, SearchQuery
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import local_date
+from agenvoy_desktop.operations.search import run_search
 from agenvoy_desktop.settings import Settings
 
 KS = (1, 5, 10)
@@ -116,8 +119,13 @@ def ask(store: MemoryStore, item: Item, built: Built) -> Asked:
     """Every mode's top hits, each route's deep list, who crowds the evidence (storage thread)."""
     evidence = frozenset(built.evidence_ids)
 
+    today = local_date(parse_date(item.question_date))
+
     def run(mode: Mode, limit: int) -> list[Hit]:
-        return search_chat_history(store, SearchQuery(item.question, mode=mode, limit=limit)).hits
+        # as `agenvoy-desktop search` asks, on the question's day
+        return run_search(
+            store, SearchQuery(item.question, mode=mode, limit=limit), today
+        ).result.hits
 
     top = {mode: _ids(run(mode, LIMIT)) for mode in MODES}
     deep_rank: dict[str, int | None] = {}

@@ -32,6 +32,7 @@ vector index); :func:`format_block` is pure.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import re
@@ -39,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from agenvoy_desktop.agent.date_reasoning import parse_temporal_question
+from agenvoy_desktop.agent.date_reasoning.pointed import pointed_span
 from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
 from agenvoy_desktop.agent.policy import is_personal
 from agenvoy_desktop.agent.recall_lines import focus, latest_ids, values_in, when
@@ -57,6 +60,7 @@ from agenvoy_desktop.core.search import (
     search_chat_history,
 )
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import local_date
 from agenvoy_desktop.language import FALLBACK, language, language_of, languages
 from agenvoy_desktop.language.patterns import alternatives, compiled, cue, either, every
 
@@ -239,6 +243,7 @@ def recall_candidates(
     assistant: bool = False,
     time_range: tuple[int, int] | None = None,
     window_step: int = 0,
+    points_at: tuple[int, int] | None = None,
 ) -> list[RecallItem]:
     """Storage thread: every hybrid hit for *text* with its evidence, no floor applied.
 
@@ -248,6 +253,7 @@ def recall_candidates(
     the message asks about the assistant's own earlier words
     (:func:`asks_about_assistant`), so they are candidates too.  Each item's
     text is the part of the message that matters (:func:`recall_lines.focus`).
+    *points_at*: the past time the message names (``SearchQuery.points_at``).
     """
     if not text.strip():
         return []
@@ -261,6 +267,7 @@ def recall_candidates(
         current_session=session_id,
         time_from_ns=None if time_range is None else time_range[0],
         time_to_ns=None if time_range is None else time_range[1],
+        points_at=points_at,
     )
     try:
         result = search_chat_history(store, query)
@@ -449,6 +456,7 @@ def find_items(
     *,
     time_range: tuple[int, int] | None = None,
     window_step: int = 0,
+    today: dt.date | None = None,
 ) -> list[RecallItem]:
     """Storage thread: the hits for *text* that clear the floor, best first, with what their
     neighbours add; as many as the block may show.
@@ -456,9 +464,11 @@ def find_items(
     A question that gathers (:func:`gathers`) gets a wider search and more
     items; one that points at the assistant's words (:func:`asks_about_assistant`)
     gets them as candidates.  *time_range* (UTC ns, inclusive) limits the search
-    to messages said then.
+    to messages said then; without one, a past time the message names, seen
+    from *today*, is searched first (:func:`date_reasoning.pointed.pointed_span`).
     """
     wide = gathers(text)
+    pointed = None if today is None or time_range else pointed_span(text, today)
     candidates = recall_candidates(
         store,
         session_id,
@@ -468,9 +478,53 @@ def find_items(
         assistant=asks_about_assistant(text),
         time_range=time_range,
         window_step=window_step,
+        points_at=pointed,
     )
     kept = apply_floor(candidates, floor, kind=query_kind(text))
+    if pointed is not None and not _asks_what_happened_then(text):
+        kept = with_said_then(candidates, kept, pointed)
     return add_neighbours(store, kept[: GATHER_MAX_ITEMS if wide else RECALL_MAX_ITEMS], text)
+
+
+POINTED_LOOK = 5
+POINTED_ITEMS = 2
+"""When no line above the floor was said at the time the question names, the messages
+said then among the first POINTED_LOOK candidates are kept below it (at most
+POINTED_ITEMS): "What did I do
+with my cousin a week ago?" shares almost no words with "I was a bridesmaid at my
+cousin's wedding", and the time narrows the search more than any floor."""
+
+
+def _asks_what_happened_then(text: str) -> bool:
+    """A "what did I do on …" question: ``agent/date_answers.py`` shows that day's lines."""
+    question = parse_temporal_question(text)
+    return question is not None and question.kind == "on_day"
+
+
+def with_said_then(
+    candidates: Sequence[RecallItem], kept: Sequence[RecallItem], span: tuple[int, int]
+) -> list[RecallItem]:
+    """*kept* plus the leading *candidates* said inside *span*, in the candidates' order;
+    *kept* alone when it already holds a line said then."""
+    if any(span[0] <= item.time_ns <= span[1] for item in kept):
+        return list(kept)
+    held = {item.message_id for item in kept}
+    then = [
+        item
+        for item in candidates[:POINTED_LOOK]
+        if span[0] <= item.time_ns <= span[1] and item.message_id not in held
+    ][:POINTED_ITEMS]
+    if not then:
+        return list(kept)
+    chosen = held | {item.message_id for item in then}
+    return [item for item in candidates if item.message_id in chosen]
+
+
+def said_at_named_time(text: str, items: Sequence[RecallItem], today: dt.date) -> bool:
+    """Some of *items* were said at the past time *text* names: the question's words
+    ("my relatives") may then name what the line says another way ("my cousin")."""
+    span = pointed_span(text, today)
+    return span is not None and any(span[0] <= item.time_ns <= span[1] for item in items)
 
 
 def find_block(
@@ -485,7 +539,10 @@ def find_block(
     window_step: int = 0,
 ) -> RecallBlock:
     """Storage thread: :func:`find_items` as the block the turn shows (:func:`block_for`)."""
-    items = find_items(store, session_id, text, window_messages, floor, window_step=window_step)
+    today = None if now_ns is None else local_date(now_ns)
+    items = find_items(
+        store, session_id, text, window_messages, floor, window_step=window_step, today=today
+    )
     return block_for(text, items, header=header, now_ns=now_ns)
 
 

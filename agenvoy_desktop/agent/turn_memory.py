@@ -33,12 +33,14 @@ from agenvoy_desktop.agent.recall import (
     RecallItem,
     find_block,
     header_for,
+    said_at_named_time,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel, TextDelta
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.core.timeutil import local_date
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +225,11 @@ class MemoryLookup:
                     now_ns=now,
                     window_step=step,
                 )
-            if searched is None and asks_about_own_past(user.content):
+            if (
+                searched is None
+                and asks_about_own_past(user.content)
+                and not said_at_named_time(text, block.items, local_date(now))
+            ):
                 # after the worked-out lines: a name one of them holds was told
                 self.found.never_said = never_said(self.store, text, block.items)
         except Exception:

@@ -1045,6 +1045,29 @@ class Archive(SqliteStore):
             )
         ]
 
+    def sessions_between(self, session_ids: Sequence[str], lo_ns: int, hi_ns: int) -> list[str]:
+        """Those of *session_ids* with a message said between two times (both included)."""
+        return [
+            sid
+            for sid in session_ids
+            if self._query(
+                "SELECT 1 FROM messages WHERE session_id = ? AND time_ns BETWEEN ? AND ? LIMIT 1",
+                (sid, lo_ns, hi_ns),
+            )
+        ]
+
+    def vectors_between(self, session_id: str, lo_ns: int, hi_ns: int) -> list[tuple[int, bytes]]:
+        """The vectors of a session's messages said between two times (both included),
+        in label order: a time-limited search reads these, not the whole session."""
+        return [
+            (int(r[0]), bytes(r[1]))
+            for r in self._query(
+                "SELECT v.label, v.vec FROM messages m JOIN vectors v ON v.message_rowid = m.id"
+                " WHERE m.session_id = ? AND m.time_ns BETWEEN ? AND ? ORDER BY v.label",
+                (session_id, lo_ns, hi_ns),
+            )
+        ]
+
     def vector_labels(self, session_id: str) -> set[int]:
         rows = self._query("SELECT label FROM vectors WHERE session_id = ?", (session_id,))
         return {int(r[0]) for r in rows}

@@ -29,7 +29,12 @@ import numpy as np
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.embedding import PART_TOKENS, embed_queries, split_parts
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.retrieval.fusion import HYBRID_WEIGHTS, RRF_K, rrf_scores
+from agenvoy_desktop.core.retrieval.fusion import (
+    HYBRID_WEIGHTS,
+    POINTED_WEIGHTS,
+    RRF_K,
+    rrf_scores,
+)
 from agenvoy_desktop.core.retrieval.neighbours import (
     CHAT_NEIGHBOURS,
     NeighbourWeights,
@@ -96,6 +101,11 @@ class SearchQuery:
     window_step: int = 0  # the agent's window step (``take_window``); 0 = the plain last N
     current_session: str | None = None  # whose window to exclude (default: session_id)
     include_tool: bool = False
+    points_at: tuple[int, int] | None = None
+    """A past time the query names ("two months ago", "in February"; UTC ns, both ends
+    included), read from its words by the caller: in hybrid mode what was said then is
+    searched as well and ranks higher; what was told later still ranks by the whole
+    search.  Ignored when the query has a time range of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,19 +131,40 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
         hits = _semantic(store, query, sessions, excluded, query.limit)
     else:
         depth = max(query.limit * 4, 40)
-        fused = fuse(
-            [
-                _semantic(store, query, sessions, excluded, depth),
-                _keyword(store, query, excluded, depth),
-            ],
-            weights=HYBRID_WEIGHTS,
-        )
+        routes = [
+            _semantic(store, query, sessions, excluded, depth),
+            _keyword(store, query, excluded, depth),
+        ]
+        weights = list(HYBRID_WEIGHTS)
+        then = _pointed(query)
+        if then is not None:
+            routes += [
+                _semantic(store, then, _said_then(store, sessions, then), excluded, depth),
+                _keyword(store, then, excluded, depth),
+            ]
+            weights += POINTED_WEIGHTS
+        fused = fuse(routes, weights=weights)
         summed = with_neighbours(store, fused, query, excluded, CHAT_NEIGHBOURS)
         if not asks_for_replies(query.text):
             summed = discount_parts(store, summed)
         hits = summed[: query.limit]
     excerpts = build_excerpts(store, hits, excluded, include_tool=query.include_tool)
     return SearchResult(hits=hits, excerpts=excerpts)
+
+
+def _pointed(query: SearchQuery) -> SearchQuery | None:
+    """The query limited to the time it points at, when it points at one and has no range."""
+    if query.points_at is None or query.time_from_ns is not None or query.time_to_ns is not None:
+        return None
+    lo, hi = query.points_at
+    return replace(query, time_from_ns=lo, time_to_ns=hi)
+
+
+def _said_then(store: MemoryStore, sessions: Sequence[str], query: SearchQuery) -> list[str]:
+    """The *sessions* with a message inside the query's time range."""
+    lo = query.time_from_ns if query.time_from_ns is not None else -(2**63)
+    hi = query.time_to_ns if query.time_to_ns is not None else 2**63 - 1
+    return store.archive.sessions_between(sessions, lo, hi)
 
 
 def _window_ids(
@@ -212,18 +243,9 @@ def _exact_in_range(
     A message with several vectors (a long message in parts) scores its best
     part, less :func:`parts.part_penalty` for the number of parts.
     """
-    pairs = store.archive.vectors(sid)
-    if not pairs:
-        return []
-    rows = store.archive.by_rowids(sorted({message_of(label) for label, _ in pairs}))
     lo = query.time_from_ns if query.time_from_ns is not None else -(2**63)
-    hi = query.time_to_ns if query.time_to_ns is not None else 2**63
-
-    def in_range(label: int) -> bool:
-        row = rows.get(message_of(label))
-        return row is not None and lo <= row.message.time_ns <= hi
-
-    keep = [(label, blob) for label, blob in pairs if in_range(label)]
+    hi = query.time_to_ns if query.time_to_ns is not None else 2**63 - 1
+    keep = store.archive.vectors_between(sid, lo, hi)
     if not keep:
         return []
     sims = from_blobs([b for _, b in keep], vector.shape[0]) @ vector

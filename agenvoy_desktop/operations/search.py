@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime as dt
+from dataclasses import dataclass, field, replace
 
+from agenvoy_desktop.agent.date_reasoning.pointed import pointed_span
 from agenvoy_desktop.core.search import SearchQuery, SearchResult, search_chat_history
 from agenvoy_desktop.core.store import MemoryStore, SessionInfo
 
@@ -41,8 +43,18 @@ def index_stats(store: MemoryStore, session_id: str | None) -> IndexStats:
     )
 
 
-def run_search(store: MemoryStore, query: SearchQuery) -> RecallAnswer:
-    """The search plus the titles of the sessions its excerpts come from (storage thread)."""
+def run_search(
+    store: MemoryStore, query: SearchQuery, today: dt.date | None = None
+) -> RecallAnswer:
+    """The search plus the titles of the sessions its excerpts come from (storage thread).
+
+    A query that names a past time ("what did I do with Rachel two months
+    ago") is told which days it points at, seen from *today* (default: the
+    local date), unless it carries a time range or points somewhere already.
+    """
+    if query.points_at is None and query.time_from_ns is None and query.time_to_ns is None:
+        span = pointed_span(query.text, today or dt.date.today())
+        query = replace(query, points_at=span)
     result = search_chat_history(store, query)
     titles: dict[str, str] = {}
     for sid in {e.session_id for e in result.excerpts}:

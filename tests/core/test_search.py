@@ -423,3 +423,47 @@ def test_tool_stubs_and_empty_messages_never_show(store: MemoryStore, mode: str)
     )
     shown = [r.message for e in with_tool.excerpts for r in e.messages]
     assert any(m.is_tool_traffic for m in shown)
+
+
+DAY = 86_400 * SECOND
+
+
+def test_a_query_that_points_at_a_time_ranks_what_was_said_then_first(store: MemoryStore) -> None:
+    """Ten sessions a day apart, each naming Rachel; only the day pointed at wins."""
+    for day in range(10):
+        texts = [f"I saw Rachel again and we talked about plan {day}", "nice", "ok", "sure"]
+        store.import_messages(conversation(texts, start=T0 + day * DAY), f"d{day}")
+    plain = SearchQuery("what did I do with Rachel", mode="hybrid", limit=3)
+    then = (T0 + 7 * DAY, T0 + 7 * DAY + DAY - 1)
+    pointed = replace(plain, points_at=then)
+    top = search_chat_history(store, pointed).hits[0].item
+    assert top.session_id == "d7"
+    # a query with its own range ignores where it points
+    ranged = replace(pointed, time_from_ns=T0, time_to_ns=T0 + DAY - 1)
+    assert {h.item.session_id for h in search_chat_history(store, ranged).hits} == {"d0"}
+    # nothing said then: the ordinary ranking, nothing fails
+    empty = replace(plain, points_at=(T0 - 5 * DAY, T0 - 4 * DAY))
+    assert search_chat_history(store, empty).hits
+
+
+def test_vectors_and_sessions_between_read_only_the_range(store: MemoryStore) -> None:
+    store.import_messages(conversation(["alpha one", "beta two"], start=T0), "a")
+    store.import_messages(conversation(["gamma three"], start=T0 + 3 * DAY), "b")
+    archive = store.archive
+    assert archive.sessions_between(["a", "b"], T0 + DAY, T0 + 4 * DAY) == ["b"]
+    assert len(archive.vectors_between("a", T0, T0)) == 1
+    assert archive.vectors_between("a", T0 + DAY, T0 + 2 * DAY) == []
+
+
+def test_run_search_tells_the_search_which_past_days_a_query_names(store: MemoryStore) -> None:
+    import datetime as dt
+
+    from agenvoy_desktop.operations.search import run_search
+
+    store.import_messages(conversation(["I met Rachel", "nice"]), "s")
+    today = dt.date(2023, 4, 1)
+    asked = run_search(store, SearchQuery("Rachel two months ago", mode="hybrid"), today)
+    assert asked.query.points_at is not None
+    assert run_search(store, SearchQuery("Rachel", mode="hybrid"), today).query.points_at is None
+    ranged = SearchQuery("Rachel two months ago", mode="hybrid", time_from_ns=T0)
+    assert run_search(store, ranged, today).query.points_at is None

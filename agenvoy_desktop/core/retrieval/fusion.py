@@ -21,6 +21,10 @@ K = TypeVar("K", bound=Hashable)
 # on top and lets semantic add what keyword misses.
 RRF_K = 3
 HYBRID_WEIGHTS = (0.5, 1.0)  # (semantic, keyword)
+# A query that names a past time ("two months ago", "in February") also searches what
+# was said then, with the same two routes; their lists join the fusion at these weights
+# (semantic, keyword), measured on LongMemEval's dated questions (RESULTS.md).
+POINTED_WEIGHTS = (0.5, 1.0)
 
 # The error memory's search: the chat fusion of the first LoCoMo round (k 1,
 # semantic 0.75), never measured on error records themselves.

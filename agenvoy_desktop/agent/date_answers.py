@@ -35,6 +35,7 @@ from agenvoy_desktop.agent.date_reasoning import (
     local_date,
     parse_temporal_question,
 )
+from agenvoy_desktop.agent.date_reasoning.pointed import local_midnight_ns
 from agenvoy_desktop.agent.recall import RecallBlock, RecallFloor, RecallItem
 from agenvoy_desktop.agent.recall_lines import values_in
 from agenvoy_desktop.core.store import MemoryStore
@@ -148,8 +149,8 @@ def _on_day(
     if days is None:
         return None
     first, last = days
-    start = _local_midnight_ns(first)
-    end = _local_midnight_ns(last) + (LATER_TELLING_DAYS + 1) * _DAY_NS - 1
+    start = local_midnight_ns(first)
+    end = local_midnight_ns(last) + (LATER_TELLING_DAYS + 1) * _DAY_NS - 1
     # the event without the date phrase ("do with Rachel"): the range already holds the date
     query = " ".join(question.events) if recall.content_terms(" ".join(question.events)) else text
     found = recall.find_items(
@@ -180,17 +181,12 @@ def _on_day(
             query,
             window[0],
             floor,
-            time_range=(start, _local_midnight_ns(today) + _DAY_NS - 1),
+            time_range=(start, local_midnight_ns(today) + _DAY_NS - 1),
             window_step=window[1],
         )
         items = [i for i in later if first <= best_mention(i.text, i.time_ns).date <= last]
     sentence = explain(question, [], today)
     return WorkedOut(question, sentence, tuple(items), frozenset(), days=(first, last))
-
-
-def _local_midnight_ns(day: dt.date) -> int:
-    moment = dt.datetime(day.year, day.month, day.day).astimezone()
-    return int(moment.timestamp()) * 1_000_000_000
 
 
 def _values(question: TemporalQuestion, sentence: str) -> frozenset[str]:

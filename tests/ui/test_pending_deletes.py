@@ -52,14 +52,22 @@ def open_with_recall(qtbot: QtBot, window: MainWindow) -> RecallTab:
     return recall
 
 
-def test_a_pending_delete_is_shown_nowhere_and_undo_brings_it_back_everywhere(
+def opened_on_qa(
     qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
-) -> None:
+) -> tuple[str, MainWindow]:
+    """A window on one session holding QA, every bubble shown."""
     services = make_services(ScriptedChatModel([]))
     sid = seed(services, "chat", conversation(QA))
     window = make_window(services)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == len(QA))
+    return sid, window
+
+
+def test_a_pending_delete_is_shown_nowhere_and_undo_brings_it_back_everywhere(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    sid, window = opened_on_qa(qtbot, make_window, make_services)
     chat = window.chat
-    qtbot.waitUntil(lambda: len(chat.bubbles()) == len(QA))
     qtbot.waitUntil(lambda: GONE in timeline_text(window))
     recall = open_with_recall(qtbot, window)
     context = window.inspector.context_tab
@@ -89,11 +97,8 @@ def test_a_pending_delete_is_shown_nowhere_and_undo_brings_it_back_everywhere(
 def test_once_the_delete_ran_the_message_stays_gone(
     qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
 ) -> None:
-    services = make_services(ScriptedChatModel([]))
-    sid = seed(services, "chat", conversation(QA))
-    window = make_window(services)
+    sid, window = opened_on_qa(qtbot, make_window, make_services)
     chat = window.chat
-    qtbot.waitUntil(lambda: len(chat.bubbles()) == len(QA))
     recall = open_with_recall(qtbot, window)
     context = window.inspector.context_tab
     window.inspector.show_tab("context")

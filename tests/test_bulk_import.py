@@ -96,6 +96,24 @@ def test_other_apps_exports_import_in_one_run(store: MemoryStore, tmp_path: Path
     assert len(store.session_ids()) == 3
 
 
+def test_a_conversation_listed_twice_is_one_row(store: MemoryStore, tmp_path: Path) -> None:
+    """An export that repeats a conversation (or two copies of one file) plans one session;
+    a copy that has grown since adds its new messages to that row."""
+    gpt = tmp_path / "conversations.json"
+    gpt.write_text(json.dumps([gpt_branching(), gpt_branching()]), encoding="utf-8")
+    plan = plan_import([gpt], T0, max_message_bytes=LIMIT)
+    assert len(plan.conversations) == 1
+    (repeat,) = [s for s in plan.skipped if "same as" in s.reason]
+    assert plan.conversations[0].title in repeat.reason
+
+    first = _jsonl(tmp_path / "a.jsonl", ROWS)
+    grown = _jsonl(tmp_path / "b.jsonl", [*ROWS, {"role": "assistant", "content": "Bye."}])
+    both = plan_import([first, grown], T0, max_message_bytes=LIMIT)
+    (conv,) = both.conversations
+    assert [m.content for m in conv.messages][-2:] == ["ok", "Bye."]
+    assert run_import(store, both).added == 6
+
+
 def test_a_path_that_cannot_be_read_leaves_the_others(tmp_path: Path) -> None:
     good = _jsonl(tmp_path / "good.jsonl", ROWS)
     plan = plan_import([tmp_path / "absent.json", good], T0, max_message_bytes=LIMIT)

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -491,17 +491,24 @@ class AppServices:
         self,
         progress: Callable[[int, int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        *,
+        sessions: Collection[str] | None = None,
     ) -> int:
         """Embed the messages start-up found without a vector, in small storage-thread batches.
 
         Each batch is one short storage job, so a turn's reads and writes
         wait at most one batch; *cancelled* stops between batches (what was
-        embedded is kept, the rest is embedded at the next start).  Returns
-        how many messages were embedded.
+        embedded is kept, the rest is embedded at the next start).  *sessions*
+        limits the work to those (an import's, counted by :func:`note_missing`).
+        Returns how many messages were embedded.
         """
         if self.embedder is None:
             return 0
-        todo = dict(self.store.missing_vectors)
+        todo = {
+            sid: count
+            for sid, count in self.store.missing_vectors.items()
+            if sessions is None or sid in sessions
+        }
         total, done = sum(todo.values()), 0
         for sid in todo:
             while not (cancelled is not None and cancelled()):
@@ -562,6 +569,24 @@ def embed_some(store: MemoryStore, session_id: str, limit: int) -> tuple[int, in
     if batch:
         store.index_messages(session_id, [message for _, message in batch])
     return len(batch), len(pending) - len(batch)
+
+
+def note_missing(store: MemoryStore, session_ids: Iterable[str]) -> int:
+    """Storage thread: count the sessions' messages without a vector into ``missing_vectors``.
+
+    An import stores its messages without vectors (everything is found by
+    keyword at once); the window then embeds them through
+    :meth:`AppServices.embed_missing`.  Returns how many messages lack one.
+    """
+    if store.embedder is None:
+        return 0
+    total = 0
+    for sid in dict.fromkeys(session_ids):
+        lacking = len(store.pending_vectors(sid)) if store.exists(sid) else 0
+        if lacking:
+            store.missing_vectors[sid] = lacking
+        total += lacking
+    return total
 
 
 def flush_vectors(store: MemoryStore, session_id: str) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agenvoy_desktop.core.errors import KnownError
@@ -32,7 +32,7 @@ from agenvoy_desktop.core.import_formats.model import (
     Limits,
     Skip,
 )
-from agenvoy_desktop.core.import_keys import conversation_session_id
+from agenvoy_desktop.core.import_keys import conversation_session_id, only_new
 from agenvoy_desktop.core.importers import (
     ImportFormatError,
     RawMessage,
@@ -142,6 +142,8 @@ def plan_import(
             continue
         conversations += found
         skipped += left_out
+    conversations, repeated = _merge_repeats(conversations)
+    skipped += repeated
     if session_id is not None:
         check_session_id(session_id)
         if len(conversations) > 1:
@@ -153,6 +155,39 @@ def plan_import(
     elif title is not None and len(conversations) == 1:
         conversations = [_placed(conversations[0], conversations[0].session_id, title)]
     return ImportPlan(conversations, skipped, failed)
+
+
+def _merge_repeats(
+    conversations: Sequence[PlannedConversation],
+) -> tuple[list[PlannedConversation], list[Skip]]:
+    """One row per session: a conversation listed twice (an export that repeats one, two
+    copies of a file) joins the first; a copy with nothing new is left out, with why.
+
+    Each would import into the same session anyway (the session id comes from
+    the other app's id or the first messages), so the preview would otherwise
+    show two rows where the second adds nothing.
+    """
+    first: dict[str, int] = {}
+    kept: list[PlannedConversation] = []
+    skipped: list[Skip] = []
+    for conv in conversations:
+        at = first.get(conv.session_id)
+        if at is None:
+            first[conv.session_id] = len(kept)
+            kept.append(conv)
+            continue
+        earlier = kept[at]
+        fresh = only_new(earlier.messages, conv.messages)
+        name = earlier.title or earlier.session_id
+        if not fresh:
+            skipped.append(Skip(f"{conv.path}: {conv.title or name}", f"same as '{name}' above"))
+            continue
+        kept[at] = replace(
+            earlier,
+            messages=[*earlier.messages, *fresh],
+            skipped=[*earlier.skipped, *conv.skipped],
+        )
+    return kept, skipped
 
 
 def _placed(conv: PlannedConversation, session_id: str, title: str | None) -> PlannedConversation:
@@ -242,16 +277,39 @@ def run_import(
     model works through it; *progress* counts the embedded messages.  A cancel
     stops the embedding, never the storing: what was imported stays, and the
     missing vectors are made at the next start (``agent/services`` tops them up).
+    The window stores and embeds in separate steps (:func:`store_conversation`,
+    then the app's background embedding), so it can search meanwhile.
     """
     counts: list[ImportCount] = []
     for conv in plan.conversations:
         if cancelled is not None and cancelled():
             return ImportReport(counts, cancelled=True)
-        counts.append(
-            store.import_new(conv.messages, conv.session_id, title=conv.title, embed=False)
-        )
+        counts.append(store_conversation(store, conv))
+    try:
+        embed_imported(store, counts, progress=progress, cancelled=cancelled)
+    except OperationCancelledError:
+        return ImportReport(counts, cancelled=True)
+    return ImportReport(counts)
+
+
+def store_conversation(store: MemoryStore, conv: PlannedConversation) -> ImportCount:
+    """Storage thread: add one conversation's new messages, without vectors (one short job)."""
+    return store.import_new(conv.messages, conv.session_id, title=conv.title, embed=False)
+
+
+def embed_imported(
+    store: MemoryStore,
+    counts: Sequence[ImportCount],
+    *,
+    progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
+) -> None:
+    """Storage thread: embed the imported sessions' messages that lack a vector.
+
+    Raises :class:`OperationCancelledError` when *cancelled* (what was embedded stays).
+    """
     if store.embedder is None:
-        return ImportReport(counts)
+        return
     pending = {c.session_id: len(store.pending_vectors(c.session_id)) for c in counts}
     total, done = sum(pending.values()), 0
     for sid, todo in pending.items():
@@ -262,23 +320,12 @@ def run_import(
             if progress is not None:
                 progress(base + embedded, total)
 
-        try:
-            store.index_pending(sid, progress=step, cancelled=cancelled)
-        except OperationCancelledError:
-            return ImportReport(counts, cancelled=True)
+        store.index_pending(sid, progress=step, cancelled=cancelled)
         done += todo
-    return ImportReport(counts)
 
 
-def import_planned(
-    store: MemoryStore,
-    plan: ImportPlan,
-    *,
-    progress: Progress | None = None,
-    cancelled: Cancelled | None = None,
-) -> Changed[ImportReport]:
-    """Storage thread: :func:`run_import` with what it changed, for the window."""
-    report = run_import(store, plan, progress=progress, cancelled=cancelled)
+def report_changes(report: ImportReport) -> Changed[ImportReport]:
+    """The report with what it changed, for the window (the first session's views)."""
     first = report.counts[0].session_id if report.counts else None
     return Changed(report, session_changes(first))
 

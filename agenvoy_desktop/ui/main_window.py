@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from agenvoy_desktop import __version__
-from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.agent.services import AppServices, note_missing
 from agenvoy_desktop.core.summarizer import PassProgress
 from agenvoy_desktop.llm.build_info import about_lines
 from agenvoy_desktop.operations import sessions as session_ops
@@ -313,19 +313,29 @@ class MainWindow(QMainWindow):
             self.inspector.documents_tab.resume_interrupted()
             self.inspector.documents_tab.reindex_other_models()
         count = self.services.missing_vectors()
-        if not count:
-            return
+        if count:
+            self._embed_in_background(f"Indexing {count:,} messages for recall…", None)
+
+    def index_for_recall(self, session_ids: list[str]) -> Operation:
+        """Embed what an import stored without vectors, as background work.
+
+        Keyword search finds the messages at once; recall by meaning follows
+        as the embedding goes on (status bar, cancellable; the rest is
+        embedded at the next start).
+        """
+        return self._embed_in_background("Indexing imported messages for recall…", session_ids)
+
+    def _embed_in_background(self, progress: str, sessions: list[str] | None) -> Operation:
+        """Embed the messages without a vector (only *sessions*' when given; counted first)."""
         services = self.services
 
         async def embed(op: Operation) -> MemoryChanges:
-            await services.embed_missing(op.report_counts, op.is_cancelled)
+            if sessions is not None:
+                await services.storage.run(note_missing, services.store, sessions)
+            await services.embed_missing(op.report_counts, op.is_cancelled, sessions=sessions)
             return VECTORS_CHANGED
 
-        self.runner.run_change(
-            embed,
-            what="index messages for recall",
-            progress=f"Indexing {count:,} messages for recall…",
-        )
+        return self.runner.run_change(embed, what="index messages for recall", progress=progress)
 
     @property
     def session_id(self) -> str | None:

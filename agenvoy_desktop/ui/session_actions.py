@@ -26,12 +26,14 @@ from agenvoy_desktop.core.import_formats.discover import FoundHistory
 from agenvoy_desktop.core.import_formats.discover import find_histories as discover_histories
 from agenvoy_desktop.core.importers import ImportFormatError
 from agenvoy_desktop.core.messages import message_limit
+from agenvoy_desktop.core.store import ImportCount
 from agenvoy_desktop.operations.bulk_import import (
     ImportPlan,
     ImportReport,
     describe,
-    import_planned,
     plan_import,
+    report_changes,
+    store_conversation,
 )
 from agenvoy_desktop.operations.changes import Changed
 from agenvoy_desktop.operations.sessions import export_session
@@ -67,6 +69,9 @@ class SessionHost(Protocol):
     def show_status(self, text: str, ms: int) -> None:
         """A passing note in the status bar."""
 
+    def index_for_recall(self, session_ids: list[str]) -> Operation:
+        """Embed what an import stored, in the background."""
+
 
 class SessionActions(QObject):
     """See the module docstring."""
@@ -87,6 +92,8 @@ class SessionActions(QObject):
         """The import preview shown last (tests press its buttons)."""
         self.last_question: QMessageBox | None = None
         self.last_found: FoundHistories | None = None
+        self.indexing: Operation | None = None
+        """The last import's embedding, running in the background after it (tests wait on it)."""
         """What the running import read (its summary names the apps and what was skipped)."""
         self.pending.executed.connect(self._on_op_executed)
         self.pending.failed.connect(self._on_op_failed)
@@ -390,13 +397,7 @@ class SessionActions(QObject):
                 )
             self._last_plan = chosen
             op.report(0.0, f"{chosen.message_count:,} messages read; importing…")
-            return await services.storage.run(
-                import_planned,
-                services.store,
-                chosen,
-                progress=op.report_counts,
-                cancelled=op.is_cancelled,
-            )
+            return report_changes(await self._store_each(chosen, op))
 
         def done(report: ImportReport | None) -> None:
             if report is None or not report.counts:
@@ -404,7 +405,27 @@ class SessionActions(QObject):
             w.select_session(report.counts[0].session_id)
             if self._last_plan is not None:
                 w.show_status(f"Imported {describe(self._last_plan, report)}.", 15_000)
+            self.indexing = w.index_for_recall([c.session_id for c in report.counts])
 
         return w.runner.run_change(
             work, what=f"import {path.name}", on_success=done, progress=f"Importing {path.name}…"
         )
+
+    async def _store_each(self, plan: ImportPlan, op: Operation) -> ImportReport:
+        """Store the plan's conversations, one storage job each, without vectors.
+
+        One short job per conversation lets a turn or a search run between
+        them; the embedding follows as background work (:meth:`MainWindow.index_for_recall`),
+        so everything imported is found by keyword at once.  A cancel stops
+        between conversations: what was stored stays.
+        """
+        services = self.window.services
+        counts: list[ImportCount] = []
+        stored, total = 0, plan.message_count
+        for conv in plan.conversations:
+            if op.is_cancelled():
+                return ImportReport(counts, cancelled=True)
+            counts.append(await services.storage.run(store_conversation, services.store, conv))
+            stored += len(conv.messages)
+            op.report_counts(stored, total)
+        return ImportReport(counts)

@@ -198,6 +198,7 @@ def test_import_a_file_with_progress_opens_the_new_session(
     wait_op(qtbot, window.import_file(source))
     assert window.session_id is not None
     qtbot.waitUntil(lambda: window.sessions.title_of(window.session_id or "") == "old-chat")
+    wait_op(qtbot, window.session_actions.indexing)  # the embedding follows in the background
     info = services.storage.run_sync(services.store.info, window.session_id)
     assert info.archived_messages == 300
     assert info.vectors == 300

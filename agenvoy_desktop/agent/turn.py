@@ -1,55 +1,60 @@
-"""One assistant turn: persist, recall, assemble, stream, call tools, learn from failures.
+"""One assistant turn: persist, recall, plan, model rounds, tool calls, check, finish.
 
-Order of a turn:
+The stages of a turn, in order, and where each lives:
 
-1. the user message is written to every memory layer first, so a crash or a
-   cancel never loses what the user typed;
-2. the memory lookup (``agent/turn_memory.py``): proactive recall, a hybrid
-   search of the message over all sessions (``agent/recall.py``), and the
-   document passages, at the same time; what clears the relevance floor goes
-   into a labelled block of dated lines, and the timeline records it; a
-   question about time, a total or a difference gets the result worked out
-   by code at the block's end (``agent/worked_out.py``);
-3. the turn's plan (``agent/policy.py``): a small model is offered only the
-   tools the message needs, for at most two tool rounds; a round of its
-   that only "calls" made-up tools named like words of an answer is dropped
-   and the model asked for the answer without tools;
-4. each model round sees the head (system prompt + rolling summary), the
-   window's history (a last-N window that moves in steps, so its prefix
-   stays in the KV cache), then the turn note (clock, tool results, recall
-   block) just before that user message and any tool traffic of this turn
-   (``agent/context.py``);
-5. tool calls and their results are persisted as tool traffic (the timeline
-   shows them, search skips them by default);
-6. a failed tool call (error or empty result) looks up the error memory, and
-   the hint is stored with the tool result and shown to the model next round;
-7. the final answer is checked against what memory showed the model
+1. **Store the message** (here, ``_Turn.run``): the user message is written
+   to every memory layer first, so a crash or a cancel never loses what the
+   user typed;
+2. **Memory lookup** (``agent/turn_memory.py``: ``MemoryLookup.look``):
+   proactive recall, a hybrid search of the message over all sessions
+   (``agent/recall.py``), and the document passages, at the same time; what
+   clears the relevance floor goes into a labelled block of dated lines,
+   and the timeline records it; a question about time, a total or a
+   difference gets the result worked out by code at the block's end
+   (``agent/worked_out.py``);
+3. **Plan** (``agent/policy.py``, applied in ``_Turn._prepare``): a small
+   model is offered only the tools the message needs, for at most two tool
+   rounds;
+4. **Model rounds** (here, ``_Turn._rounds``): each round sees the head
+   (system prompt + rolling summary), the window's history (a last-N window
+   that moves in steps, so its prefix stays in the KV cache), then the turn
+   note (clock, tool results, recall block) just before that user message
+   and any tool traffic of this turn (``agent/context.py``); a small
+   model's round that only "calls" made-up tools named like words of an
+   answer is dropped and the model asked for the answer without tools;
+5. **Tool calls** (``agent/turn_tools.py``: ``ToolCallRunner``): the calls
+   and their results are persisted as tool traffic (the timeline shows
+   them, search skips them by default); a failed call (error or empty
+   result) looks up the error memory, and the hint is stored with the tool
+   result and shown to the model next round;
+6. **Answer check** (``agent/turn_check.py``: ``AnswerChecker.check``): the
+   final answer is checked against what memory showed the model
    (``agent/answer_check.py``): a failure retracts what was streamed, asks
    once more with a sharper instruction, and else quotes the remembered line;
-8. the answer is persisted; a cancelled answer is kept, marked interrupted.
+7. **Finish** (here, ``_Turn._save_answer``): the answer is persisted with
+   its document sources; a cancelled answer is kept, marked interrupted.
+   Off the user's path afterwards (``Agent.embed_later``) the turn's
+   messages are embedded and its failed tool calls go to the error memory.
 
-Events go to ``on_event`` as they happen (the CLI prints them, the window
-turns them into signals).  Stopping — the ``stop`` event or cancelling the
-task — always leaves a consistent history: every user message is followed
-by an assistant message.
+Events (``agent/turn_events.py``) go to ``on_event`` as they happen (the CLI
+prints them, the window turns them into signals).  Stopping — the ``stop``
+event or cancelling the task — always leaves a consistent history: every
+user message is followed by an assistant message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from agenvoy_desktop.agent import (
     answer_check,
-    date_answers,
     not_remembered,
     query_translation,
 )
@@ -75,7 +80,6 @@ from agenvoy_desktop.agent.not_remembered import (
 from agenvoy_desktop.agent.policy import (
     DOCUMENT_SEARCH_TOOL,
     FULL,
-    SEARCH_TOOL,
     TIME_TOOLS,
     TurnPlan,
     clock_in_prompt,
@@ -93,8 +97,22 @@ from agenvoy_desktop.agent.recall import (
     query_kind,
 )
 from agenvoy_desktop.agent.storage import Storage
-from agenvoy_desktop.agent.tools import ToolOutcome, ToolRegistry
+from agenvoy_desktop.agent.tools import ToolRegistry
+from agenvoy_desktop.agent.turn_check import AnswerChecker, Shown
+from agenvoy_desktop.agent.turn_events import (
+    AnswerDelta,
+    AnswerRetracted,
+    EventSink,
+    MessageSaved,
+    RecallInjected,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnResult,
+    TurnStatus,
+)
 from agenvoy_desktop.agent.turn_memory import LookupSettings, MemoryLookup
+from agenvoy_desktop.agent.turn_tools import HintSource, ToolCallRunner
 from agenvoy_desktop.agent.voice import Voice, VoiceStream
 from agenvoy_desktop.agent.worked_out import WorkedOut
 from agenvoy_desktop.core.errors import KnownError
@@ -108,7 +126,6 @@ from agenvoy_desktop.core.model_api import (
     TextDelta,
     ToolCallRequest,
 )
-from agenvoy_desktop.core.search import NO_MATCHES
 from agenvoy_desktop.core.session_settings import (
     DEFAULT_SETTINGS,
     SessionSettings,
@@ -117,6 +134,32 @@ from agenvoy_desktop.core.session_settings import (
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.llm.endpoints import answered_by
+
+# The events (``agent/turn_events.py``) and the error memory's hint source
+# (``agent/turn_tools.py``) are named here too: the window, the CLI and the tools import
+# them from the turn.
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "FACT_ANSWER_TOKENS",
+    "ROUNDS_EXHAUSTED",
+    "SECOND_TRY_TOKENS",
+    "Agent",
+    "AgentConfig",
+    "AnswerDelta",
+    "AnswerRetracted",
+    "EventSink",
+    "FailureRecorder",
+    "HintSource",
+    "MessageSaved",
+    "RecallInjected",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "TurnEvent",
+    "TurnResult",
+    "TurnStatus",
+    "current_session",
+    "last_recall",
+]
 
 log = logging.getLogger(__name__)
 
@@ -131,14 +174,6 @@ SECOND_TRY_TOKENS = 120
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar("current_session")
 """The session whose turn is running (tools such as search_chat_history read it)."""
-
-
-class HintSource(Protocol):
-    """Looks up error-memory advice for a failed call (runs on the storage thread)."""
-
-    def hint_for_failure(self, tool: str, error_text: str) -> tuple[str, list[int]]:
-        """The hint text for the model ("" when nothing is known) and the record ids."""
-        ...
 
 
 class FailureRecorder(Protocol):
@@ -157,129 +192,6 @@ class FailureRecorder(Protocol):
         *resolution*: the arguments of a later call of the same tool that worked.
         """
         ...
-
-
-# -- events --------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class MessageSaved:
-    """A message reached history.json and the archive."""
-
-    message: Message
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecallInjected:
-    """Proactive recall put remembered messages (and document passages) into the prompt."""
-
-    text: str
-    """The block exactly as sent."""
-    message_ids: list[str]
-    citations: list[str] = field(default_factory=list)
-    """Where the document passages come from (``path:lines``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerRetracted:
-    """The answer written so far failed its check (``agent/answer_check.py``) and is replaced:
-    a second try streams next, or the quoted line.  A view clears what it showed of it."""
-
-    problem: str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallStarted:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallFinished:
-    call_id: str
-    outcome: ToolOutcome
-    hint: str
-    """Error-memory hint injected for the next round ("" when none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStatus:
-    """What the turn is doing now, for a status line.
-
-    ``phase`` is ``recall`` (searching memory), ``loading`` (the model is not
-    loaded yet: it loads, then reads the prompt), ``thinking`` (the model reads
-    the prompt; ``detail``, when set, the percent of a long prompt read so far),
-    ``tool`` (``detail``: the tool's name) or ``writing`` (the first answer
-    text arrived).
-    """
-
-    phase: str
-    detail: str = ""
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """What a finished turn did (also the last event)."""
-
-    session_id: str
-    answer: str = ""
-    interrupted: bool = False
-    rounds: int = 0
-    tool_calls: int = 0
-    trimmed_messages: int = 0
-    model_s: float = 0.0
-    """Time spent inside the model's stream (the rest is the loop's overhead)."""
-    total_s: float = 0.0
-    first_token_s: float | None = None
-    """Seconds from the turn's start to the first answer text (None: no text)."""
-    recall_s: float = 0.0
-    """Time spent in proactive recall (the search before the first round)."""
-    recall_text: str = ""
-    """The proactive-recall block as sent ("" when nothing cleared the floor)."""
-    recall_ids: list[str] = field(default_factory=list)
-    searched_as: str = ""
-    """The translation recall searched with (``agent/query_translation.py``)."""
-    searched_in: str = ""
-    """The language of :attr:`searched_as` (``en``, ``zh``, ``ja``, ``de``)."""
-    not_remembered: bool = False
-    """The model was shown how to say it does not know (``agent/not_remembered.py``)."""
-    tools_offered: list[str] = field(default_factory=list)
-    """Tool names offered in the first round."""
-    saved: list[Message] = field(default_factory=list)
-    answer_tokens: int = 0
-    """Tokens the model generated in the answer round (the stream's own count)."""
-    prompt_tokens: int = 0
-    """Tokens of the answer round's prompt."""
-    answer_s: float = 0.0
-    """Seconds from the answer round's first text to the end of its stream."""
-    ended_at_loop: bool = False
-    """A small model's answer began to repeat itself and was ended there
-    (``agent/answer_loops.py``)."""
-    checked: str = ""
-    """What the check found wrong with the model's first answer ("" when nothing:
-    ``agent/answer_check.py``)."""
-    answer_from: str = "model"
-    """``model``, ``second try`` (after a failed check), ``quote`` (the remembered line or
-    the worked-out result) or ``not known`` (what memory does not hold, said so)."""
-    replaced: list[str] = field(default_factory=list)
-    """The answers the check retracted, in order (logs and benchmarks read them)."""
-
-
-TurnEvent = (
-    MessageSaved
-    | AnswerDelta
-    | AnswerRetracted
-    | RecallInjected
-    | ToolCallStarted
-    | ToolCallFinished
-    | TurnResult
-    | TurnStatus
-)
-EventSink = Callable[[TurnEvent], None]
 
 
 @dataclass(slots=True)
@@ -601,20 +513,6 @@ def _writing_seconds(finish: ChatFinished, first_text_at: float | None) -> float
     return time.perf_counter() - first_text_at if first_text_at is not None else 0.0
 
 
-def _call_key(call: ToolCallRequest) -> str:
-    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
-
-
-def fact_evidence(fact: Fact) -> answer_check.Evidence:
-    """A summary fact as a line an answer is checked against, dated at noon of its day."""
-    try:
-        day = datetime.fromisoformat(fact.said_on).replace(hour=12).astimezone()
-        when = int(day.timestamp() * 1e9)
-    except ValueError:
-        when = 0
-    return answer_check.Evidence(fact.text, when, fact.role)
-
-
 class _Turn:
     """State of one running turn (kept apart so Agent stays reentrant)."""
 
@@ -628,9 +526,8 @@ class _Turn:
         self.loop_cut: int | None = None
         """Where the round's answer began to repeat itself (``agent/answer_loops.py``)."""
         self.offered: list[str] = []
-        self.seen_calls: dict[str, ToolOutcome] = {}
-        self.repeats: set[str] = set()
         self.force_answer = False
+        """A round only "called" made-up tools: the next one offers none."""
         self.answered = False
         self.recall = RecallBlock()
         self.passages = DocumentPassages()
@@ -663,6 +560,17 @@ class _Turn:
             stop=stop,
         )
         """The turn's first stage: what memory holds for the message (``agent/turn_memory``)."""
+        self.tool_calls = ToolCallRunner(
+            store=agent.store,
+            storage=agent.storage,
+            tools=agent.tools,
+            hints=agent.hints,
+            session_id=session_id,
+            stop=stop,
+            emit=emit,
+            saved=self._saved,
+        )
+        """The rounds' tool calls, run and stored (``agent/turn_tools``)."""
 
     async def run(self, text: str, asked: Message | None = None) -> TurnResult:
         self.started = started = time.perf_counter()
@@ -792,13 +700,6 @@ class _Turn:
         except Exception:  # the block is still sent; only the record of it is missing
             log.warning("could not log the recall event", exc_info=True)
 
-    def _search_found(self) -> bool:
-        """This turn's history search found something: the "I don't know" exchange goes."""
-        return any(
-            outcome.name == SEARCH_TOOL and not outcome.is_error and outcome.content != NO_MATCHES
-            for outcome in self.seen_calls.values()
-        )
-
     def _tool_rounds(self) -> int:
         """Rounds that may call tools; one more round always remains to answer."""
         rounds = self.agent.config.max_rounds - 1
@@ -807,10 +708,12 @@ class _Turn:
         return max(rounds, 0)
 
     async def _rounds(self) -> None:
+        """The model rounds: tool rounds while the plan allows, then the answer, checked,
+        cited and stored."""
         tool_rounds = self._tool_rounds()
         for round_no in range(tool_rounds + 1):
             self.result.rounds = round_no + 1
-            may_call = round_no < tool_rounds and not self.force_answer
+            may_call = round_no < tool_rounds and not self._answer_now()
             specs = filter_specs(self.agent.tools.specs(), self.plan) if may_call else []
             last_round = not specs
             text, calls, finish = await self._model_round(specs, first=round_no == 0)
@@ -841,86 +744,54 @@ class _Turn:
                 await self._finish_interrupted()
                 return
 
+    def _answer_now(self) -> bool:
+        """The next round offers no tools: a round of made-up calls, or a call repeated
+        within this turn (``agent/turn_tools.py``)."""
+        return self.force_answer or self.tool_calls.answer_now
+
+    async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
+        """The tool-call stage (``agent/turn_tools.py``): the round's text is stored with the
+        calls it asks for, so a stop from here on keeps none of it as the answer."""
+        request, chosen = self.tool_calls.requested(text, calls, self.plan.max_calls_per_round)
+        await self._save(request)
+        self.partial = []
+        ran = await self.tool_calls.run(chosen, self.offered)
+        self.result.tool_calls += ran
+
     async def _checked(self, text: str) -> str:
-        """The answer, checked against what memory showed the model (``agent/answer_check``).
+        """The answer-check stage (``agent/turn_check.py``): the answer the turn keeps."""
+        checker = AnswerChecker(
+            self._shown(),
+            tool_names=self.agent.tools.names(),
+            in_voice=self._in_voice,
+            ask_again=self._ask_again,
+            emit=self.emit,
+            stop=self.stop,
+        )
+        checked = await checker.check(text)
+        self.result.checked = checked.problem
+        self.result.replaced += checked.replaced
+        self.result.answer_from = checked.answer_from
+        return checked.answer
 
-        A failed check retracts what was streamed and asks once more with a
-        sharper instruction; a second failure shows the remembered line,
-        quoted and dated, instead.
-        """
-        evidence = [*self._evidence(), *map(fact_evidence, self.facts)]
-        names = self.agent.tools.names()
-        unknown = (
-            self.example is not None and not evidence and not self._search_found()
-        ) or self._nothing_on_the_day()
-
-        def check(answer: str) -> answer_check.Verdict:
-            return answer_check.check(
-                self.question,
-                answer,
-                evidence,
-                tool_names=names,
-                computed=self.worked,
-                never_said=self.never_said,
-                unknown=unknown,
-                tool_results=any(not o.failed for o in self.seen_calls.values()),
-            )
-
-        verdict = check(text)
-        if verdict.ok:
-            return self._in_voice(text)
-        self.result.checked = verdict.problem
-        self.result.replaced.append(text)
-        self.emit(AnswerRetracted(verdict.problem))
-        if verdict.problem == "never told":
-            # nothing to ask again about: what is not in memory is not known (and a second
-            # round would cost the user seconds to say the same)
-            log.info("the answer claimed what memory does not hold; saying so")
-            self.emit(AnswerDelta(verdict.fallback))
-            self.result.answer_from = "not known"
-            return verdict.fallback
-        log.info("the answer failed its check (%s); asking again", verdict.problem)
-        self.emit(TurnStatus("checking"))
-        second, calls, _finish = await self._model_round([], first=False, instruction=verdict)
-        if self.stop.is_set():
-            return self._in_voice(second)
-        again = check(second)
-        if again.ok and not calls and second.strip():
-            self.result.answer_from = "second try"
-            return self._in_voice(second)
-        fallback = verdict.fallback or again.fallback
-        if not fallback:
-            return self._in_voice(second if second.strip() else text)
-        self.result.replaced.append(second)
-        self.emit(AnswerRetracted(again.problem or "no answer"))
-        self.emit(AnswerDelta(fallback))
-        self.result.answer_from = "quote"
-        return fallback
-
-    def _nothing_on_the_day(self) -> bool:
-        """A question about the user's own life on a day or month nothing was told of."""
-        worked = self.worked
-        return (
-            isinstance(worked, date_answers.WorkedOut)
-            and worked.question.kind == "on_day"
-            and worked.days is not None
-            and not worked.items
-            and asks_for_own_fact(self.question)
+    def _shown(self) -> Shown:
+        """What this turn showed the model, for the answer check."""
+        return Shown(
+            self.question,
+            self.recall,
+            self.passages,
+            self.facts,
+            self.worked,
+            self.never_said,
+            example=self.example is not None,
+            search_found=self.tool_calls.search_found(),
+            tool_results=self.tool_calls.any_worked(),
         )
 
-    def _evidence(self) -> list[answer_check.Evidence]:
-        """What memory showed the model this turn, as lines an answer is checked against."""
-        lines: list[answer_check.Evidence] = []
-        for item in self.recall.items:
-            latest = item.message_id in self.recall.latest
-            lines.append(answer_check.Evidence(item.text, item.time_ns, item.role, latest=latest))
-            lines.extend(
-                answer_check.Evidence(near.text, item.time_ns, near.role, context=True)
-                for near in item.neighbours
-            )
-        for citation, passage in zip(self.passages.citations, self.passages.texts, strict=False):
-            lines.append(answer_check.Evidence(passage, role="document", source=citation))
-        return lines
+    async def _ask_again(self, verdict: answer_check.Verdict) -> tuple[str, bool]:
+        """A second round after a failed check: no tools, the verdict's instruction."""
+        second, calls, _finish = await self._model_round([], first=False, instruction=verdict)
+        return second, bool(calls)
 
     async def _model_round(
         self,
@@ -1025,7 +896,7 @@ class _Turn:
             inline_results=inline,
             offered=self.offered,
             recall=recall,
-            example=None if self._search_found() else self.example,
+            example=None if self.tool_calls.search_found() else self.example,
             settings=self.settings,
             clock=self.clock,
         )
@@ -1073,117 +944,6 @@ class _Turn:
                 for call in calls
             )
         )
-
-    async def _run_calls(self, text: str, calls: Sequence[ToolCallRequest]) -> None:
-        store = self.agent.store
-        calls = list({_call_key(c): c for c in calls}.values())  # a small model repeats itself
-        limit = self.plan.max_calls_per_round
-        if limit is not None and len(calls) > limit:
-            log.info("%d tool calls in one round; running the first %d", len(calls), limit)
-            calls = calls[:limit]
-        stored_calls = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            }
-            for c in calls
-        ]
-        await self._save(store.new_message("assistant", text, tool_calls=stored_calls))
-        self.partial = []
-        for call in calls:
-            if self.stop.is_set():
-                outcome = ToolOutcome(call.name, call.arguments, "not run: the user stopped")
-                await self._save_tool_result(call, outcome)
-                continue
-            self.emit(TurnStatus("tool", call.name))
-            self.emit(ToolCallStarted(call.id, call.name, call.arguments))
-            key = _call_key(call)
-            if call.error:
-                outcome = ToolOutcome(
-                    call.name, call.arguments, f"could not read the tool call: {call.error}", True
-                )
-            elif key in self.seen_calls:
-                outcome = self._repeated(call, self.seen_calls[key])
-                self.repeats.add(call.id)
-            else:
-                outcome = await self.agent.tools.call(call.name, call.arguments, self.offered)
-                self.seen_calls[key] = outcome
-            self.result.tool_calls += 1
-            await self._save_tool_result(call, outcome)
-
-    def _repeated(self, call: ToolCallRequest, first: ToolOutcome) -> ToolOutcome:
-        """A call identical to an earlier one in this turn is not run again.
-
-        Small models loop on the same call; the second time they get a
-        pointer to the first result and the next round offers no tools, so
-        the model has to answer with what it has.
-        """
-        self.force_answer = True
-        if first.failed:
-            text = (
-                f"this exact call already failed in this turn ({first.content[:200]}). "
-                "Do not repeat it: answer the user with what you know."
-            )
-        else:
-            text = "this exact call was already made in this turn; its result is above. Answer now."
-        return ToolOutcome(call.name, call.arguments, text, is_error=first.failed)
-
-    async def _save_tool_result(self, call: ToolCallRequest, outcome: ToolOutcome) -> None:
-        """Look up error-memory advice, then store the result with it and log the hint.
-
-        One storage job for all three: the lookup, the append and the
-        ``error_hint`` event each used to be a thread hand-over of their own.
-        """
-        repeated = call.id in self.repeats
-        message, hint = await self.agent.storage.run(
-            self._store_tool_result, call, outcome, repeated
-        )
-        self._saved(message)
-        self.emit(ToolCallFinished(call.id, outcome, hint))
-
-    def _store_tool_result(
-        self, call: ToolCallRequest, outcome: ToolOutcome, repeated: bool
-    ) -> tuple[Message, str]:
-        """Storage thread: the work of :meth:`_save_tool_result`."""
-        hint, hint_ids = self._hint(outcome)
-        extra: dict[str, Any] = {
-            "tool_call_id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-            "duration_s": round(outcome.duration_s, 4),
-        }
-        if outcome.is_error:
-            extra["is_error"] = True
-        if outcome.empty:
-            extra["empty"] = True
-        if hint:
-            extra["error_hint"] = hint
-            extra["error_hint_ids"] = hint_ids
-        if repeated:
-            extra["repeated"] = True
-        store = self.agent.store
-        message = store.new_message("tool", outcome.content, **extra)
-        store.append(self.sid, [message], embed=False)
-        if hint:
-            detail = {"tool": call.name, "record_ids": hint_ids, "message_id": message.id}
-            try:
-                store.archive.add_event(self.sid, message.time_ns, "error_hint", detail)
-            except Exception:  # the hint is in the stored message; the event only marks it
-                log.warning("could not log the error-memory hint event", exc_info=True)
-        return message, hint
-
-    def _hint(self, outcome: ToolOutcome) -> tuple[str, list[int]]:
-        """Storage thread: error-memory advice for a failed call ("" when none or on error)."""
-        source = self.agent.hints
-        if source is None or not outcome.failed:
-            return "", []
-        error_text = outcome.content if outcome.is_error else f"empty result: {outcome.content}"
-        try:
-            return source.hint_for_failure(outcome.name, error_text)
-        except Exception:  # advice is optional; the turn goes on without it
-            log.warning("error-memory lookup failed", exc_info=True)
-            return "", []
 
     def _cited(self, text: str) -> str:
         """The answer with the document sources it drew on; the added line streams too."""

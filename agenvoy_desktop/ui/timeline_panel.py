@@ -7,9 +7,11 @@ by ``remember_error``) come from three places — the archive's messages, its
 :mod:`agenvoy_desktop.operations.timeline` on the storage thread; this module
 only shows them.  Clicking an event that belongs to a message scrolls the
 chat to it.  In a narrow panel the time column gives way to the event's
-text (the time is in the row's tooltip then).  A message deleted in the chat
-is left out, with its tool calls, while its undo window is open, as the chat
-leaves it out (:meth:`TimelinePanel.follow_deletes`).
+text (the time is in the row's tooltip then), and in a narrower one the
+kind column too: the kind then leads the event's text, so the table never
+scrolls sideways (:meth:`TimelinePanel.fold_columns`).  A message deleted
+in the chat is left out, with its tool calls, while its undo window is
+open, as the chat leaves it out (:meth:`TimelinePanel.follow_deletes`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from PySide6.QtCore import (
     QAbstractTableModel,
     QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QResizeEvent
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -49,8 +52,8 @@ from agenvoy_desktop.ui.pending_ops import PendingOps
 REFRESH_DELAY_MS = 300
 OF_A_MESSAGE = ("message", "tool", "errors")
 """Kinds of event that are a message's own (its text, its tool calls): a delete hides them."""
-NARROW_PX = 420
-"""Below this panel width the time column is hidden."""
+EVENT_CHARS = 24
+"""Average characters the event's text keeps at least; the time, then the kind, give way."""
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -67,6 +70,8 @@ class TimelineModel(QAbstractTableModel):
         self.kinds: set[str] = set(KINDS)
         self.hidden: set[str] = set()
         """Messages deleted in the chat whose undo window is open: their events are left out."""
+        self.kind_in_text = False
+        """The kind column is hidden (a narrow panel): the event's text names the kind."""
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
@@ -92,7 +97,9 @@ class TimelineModel(QAbstractTableModel):
                 if text is None:
                     text = self._times[event.time_ns] = format_local(event.time_ns)
                 return text
-            return KIND_LABELS.get(event.kind, event.kind) if column == 1 else event.text
+            if column == 1:
+                return KIND_LABELS.get(event.kind, event.kind)
+            return with_kind(event) if self.kind_in_text else event.text
         if role == Qt.ItemDataRole.ToolTipRole:
             kind = KIND_LABELS.get(event.kind, event.kind)
             return f"{format_local(event.time_ns)} · {kind}\n{event.text}"
@@ -119,6 +126,15 @@ class TimelineModel(QAbstractTableModel):
     def set_kinds(self, kinds: set[str]) -> None:
         self.kinds = set(kinds)
         self._refilter()
+
+    def set_kind_in_text(self, on: bool) -> None:
+        """Name the kind in the event's text (the kind column is hidden), or not."""
+        if on == self.kind_in_text:
+            return
+        self.kind_in_text = on
+        if self._rows:
+            last = self.index(len(self._rows) - 1, 2)
+            self.dataChanged.emit(self.index(0, 2), last, [Qt.ItemDataRole.DisplayRole])
 
     def set_hidden(self, message_ids: set[str]) -> None:
         if message_ids != self.hidden:
@@ -164,15 +180,36 @@ class TimelinePanel(QWidget):
         self._timer.timeout.connect(self.refresh)
         runner.memory_changed.connect(self._on_memory_changed)
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self.view.setColumnHidden(0, event.size().width() < NARROW_PX)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The view's viewport resized (the panel, or its vertical scroll bar came or went)."""
+        if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
+            self.fold_columns()
+        return False
 
     def changeEvent(self, event: QEvent) -> None:
         """A new font size (Settings › Appearance): rows and columns follow it."""
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             _fit_to_font(self.view)
+            self.fold_columns()
+
+    def fold_columns(self) -> None:
+        """Hide the time, then the kind, where the event's text would be left too little room.
+
+        The time and kind columns have fixed widths from the font; beside
+        them the event's text kept what was left, or the table scrolled
+        sideways when nothing was (13 pt and up in a 900-pixel window).  A
+        hidden time is in the row's tooltip; a hidden kind leads the text.
+        """
+        view = self.view
+        room = view.viewport().width()
+        event = view.fontMetrics().averageCharWidth() * EVENT_CHARS
+        time, kind = _column_widths(view)  # a hidden section's size reads 0
+        show_kind = kind + event <= room
+        show_time = show_kind and time + kind + event <= room
+        view.setColumnHidden(0, not show_time)
+        view.setColumnHidden(1, not show_kind)
+        self.model.set_kind_in_text(not show_kind)
 
     def _build_filters(self) -> FlowLayout:
         """A menu of kinds (one checkable entry each, with counts) and a summary line."""
@@ -215,6 +252,7 @@ class TimelinePanel(QWidget):
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         view.horizontalHeader().setStretchLastSection(True)
         _fit_to_font(view)
+        view.viewport().installEventFilter(self)
         view.clicked.connect(self._on_clicked)
         view.activated.connect(self._on_clicked)
         return view
@@ -298,10 +336,31 @@ class TimelinePanel(QWidget):
                 self.message_activated.emit(message_id)
 
 
+def with_kind(event: TimelineEvent) -> str:
+    """The event's text led by its kind, unless the text already says it.
+
+    A message reads "You: …" or "Assistant: …", a summary pass "Summary
+    pass …", a compaction "Compaction: …": a kind in front would only repeat.
+    """
+    label = KIND_LABELS.get(event.kind, event.kind)
+    word = label.split()[0].lower()
+    if event.kind == "message" or event.text.lower().startswith(word):
+        return event.text
+    return f"{label} · {event.text}"
+
+
 def _fit_to_font(view: QTableView) -> None:
     """Row height and the time and kind columns' widths from the view's font."""
     metrics = view.fontMetrics()
     view.verticalHeader().setDefaultSectionSize(metrics.height() + 8)
     header = view.horizontalHeader()
-    header.resizeSection(0, metrics.horizontalAdvance("2088-88-88 88:88") + 24)
-    header.resizeSection(1, max(metrics.horizontalAdvance(k) for k in KIND_LABELS.values()) + 24)
+    for column, width in enumerate(_column_widths(view)):
+        header.resizeSection(column, width)
+
+
+def _column_widths(view: QTableView) -> tuple[int, int]:
+    """The time and kind columns' widths in the view's font."""
+    metrics = view.fontMetrics()
+    time = metrics.horizontalAdvance("2088-88-88 88:88") + 24
+    kind = max(metrics.horizontalAdvance(k) for k in KIND_LABELS.values()) + 24
+    return time, kind

@@ -42,14 +42,9 @@ from tests.ui.text_fit import clipped_texts, report
 SIZES = [(900, 600), (1400, 900), (1920, 1080)]
 FONT_SIZES = [10, 13, 16]
 DEMO_SESSION = "記憶系統"
-NOT_YET_WRAPPING = {
-    "Timeline": "the Kind and Event columns have fixed widths from the font (13 pt and up)",
-    "Memory / errors": "Tool and Outcome are sized to their contents; nothing wraps",
-    "Memory / recall": "the 'Skip the context window' check box is wider than the panel at 16 pt",
-    "Memory / models": "the Models tab's rows do not wrap at 13 pt and up in a 900-pixel window",
-}
-"""Places still known to scroll sideways, and why; every other one must wrap instead.
-Remove an entry once its place wraps (the test then holds it to that)."""
+NOT_YET_WRAPPING: dict[str, str] = {}
+"""Places still known to scroll sideways, and why (none at present); every other one must
+wrap instead.  Remove an entry once its place wraps (the test then holds it to that)."""
 
 
 @pytest.fixture

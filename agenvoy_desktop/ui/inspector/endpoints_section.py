@@ -54,6 +54,7 @@ from agenvoy_desktop.ui.endpoint_dialog import (
     where_text,
 )
 from agenvoy_desktop.ui.inspector.common import Jobs, StatusLine, esc
+from agenvoy_desktop.ui.inspector.wrapping import WrappingButton
 
 ENDPOINT_COLUMNS = ("Name", "Address", "Model", "Context", "Where", "Key")
 NARROW_HIDDEN = ("Address", "Context", "Key")
@@ -112,7 +113,10 @@ class EndpointsBox(QGroupBox):
         look: Look = look_for_servers,
         make_dialog: DialogFactory = AddEndpointDialog,
     ) -> None:
-        super().__init__("Endpoints (models on a server)")
+        # A short title: a group box is at least as wide as its title, and the longer
+        # "Endpoints (models on a server)" was wider than the side panel at 16 pt; the
+        # note under it says what an endpoint is.
+        super().__init__("Endpoints")
         self.services = services
         self.jobs = jobs
         self.status = status
@@ -133,7 +137,7 @@ class EndpointsBox(QGroupBox):
     # -- construction ------------------------------------------------------------------------
     def _build(self) -> None:
         note = QLabel(
-            "Chat models served by Ollama, LM Studio, a llama.cpp server or a hosted "
+            "Chat models on a server: Ollama, LM Studio, a llama.cpp server or a hosted "
             "OpenAI-compatible API. Embeddings and memory stay on this computer."
         )
         note.setWordWrap(True)
@@ -156,7 +160,7 @@ class EndpointsBox(QGroupBox):
         self.add_button = QPushButton("Add endpoint…")
         self.add_button.setToolTip("Add an OpenAI-compatible server and pick one of its models")
         self.add_button.clicked.connect(self.add_endpoint)
-        self.look_button = QPushButton("Look for running servers")
+        self.look_button = WrappingButton("Look for running servers")
         self.look_button.setToolTip(
             "Ask Ollama (port 11434), LM Studio (1234) and llama.cpp server (8080) "
             "on this computer only"

@@ -3,9 +3,12 @@
 A sortable, filterable table (tool, symptom, action, outcome, created,
 expires, hits) over a plain list of :class:`ErrorRecord` — the Qt model only
 adapts it — with a detail pane for the selected record: every field, the
-outcome to change, renew (another 90 days) and delete.  "Add…" writes the
-user's own note (source ``user``).  Every call goes to ``services.errors``
-on the storage thread; nothing here touches SQLite.
+outcome to change, renew (another 90 days) and delete.  Where the columns
+do not fit (a narrow side panel, a large font) the table folds into one
+column whose rows wrap: tool and outcome, then the symptom, then the
+action (:meth:`ErrorsTab.fold_columns`); it never scrolls sideways.
+"Add…" writes the user's own note (source ``user``).  Every call goes to
+``services.errors`` on the storage thread; nothing here touches SQLite.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ from PySide6.QtCore import (
     QAbstractTableModel,
     QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
     Signal,
 )
-from PySide6.QtGui import QColor, QResizeEvent
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -35,8 +39,8 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
-    QScrollArea,
     QSplitter,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -56,6 +60,7 @@ from agenvoy_desktop.operations.errors import (
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, local_time, plural
+from agenvoy_desktop.ui.inspector.wrapping import DetailView
 from agenvoy_desktop.ui.theme import colors
 
 COLUMNS = ("Tool", "Symptom", "Action", "Outcome", "Created", "Expires", "Hits")
@@ -71,12 +76,22 @@ STRETCHED = (1, 2)
 FOLDING = ((6, 110), (5, 95), (4, 75))
 """Columns hidden when the table is narrower than so many average characters: Hits, then
 Expires, then Created (the detail pane below shows them); the rest stay readable."""
+COMPACT_HEADER = "Record"
+"""The one column's title when the table is folded (tool · outcome, symptom, → action)."""
 Index = QModelIndex | QPersistentModelIndex
 
 
 def one_line(text: str, width: int = CELL_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def compact_text(record: ErrorRecord) -> str:
+    """A record in one cell of a folded table: what the columns say, a part a line."""
+    lines = [f"{record.tool} · {record.outcome}", one_line(record.symptom)]
+    if record.action.strip():
+        lines.append(f"→ {one_line(record.action)}")
+    return "\n".join(lines)
 
 
 class ErrorTableModel(QAbstractTableModel):
@@ -86,6 +101,18 @@ class ErrorTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.records: list[ErrorRecord] = []
         self.now_ns = 0
+        self.compact = False
+        """One column: the first cell says the whole record on wrapped lines."""
+
+    def set_compact(self, compact: bool) -> None:
+        """Say the whole record in the first column (folded), or only the tool."""
+        if compact == self.compact:
+            return
+        self.compact = compact  # not a reset: the selection stays
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, 0)
+        if self.records:
+            first, last = self.index(0, 0), self.index(len(self.records) - 1, 0)
+            self.dataChanged.emit(first, last)
 
     def set_records(self, records: Sequence[ErrorRecord], now_ns: int) -> None:
         self.beginResetModel()
@@ -103,7 +130,7 @@ class ErrorTableModel(QAbstractTableModel):
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
+            return COMPACT_HEADER if self.compact and section == 0 else COLUMNS[section]
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -112,13 +139,19 @@ class ErrorTableModel(QAbstractTableModel):
         record = self.records[index.row()]
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._display(record, column)
+            if self.compact and column == 0:
+                return compact_text(record)
+            return self.display(record, column)
         if role == SORT_ROLE:
             return self._sort_key(record, column)
         if role == RECORD_ROLE:
             return record
         if role == Qt.ItemDataRole.ToolTipRole and column in (1, 2):
             return record.symptom if column == 1 else record.action or None
+        if role == Qt.ItemDataRole.ToolTipRole and self.compact and column == 0:
+            return "\n".join(part for part in (record.symptom, record.action) if part)
+        if role == Qt.ItemDataRole.TextAlignmentRole and self.compact and column == 0:
+            return int(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         if role == Qt.ItemDataRole.ForegroundRole:
             if column == 3:
                 return QColor(OUTCOME_COLOURS.get(record.outcome, "#455a64"))
@@ -128,7 +161,9 @@ class ErrorTableModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
-    def _display(self, record: ErrorRecord, column: int) -> str:
+    @staticmethod
+    def display(record: ErrorRecord, column: int) -> str:
+        """What column *column* shows of *record* in the full table."""
         values = (
             record.tool,
             one_line(record.symptom),
@@ -335,6 +370,7 @@ class ErrorsTab(InspectorTab):
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         self.table.verticalHeader().hide()
+        self.table.viewport().installEventFilter(self)
         header = self.table.horizontalHeader()
         for column in range(len(COLUMNS)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
@@ -362,7 +398,7 @@ class ErrorsTab(InspectorTab):
         layout.addWidget(self.count_label)
 
     def _fit_header(self) -> None:
-        """Stretched columns never narrower than their titles; the table scrolls sideways instead.
+        """Stretched columns never narrower than their titles; the table folds instead.
 
         Without a minimum the fitted columns (dates, outcome) took a narrow
         panel's whole width and squeezed Symptom and Action to a few pixels
@@ -374,28 +410,73 @@ class ErrorsTab(InspectorTab):
         widest = max(metrics.horizontalAdvance(COLUMNS[c]) for c in STRETCHED)
         header.setMinimumSectionSize(widest + margin + metrics.averageCharWidth() * 2)
 
-    def _fold_columns(self) -> None:
-        """Hide the dates and the hit count in a narrow panel instead of scrolling sideways."""
-        chars = self.width() / max(1, self.table.fontMetrics().averageCharWidth())
-        for column, needed in FOLDING:
-            self.table.setColumnHidden(column, chars < needed)
+    def fold_columns(self) -> None:
+        """Hide the dates and the hit count in a narrow panel; fold to one column if still needed.
+
+        The tool's name and the outcome are as wide as their texts, and the
+        symptom and action need their titles' width: at 13 pt and up the
+        side panel was narrower than that sum and the table scrolled
+        sideways by whole columns.  Folded, the first column says the whole
+        record on wrapped lines and the rows grow to fit.
+        """
+        table = self.table
+        chars = self.width() / max(1, table.fontMetrics().averageCharWidth())
+        folded = {column for column, needed in FOLDING if chars < needed}
+        compact = self._columns_width(folded) > table.viewport().width()
+        was_compact = self.model.compact
+        self.model.set_compact(compact)
+        for column in range(1, len(COLUMNS)):
+            table.setColumnHidden(column, compact or column in folded)
+        table.horizontalHeader().setSectionResizeMode(
+            0,
+            QHeaderView.ResizeMode.Stretch if compact else QHeaderView.ResizeMode.ResizeToContents,
+        )
+        table.setWordWrap(compact)
+        # rows as tall as their wrapped text, after a sort or a filter too (folded)
+        rows = table.verticalHeader()
+        if compact:
+            rows.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        elif was_compact:
+            rows.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+            table.resizeRowsToContents()
+
+    def _columns_width(self, folded: set[int]) -> int:
+        """The width the table's shown columns need side by side (tool and outcome whole)."""
+        table, header = self.table, self.table.horizontalHeader()
+        metrics, header_metrics = table.fontMetrics(), header.fontMetrics()
+        pad = 2 * header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin) + 2 * (
+            metrics.averageCharWidth()
+        )
+        records = self.model.records
+        total = 0
+        for column in range(len(COLUMNS)):
+            if column in folded:
+                continue
+            if column in STRETCHED:
+                total += header.minimumSectionSize()
+                continue
+            texts = [ErrorTableModel.display(r, column) for r in records]
+            widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
+            total += max(widest, header_metrics.horizontalAdvance(COLUMNS[column])) + pad
+        return total
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """The table's viewport resized (the tab, or the vertical scroll bar came or went)."""
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fold_columns()
+        return False
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._fit_header()
-            self._fold_columns()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._fold_columns()
+            self.fold_columns()
 
     def _detail_pane(self) -> QWidget:
-        self.detail = QLabel()
-        self.detail.setWordWrap(True)
-        self.detail.setTextFormat(Qt.TextFormat.RichText)
-        self.detail.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A long record scrolls (at 900 x 600 the pane is short); long names and paths
+        # break anywhere: in a label they set its width and the pane scrolled sideways.
+        self.detail = DetailView()
+        self.detail.setMinimumHeight(0)
         self.outcome_edit = QComboBox()
         for outcome in OUTCOMES:
             self.outcome_edit.addItem(outcome.capitalize(), outcome)
@@ -419,11 +500,7 @@ class ErrorsTab(InspectorTab):
         column = QVBoxLayout(pane)
         column.setContentsMargins(0, 6, 0, 0)
         column.addLayout(actions)
-        scroll = QScrollArea()  # a long record scrolls; at 900 x 600 the pane is short
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.detail)
-        column.addWidget(scroll, 1)
+        column.addWidget(self.detail, 1)
         return pane
 
     # -- public ----------------------------------------------------------------------------
@@ -494,6 +571,7 @@ class ErrorsTab(InspectorTab):
         )
         self._select_after = None
         self.model.set_records(records, now)
+        self.fold_columns()  # the tools' and outcomes' widths changed
         self.empty_note.setVisible(not records)
         self._fill_tool_filter(sorted({r.tool for r in records}))
         self.apply_filters()
@@ -667,9 +745,9 @@ def detail_html(record: ErrorRecord, now_ns: int) -> str:
             + (f" in session {esc(record.session_id)}" if record.session_id else ""),
         ),
     ]
-    cells = "".join(
-        f"<tr><td style='padding: 2px 12px 2px 0; vertical-align: top;'><b>{label}</b></td>"
-        f"<td style='white-space: pre-wrap;'>{value}</td></tr>"
+    # One line per field, not a two-column table: in a narrow pane the value column was
+    # a sliver; a line wraps under its label.
+    return "".join(
+        f"<p style='margin: 0 0 3px 0; white-space: pre-wrap;'><b>{label}:</b> {value}</p>"
         for label, value in rows
     )
-    return f"<table>{cells}</table>"

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QResizeEvent, QTextOption
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QBoxLayout,
@@ -44,7 +44,6 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QTableWidget,
     QTableWidgetItem,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -60,6 +59,7 @@ from agenvoy_desktop.llm.model_profile import profile_from_info
 from agenvoy_desktop.operations.changes import MODELS_CHANGED
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.endpoint_dialog import host_of, registry_of
+from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import (
     InspectorTab,
     StatusLine,
@@ -69,6 +69,7 @@ from agenvoy_desktop.ui.inspector.common import (
 )
 from agenvoy_desktop.ui.inspector.endpoints_section import EndpointsBox
 from agenvoy_desktop.ui.inspector.llama_section import LlamaSection, read_llama_build
+from agenvoy_desktop.ui.inspector.wrapping import DetailView, WrappingButton
 from agenvoy_desktop.ui.theme import colors
 
 CATALOGUE_COLUMNS = (
@@ -257,21 +258,6 @@ def _fit_columns(table: QTableWidget, columns: tuple[str, ...], hidden: tuple[st
         table.setColumnHidden(index, name in hidden)
 
 
-class DetailView(QTextBrowser):
-    """A catalogue entry's facts: read-only rich text that wraps long values anywhere."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setOpenLinks(False)
-        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-        self.setMinimumHeight(150)
-        self.viewport().setAutoFillBackground(False)
-
-    def text(self) -> str:
-        return self.toPlainText()
-
-
 class ModelsTab(InspectorTab):
     """See the module docstring."""
 
@@ -373,9 +359,10 @@ class ModelsTab(InspectorTab):
         self.catalogue_table = _table(CATALOGUE_COLUMNS)
         self.catalogue_table.itemSelectionChanged.connect(self._entry_selected)
         self.entry_detail = DetailView()
-        self.use_chat_button = QPushButton("Use for chat")
+        # their text wraps: "Use for embeddings" was wider than a narrow tab at 16 pt
+        self.use_chat_button = WrappingButton("Use for chat")
         self.use_chat_button.clicked.connect(lambda: self.choose_selected("chat"))
-        self.use_embedding_button = QPushButton("Use for embeddings")
+        self.use_embedding_button = WrappingButton("Use for embeddings")
         self.use_embedding_button.clicked.connect(lambda: self.choose_selected("embedding"))
         add_button = QPushButton("Add file…")
         add_button.setToolTip("Add a GGUF model file (it stays where it is)")
@@ -399,7 +386,7 @@ class ModelsTab(InspectorTab):
         return box
 
     def _found_box(self) -> QWidget:
-        box = QGroupBox("Found on this computer")
+        box = QGroupBox("On this computer")  # a longer title was wider than the tab at 16 pt
         self.found_label = QLabel(
             "GGUF files that LM Studio, GPT4All, Jan, Ollama or a Hugging Face cache downloaded."
         )
@@ -413,10 +400,7 @@ class ModelsTab(InspectorTab):
             "Add the selected file to the catalogue (it is not copied)"
         )
         self.add_found_button.clicked.connect(self.add_selected_found)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.search_button)
-        buttons.addWidget(self.add_found_button)
-        buttons.addStretch(1)
+        buttons = flow_row(self.search_button, self.add_found_button)  # wraps when narrow
         column = QVBoxLayout(box)
         column.addWidget(self.found_label)
         column.addLayout(buttons)

@@ -33,6 +33,7 @@ from typing import Any
 from agenvoy_desktop.core.decision_cues import states_decision
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.timeutil import local_date
+from agenvoy_desktop.language.patterns import compiled, cue
 
 MAX_FACTS = 40
 """Facts a summary keeps; the oldest of the least telling go first."""
@@ -82,6 +83,11 @@ _COMMON_WORDS = """i i'm i've i'd i'll the a an and but or so it it's its this t
 she they we you my your our their his her when while after before then also what where how why who
 which there here if yes no ok okay hey hi hello thanks wow oh well just maybe sure please"""
 _NOT_NAMES = frozenset(_COMMON_WORDS.split())
+_PLANS = compiled(cue("summary.plans"), re.IGNORECASE)
+"""A plan or an intention ("I'm going to…", "we signed up for…"): the future a person
+expects their assistant to keep in mind."""
+_PEOPLE = compiled(cue("summary.people"), re.IGNORECASE)
+"""The people (and pets) of someone's life: "my daughter", "our dog"."""
 _RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
 _RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.IGNORECASE)
 
@@ -184,7 +190,8 @@ def judge(sentence: str) -> tuple[float, str | None]:
     """How much a sentence carries, and why it is left out when it is (None when kept).
 
     Names, numbers (up to two each), a time word, a choice settled each
-    count 2; a like or dislike 1.5; the speaker talking of themselves 1;
+    count 2; a like or dislike 1.5; the speaker talking of themselves, a
+    plan, someone of their life (language files' ``summary.*``) 1 each;
     content words a quarter each, up to 12.  A question, a short piece,
     and a remark that opens with a greeting or an exclamation and carries
     no name, number or time score 0: what the summary leaves out.
@@ -202,6 +209,8 @@ def judge(sentence: str) -> tuple[float, str | None]:
     value += 2.0 if states_decision(sentence) else 0.0
     value += 1.5 if _LIKING.search(sentence) else 0.0
     value += 1.0 if _SELF.search(sentence) else 0.0
+    value += 1.0 if _PLANS.search(sentence) else 0.0
+    value += 1.0 if _PEOPLE.search(sentence) else 0.0
     value += 0.25 * min(12, len(content))
     if value < MIN_SCORE:
         return value, f"says too little to keep on its own (scores {value:.2g} of {MIN_SCORE:g})"

@@ -131,6 +131,8 @@ SCHEMA: dict[str, Kind] = {
     "answer.yes_prefixes": "words",
     "answer.no_prefixes": "words",
     **_cues("answer", "negation", "reverses", "allergy", "asks_safe"),
+    # what makes a sentence worth keeping in a summary (core/summary_facts.py)
+    **_cues("summary", "plans", "people"),
     # the answer said to the user as "you" (agent/voice.py)
     "voice.lead": "words",
     "voice.openers": "words",

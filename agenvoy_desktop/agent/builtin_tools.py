@@ -27,8 +27,10 @@ from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.search import (
     MODES,
     NO_MATCHES,
+    NOTHING_WITHHELD,
     SearchQuery,
     SearchResult,
+    Withheld,
     search_chat_history,
 )
 from agenvoy_desktop.core.store import MemoryStore
@@ -54,11 +56,14 @@ def search_tool(
     window_messages: Callable[[], int],
     *,
     window_step: int = 0,
+    withheld: Callable[[], Withheld] = lambda: NOTHING_WITHHELD,
 ) -> Tool:
     """``search_chat_history``: the three memory layers, minus the current window.
 
     *window_step* is the agent's (``AgentConfig.window_step``), so the window
-    left out is the one the prompt shows.
+    left out is the one the prompt shows.  *withheld* names the sessions and
+    messages in the window's undo window (asked at each call, on the event
+    loop): the search leaves them out as proactive recall does.
     """
 
     async def handler(args: dict[str, Any]) -> ToolResult:
@@ -74,6 +79,7 @@ def search_tool(
             exclude_window=window_messages(),
             window_step=window_step,
             current_session=sid,
+            withheld=withheld(),
         )
         result = await storage.run(search_chat_history, store, query)
         note = ""

@@ -32,11 +32,13 @@ vector index); :func:`format_block` is pure.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -54,8 +56,10 @@ from agenvoy_desktop.core.retrieval.fts_text import (
     query_terms,
 )
 from agenvoy_desktop.core.search import (
+    NOTHING_WITHHELD,
     SearchError,
     SearchQuery,
+    Withheld,
     is_recallable,
     search_chat_history,
 )
@@ -232,6 +236,33 @@ class RecallBlock:
         return [item.message_id for item in self.items]
 
 
+# -- what is withheld --------------------------------------------------------------------------
+_withheld: ContextVar[Withheld] = ContextVar("recall_withheld", default=NOTHING_WITHHELD)
+
+
+@contextlib.contextmanager
+def withholding(withheld: Withheld) -> Iterator[None]:
+    """Storage thread: every recall search inside the block leaves *withheld* out.
+
+    A session removed or reset, or a message deleted, in the window's undo
+    window is still in the store and must reach no prompt.  The lookup of one
+    message runs many searches (its own, a translation's, the lines a date or
+    a total is worked out from: ``agent/worked_out.py``), all through
+    :func:`recall_candidates`; scoping the exclusion around the lookup
+    reaches every one of them without passing it through each module.
+    """
+    token = _withheld.set(withheld)
+    try:
+        yield
+    finally:
+        _withheld.reset(token)
+
+
+def withheld_now() -> Withheld:
+    """What the enclosing :func:`withholding` block leaves out (nothing outside one)."""
+    return _withheld.get()
+
+
 # -- finding ---------------------------------------------------------------------------------
 def recall_candidates(
     store: MemoryStore,
@@ -268,6 +299,7 @@ def recall_candidates(
         time_from_ns=None if time_range is None else time_range[0],
         time_to_ns=None if time_range is None else time_range[1],
         points_at=points_at,
+        withheld=withheld_now(),
     )
     try:
         result = search_chat_history(store, query)
@@ -396,7 +428,10 @@ def _with_neighbours(
     if item.seq < 0:
         return item
     rows = store.archive.messages(item.session_id, max(item.seq - 6, 0), item.seq + 7)
-    readable = [r for r in rows if is_recallable(r)]
+    withheld = withheld_now()
+    readable = [
+        r for r in rows if is_recallable(r) and not withheld.hides(r.session_id, r.message.id)
+    ]
     at = next((i for i, r in enumerate(readable) if r.seq == item.seq), None)
     if at is None:
         return item

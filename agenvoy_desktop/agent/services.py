@@ -33,12 +33,14 @@ from agenvoy_desktop.agent.recall import floor_for
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, EventSink, TurnResult
+from agenvoy_desktop.agent.turn_memory import turn_withheld
 from agenvoy_desktop.core.embedding import TextEmbedder
 from agenvoy_desktop.core.error_memory import ErrorMemory, error_db_path, open_error_memory
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel
 from agenvoy_desktop.core.profile import check_profile
+from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore, OperationCancelledError
 from agenvoy_desktop.core.summarizer import Summarizer, SummaryScheduler
@@ -95,6 +97,13 @@ class CountingAgent(Agent):
     running_turns = 0
     _no_turns: asyncio.Event | None = None
 
+    def __init__(
+        self, *args: Any, withheld: Callable[[], Withheld] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.withheld: Callable[[], Withheld] = withheld or (lambda: NOTHING_WITHHELD)
+        """What the window has in an undo window: each turn's recall leaves it out."""
+
     async def run_turn(
         self,
         session_id: str,
@@ -108,11 +117,13 @@ class CountingAgent(Agent):
             self._no_turns = asyncio.Event()
         self._no_turns.clear()
         self.running_turns += 1
+        token = turn_withheld.set(self.withheld)  # read by the turn's memory lookup
         try:
             return await super().run_turn(
                 session_id, text, on_event=on_event, stop=stop, asked=asked
             )
         finally:
+            turn_withheld.reset(token)
             self.running_turns -= 1
             if not self.running_turns:
                 self._no_turns.set()
@@ -159,6 +170,10 @@ class AppServices:
             paths, lambda: self.settings.documents.enabled, lambda: self.embedder
         )
         """The document collections the ``list_rag``/``search_rag`` tools search (opt-in)."""
+        self.withheld: Callable[[], Withheld] = lambda: NOTHING_WITHHELD
+        """Sessions and messages in the window's undo window (removed, reset or deleted in
+        the view, not yet in the store): recall and the search tool leave them out.  The
+        window sets it; called on the event loop."""
         self.tools = self._build_tools()
         self.chat_model: ChatModel | None = None
         self.chat_problem = chat_problem
@@ -281,6 +296,10 @@ class AppServices:
             else DEFAULT_SYSTEM_PROMPT,
         )
 
+    def _withheld_now(self) -> Withheld:
+        """:attr:`withheld` as it is when asked (the window sets it after the tools are built)."""
+        return self.withheld()
+
     def _build_tools(self) -> ToolRegistry:
         registry = ToolRegistry()
         registry.register(
@@ -289,6 +308,7 @@ class AppServices:
                 self.store,
                 lambda: self.settings.memory.window_messages,
                 window_step=WINDOW_STEP,
+                withheld=self._withheld_now,
             )
         )
         for tool in [
@@ -353,6 +373,7 @@ class AppServices:
                 self.documents,
                 floor=document_floor_for(self.store.model_name),
             ),
+            withheld=self._withheld_now,
         )
 
     def _checkpoint(self) -> None:

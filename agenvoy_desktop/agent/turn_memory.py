@@ -13,6 +13,9 @@ never said are named (``agent/never_said.py``).
 
 Recall helps an answer but is no precondition for one: every failure here
 is logged and leaves the block empty, and the turn answers without it.
+
+Nothing withheld is recalled: a session the window removed or reset, or a
+message it deleted, whose undo window is still open (:data:`turn_withheld`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from agenvoy_desktop.agent import query_translation, recap
@@ -34,15 +38,26 @@ from agenvoy_desktop.agent.recall import (
     find_block,
     header_for,
     said_at_named_time,
+    withholding,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel, TextDelta
+from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.timeutil import local_date
 
 log = logging.getLogger(__name__)
+
+turn_withheld: ContextVar[Callable[[], Withheld]] = ContextVar(
+    "turn_withheld", default=lambda: NOTHING_WITHHELD
+)
+"""What the running turn's lookup leaves out, asked on the event loop before each search.
+
+Set around a turn by whoever knows what is in an undo window (the window's
+services: ``agent/services.py``), as ``turn.current_session`` is set by the
+agent: the turn builds its lookup itself."""
 
 
 @dataclass(slots=True)
@@ -88,6 +103,7 @@ class MemoryLookup:
         settings: LookupSettings,
         session_id: str,
         stop: asyncio.Event,
+        withheld: Callable[[], Withheld] | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
@@ -96,6 +112,8 @@ class MemoryLookup:
         self.settings = settings
         self.sid = session_id
         self.stop = stop
+        self.withheld = turn_withheld.get() if withheld is None else withheld
+        """Sessions and messages in an undo window (called on the event loop)."""
         self.found = Remembered()
 
     def wants_recall(self, user: Message) -> bool:
@@ -128,11 +146,12 @@ class MemoryLookup:
         """
         if not self.wants_recall(user):
             return RecallBlock()
+        withheld = self.withheld()
         if recap.asks_for_recap(user.content):
             said = await self.storage.run(self._last_conversation)
-            if said:
+            if said and not any(withheld.hides(i.session_id, i.message_id) for i in said):
                 return recap.recap_block(said, user.content)
-        found = await self.storage.run(self._find_recall, user)
+        found = await self.storage.run(self._find_recall, user, None, withheld)
         if found.items:
             return found
         for language in await self._translate_into(user):
@@ -141,7 +160,7 @@ class MemoryLookup:
                 continue
             self.found.searched_as = translated
             self.found.searched_in = language
-            found = await self.storage.run(self._find_recall, user, translated)
+            found = await self.storage.run(self._find_recall, user, translated, withheld)
             if found.items:
                 break
         return found
@@ -188,13 +207,20 @@ class MemoryLookup:
             return ""
         return query_translation.usable("".join(parts), language, text)
 
-    def _find_recall(self, user: Message, searched: str | None = None) -> RecallBlock:
-        """Storage thread: search, floor and block.
+    def _find_recall(
+        self, user: Message, searched: str | None = None, withheld: Withheld = NOTHING_WITHHELD
+    ) -> RecallBlock:
+        """Storage thread: search, floor and block, leaving *withheld* out.
 
         *searched*: the text to search with instead of the message (its English
         translation); the block's header still follows the message.  A failing
         search (a damaged index, a missing embedder) leaves the block empty.
         """
+        with withholding(withheld):
+            return self._find_recall_block(user, searched)
+
+    def _find_recall_block(self, user: Message, searched: str | None) -> RecallBlock:
+        """:meth:`_find_recall` inside its :func:`~agenvoy_desktop.agent.recall.withholding`."""
         settings = self.settings
         text = user.content if searched is None else searched
         floor = settings.floor

@@ -25,6 +25,7 @@ from typing import Any
 
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.recall_record import RECALL_EVENT, withdrawn
 from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION, index_text
 from agenvoy_desktop.core.retrieval.planner import MatchPlan, plan_match
 from agenvoy_desktop.core.retrieval.widen import fetch_enough
@@ -394,6 +395,36 @@ def title_from_messages(title: str, texts: Iterable[str]) -> bool:
     return any(text.startswith(stem) if cut else text == stem for text in flat)
 
 
+def _message_ids(db: sqlite3.Connection, session_id: str) -> set[str]:
+    rows = db.execute("SELECT msg_id FROM messages WHERE session_id = ?", (session_id,))
+    return {str(row[0]) for row in rows}
+
+
+def _withdraw_recalled(db: sqlite3.Connection, gone: set[str]) -> None:
+    """Take the lines of the *gone* messages out of every session's recall records.
+
+    A turn in one session may have recalled a message of another; its
+    ``recall`` event keeps the block as sent.  Deleting the message, or
+    resetting or removing its session, must leave no copy of its words, so
+    the quoting lines go in the same transaction (``core/recall_record.py``).
+    One pass over the recall events (one per turn that recalled something).
+    """
+    if not gone:
+        return
+    rows = db.execute("SELECT id, detail FROM events WHERE kind = ?", (RECALL_EVENT,)).fetchall()
+    for event_id, raw in rows:
+        try:
+            detail = json.loads(raw)
+        except ValueError:
+            continue
+        changed = withdrawn(detail, gone) if isinstance(detail, dict) else None
+        if changed is not None:
+            db.execute(
+                "UPDATE events SET detail = ? WHERE id = ?",
+                (json.dumps(changed, ensure_ascii=False), event_id),
+            )
+
+
 def _clear_derived_title(db: sqlite3.Connection, session_id: str, texts: list[str]) -> None:
     """Clear the session's title if it was made from *texts* or its earlier versions."""
     row = db.execute("SELECT title FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
@@ -641,6 +672,7 @@ class Archive(SqliteStore):
             )
             if not drop_session:
                 _clear_derived_title(db, session_id, [str(r[1]) for r in rows])
+            _withdraw_recalled(db, _message_ids(db, session_id))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM message_versions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
@@ -740,7 +772,9 @@ class Archive(SqliteStore):
                 return 0
             _refresh_fts_around(db, session_id, taken)
             chosen = "IN (SELECT id FROM temp.taken_rows)"
-            if branch is not None:
+            if branch is None:  # a delete: no record of another turn may quote it either
+                _withdraw_recalled(db, set(msg_ids))
+            else:
                 db.execute(
                     "INSERT INTO message_versions (msg_id, session_id, seq, role, content,"
                     " time_ns, ref, tool, extra, branched_ns, reason, anchor_id)"

@@ -41,6 +41,7 @@ from agenvoy_desktop.core.retrieval.neighbours import (
     neighbour_sum,
 )
 from agenvoy_desktop.core.retrieval.parts import fused_share, ranking_score
+from agenvoy_desktop.core.retrieval.widen import fetch_enough
 from agenvoy_desktop.core.vectors import from_blobs, message_of
 from agenvoy_desktop.language.patterns import compiled, cue
 
@@ -88,6 +89,35 @@ class Excerpt:
 
 
 @dataclass(frozen=True, slots=True)
+class Withheld:
+    """What a search must not find although the store still holds it.
+
+    The window removes, resets and deletes with an undo window: the view
+    drops the session or message at once and the store follows only when
+    the window ends.  Meanwhile a search (the agent's recall, its search
+    tool) leaves them out as the view does, and Undo brings them back.
+    """
+
+    sessions: frozenset[str] = frozenset()
+    """Sessions removed or reset whose operation has not run yet (all their messages)."""
+    messages: frozenset[str] = frozenset()
+    """Messages deleted whose delete has not run yet (ids are unique across sessions)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions or self.messages)
+
+    def __or__(self, other: Withheld) -> Withheld:
+        return Withheld(self.sessions | other.sessions, self.messages | other.messages)
+
+    def hides(self, session_id: str, message_id: str) -> bool:
+        """Whether the message *message_id* of *session_id* is withheld."""
+        return session_id in self.sessions or message_id in self.messages
+
+
+NOTHING_WITHHELD = Withheld()
+
+
+@dataclass(frozen=True, slots=True)
 class SearchQuery:
     """Everything a search_chat_history call can say."""
 
@@ -106,6 +136,8 @@ class SearchQuery:
     included), read from its words by the caller: in hybrid mode what was said then is
     searched as well and ranks higher; what was told later still ranks by the whole
     search.  Ignored when the query has a time range of its own."""
+    withheld: Withheld = NOTHING_WITHHELD
+    """Sessions and messages in an undo window: found by no route, shown in no excerpt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +155,10 @@ def search_chat_history(store: MemoryStore, query: SearchQuery) -> SearchResult:
     if query.limit <= 0:
         raise SearchError("limit must be at least 1")
     sessions = [store.require(query.session_id)] if query.session_id else store.session_ids()
+    sessions = [sid for sid in sessions if sid not in query.withheld.sessions]
     window_of = query.current_session or query.session_id
     excluded = _window_ids(store, window_of, query.exclude_window, query.window_step)
+    excluded |= query.withheld.messages
     if query.mode == "keyword":
         hits = _keyword(store, query, excluded, query.limit)
     elif query.mode == "semantic":
@@ -179,16 +213,24 @@ def _window_ids(
 def _keyword(
     store: MemoryStore, query: SearchQuery, excluded: frozenset[str], limit: int
 ) -> list[Hit]:
-    found = store.archive.keyword_search(
-        query.text,
-        limit=limit,
-        session_id=query.session_id,
-        time_from_ns=query.time_from_ns,
-        time_to_ns=query.time_to_ns,
-        include_tool=query.include_tool,
-        exclude_msg_ids=excluded,
-        with_context=True,
-    )
+    withheld = query.withheld.sessions
+
+    def page(fetch: int) -> tuple[list[tuple[ArchivedMessage, float]], bool]:
+        found = store.archive.keyword_search(
+            query.text,
+            limit=fetch,
+            session_id=query.session_id,
+            time_from_ns=query.time_from_ns,
+            time_to_ns=query.time_to_ns,
+            include_tool=query.include_tool,
+            exclude_msg_ids=excluded,
+            with_context=True,
+        )
+        return [hit for hit in found if hit[0].session_id not in withheld], len(found) < fetch
+
+    # a withheld session's hits are dropped here, so the archive is asked for more until
+    # enough others survive (the archive widens the same way for excluded ids)
+    found = fetch_enough(page, limit, limit) if withheld else page(limit)[0]
     return [
         Hit(item, score, bm25=score)
         for item, score in found

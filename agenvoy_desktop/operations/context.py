@@ -15,11 +15,17 @@ stored answer records its model, backend and (for an endpoint) address, so
 a conversation that moved between a local GGUF and a server shows which
 one wrote what.  A server that cannot be reached for counting leaves the
 count out with its reason, never the view.
+
+The recall block of the session's last turn is shown as it was sent, less
+the lines of remembered messages that are gone since: deleted, or in a
+session removed or reset (undo window open or closed).  The view says how
+many lines it left out (:attr:`ContextView.recall_left_out`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +34,8 @@ from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import KnownError, one_line
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.core.recall_record import without_lines
+from agenvoy_desktop.core.search import Withheld
 from agenvoy_desktop.core.session_settings import (
     DEFAULT_SETTINGS,
     SessionSettings,
@@ -73,6 +81,8 @@ class ContextView:
     """Who wrote the session's last answer, in the same words (None: no answer recorded)."""
     count_problem: str = ""
     """Why tokens could not be counted although there is a model ("" when they were)."""
+    recall_left_out: int = 0
+    """Lines of the last turn's recall block left out: their messages are gone since."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -103,9 +113,11 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
     window, step = services.settings.memory.window_messages, WINDOW_STEP
     reading = await services.storage.run(_session_settings, services.store, session_id)
     settings = reading.settings
+    left_out = 0
     if services.agent is not None:
         messages = await services.agent.context_messages(session_id, settings=settings)
         window, step = services.agent.config.window_messages, services.agent.config.window_step
+        left_out = await _leave_out_gone_recall(services, session_id, messages)
     else:
         store = services.store
         recent = await services.storage.run(store.window, session_id, window, step)
@@ -119,6 +131,7 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
     view = ContextView(
         messages, window, step, answer_reserve=services.settings.models.max_answer_tokens
     )
+    view.recall_left_out = left_out
     view.small_model = services.model_profile.small
     view.settings, view.settings_problem = settings, reading.problem
     specs = [] if view.small_model or not settings.tools else services.tools.specs()
@@ -138,6 +151,55 @@ async def read_context(services: AppServices, session_id: str) -> ContextView:
         view.tokens, view.tool_tokens, view.exact_total = [], 0, None
         view.count_problem = one_line(exc)
     return view
+
+
+async def _leave_out_gone_recall(
+    services: AppServices, session_id: str, messages: list[ChatMessage]
+) -> int:
+    """Drop from *messages* the recalled lines whose messages are gone; how many went.
+
+    The agent shows the last turn's block as it was stored; a line of it may
+    quote a message deleted since, or one of a session removed or reset (in
+    its undo window: ``services.withheld``).  The block is found in the
+    prompt by its stored text and replaced by what is left of it.
+    """
+    sent, kept, gone = await services.storage.run(
+        recall_without_gone, services.store, session_id, services.withheld()
+    )
+    if not gone:
+        return 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str) and sent in content:
+            message["content"] = content.replace(sent, kept, 1)
+            return gone
+    return 0
+
+
+def recall_without_gone(
+    store: MemoryStore, session_id: str, withheld: Withheld
+) -> tuple[str, str, int]:
+    """Storage thread: (the last recall block stored, the same without the lines of gone
+    messages, how many lines went)."""
+    event = store.archive.last_event(session_id, "recall")
+    if event is None:
+        return "", "", 0
+    detail = event[1]
+    text = str(detail.get("text", ""))
+    ids = [str(i) for i in detail.get("ids") or []]
+    gone = gone_messages(store, ids, withheld)
+    if not text or not gone:
+        return text, text, 0
+    return text, without_lines(text, ids, gone), len(gone)
+
+
+def gone_messages(store: MemoryStore, ids: Sequence[str], withheld: Withheld) -> set[str]:
+    """Storage thread: those of *ids* no longer in the archive, or *withheld* (their
+    delete, or their session's reset or remove, waits in its undo window)."""
+    rowids = store.archive.rowids_for(ids)
+    rows = store.archive.by_rowids(list(rowids.values()))
+    session_of = {row.message.id: row.session_id for row in rows.values()}
+    return {i for i in ids if i not in session_of or withheld.hides(session_of[i], i)}
 
 
 async def _count(view: ContextView, model: Any, specs: list[dict[str, Any]]) -> None:

@@ -79,7 +79,9 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
         for line in str(detail.get("text", "")).splitlines()
         if line.startswith(("- ", "["))  # the items, not the blocks' headers
     ]
-    return " and ".join(parts) + also + ": " + " ".join(lines)
+    gone = int(detail.get("withdrawn") or 0)
+    left_out = f" ({gone} more deleted since)" if gone else ""
+    return " and ".join(parts) + left_out + also + ": " + " ".join(lines)
 
 
 def _clip(text: str) -> str:

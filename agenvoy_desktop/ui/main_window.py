@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop import __version__
 from agenvoy_desktop.agent.services import AppServices, note_missing
+from agenvoy_desktop.core.search import Withheld
 from agenvoy_desktop.core.summarizer import PassProgress
 from agenvoy_desktop.llm.build_info import about_lines
 from agenvoy_desktop.operations import sessions as session_ops
@@ -277,6 +278,9 @@ class MainWindow(QMainWindow):
         # A message deleted in the chat leaves every view at once, and comes back on Undo.
         self.inspector.follow_deletes(self.chat.pending)
         self.timeline.follow_deletes(self.chat.pending)
+        # ...and reaches no answer: recall and the search tool search every session
+        self.services.withheld = self.withheld
+        self.pending.changed.connect(self._withheld_sessions_changed)
         self.sessions.rename_finished.connect(self.chat.focus_input)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)
@@ -340,6 +344,17 @@ class MainWindow(QMainWindow):
     @property
     def session_id(self) -> str | None:
         return self._sid
+
+    def withheld(self) -> Withheld:
+        """Sessions removed or reset and messages deleted whose undo window is open: the
+        view no longer shows them, so no turn may recall them (``services.withheld``)."""
+        return self.pending.withheld() | self.chat.pending.withheld()
+
+    def _withheld_sessions_changed(self) -> None:
+        """A session entered or left its undo window: the Context tab of another session
+        may quote its messages in the last recall block, and shows them only while the
+        session stands."""
+        self.inspector.memory_changed(MemoryChanges(messages=True, session_id=self._sid))
 
     def select_session(self, session_id: str | None, *, empty: bool = False) -> None:
         """Show *session_id* in every panel (``empty``: just created, nothing to load).

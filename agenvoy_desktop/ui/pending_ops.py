@@ -31,6 +31,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import is_known
+from agenvoy_desktop.core.search import Withheld
 from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.sessions import remove_session, reset_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner
@@ -124,6 +125,17 @@ class PendingOps(QObject):
     def hidden_sessions(self) -> set[str]:
         """Sessions the list must not show: removed, undo window still open or running."""
         return {op.session_id for op in self._ops.values() if op.kind == "remove"}
+
+    def withheld(self) -> Withheld:
+        """What no search may find (recall, the search tool): the view no longer shows it.
+
+        Sessions whose reset or remove has not finished (a reset clears every
+        message the session holds, so all of them), and :meth:`deleted_messages`.
+        Undo takes them out of here; once an operation ran, the store no
+        longer holds what it removed.
+        """
+        sessions = {op.session_id for op in self._ops.values() if op.message_id is None}
+        return Withheld(frozenset(sessions), frozenset(self.deleted_messages()))
 
     def pending(self) -> list[PendingOp]:
         return [op for op in self._ops.values() if op.state == "pending"]

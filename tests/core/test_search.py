@@ -15,6 +15,7 @@ from agenvoy_desktop.core.search import (
     Hit,
     SearchError,
     SearchQuery,
+    Withheld,
     build_excerpts,
     discount_parts,
     fuse,
@@ -301,6 +302,50 @@ def test_exclude_window_with_scope_all_only_hides_the_current_session(
     everything = search_chat_history(store, SearchQuery("hotel budget", mode=mode, limit=50))  # type: ignore[arg-type]
     all_ids = {h.item.message.id for h in everything.hits}
     assert all_ids & work_window <= ids  # the other session's recent messages stay findable
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_a_withheld_session_is_found_by_no_route(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    """A session in the window's undo window (removed or reset, not yet in the store)."""
+    store, _, _ = seeded
+    query = SearchQuery("hotel budget", mode=mode, limit=50)  # type: ignore[arg-type]
+    assert "work" in {h.item.session_id for h in search_chat_history(store, query).hits}
+    held = search_chat_history(store, replace(query, withheld=Withheld(frozenset({"work"}))))
+    assert held.hits
+    assert {h.item.session_id for h in held.hits} == {"trip"}
+    assert {e.session_id for e in held.excerpts} == {"trip"}
+    scoped = replace(query, session_id="work", withheld=Withheld(frozenset({"work"})))
+    assert search_chat_history(store, scoped).hits == []
+
+
+def test_a_withheld_session_leaves_the_keyword_route_enough_hits(store: MemoryStore) -> None:
+    """The keyword route asks the archive again when the withheld session took every hit."""
+    store.import_messages(conversation([f"pelican note {i}" for i in range(12)]), "many")
+    store.import_messages(conversation(["a pelican flew by", "nice"], T0 + 100 * SECOND), "few")
+    query = SearchQuery("pelican", mode="keyword", limit=2)
+    assert {h.item.session_id for h in search_chat_history(store, query).hits} == {"many"}
+    held = replace(query, withheld=Withheld(frozenset({"many"})))
+    hits = search_chat_history(store, held).hits
+    assert hits[0].item.message.content == "a pelican flew by"
+    assert {h.item.session_id for h in hits} == {"few"}
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
+def test_a_withheld_message_is_neither_hit_nor_context(
+    seeded: tuple[MemoryStore, list[Message], list[Message]], mode: str
+) -> None:
+    store, trip, _ = seeded
+    gone = trip[6].id  # "decided: Granvia hotel booked for three nights"
+    query = SearchQuery("Granvia hotel", mode=mode, limit=20, session_id="trip")  # type: ignore[arg-type]
+    assert gone in {h.item.message.id for h in search_chat_history(store, query).hits}
+    result = search_chat_history(
+        store, replace(query, withheld=Withheld(messages=frozenset({gone})))
+    )
+    assert result.hits
+    assert gone not in {h.item.message.id for h in result.hits}
+    assert gone not in {r.message.id for e in result.excerpts for r in e.messages}
 
 
 def test_empty_query_and_bad_parameters(store: MemoryStore) -> None:

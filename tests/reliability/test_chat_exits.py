@@ -89,8 +89,15 @@ def test_a_new_chat_session_is_named_after_its_first_message(
 
 # -- ended by a signal mid-answer --------------------------------------------------
 WAITING = "scripted model: waiting"
+HANG_DUMP_S = 60
+"""The child prints its threads' stacks and exits if still running then (well before the
+test's own guard), so a hang shows where it hangs."""
 CHILD = f"""
-import asyncio, sys
+import asyncio, faulthandler, signal, sys
+# A terminal's Ctrl+C reaches a process with Python's own handler; a test runner may have
+# left SIGINT ignored, which a child inherits.  A hang prints where it is and ends.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+faulthandler.dump_traceback_later({HANG_DUMP_S}, exit=True)
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
 from tests.fakes import HashingEmbedder
@@ -135,6 +142,10 @@ def test_a_signal_mid_answer_keeps_the_answer_so_far(
         seen = _read_until(child.stderr, WAITING)
         child.send_signal(signum)  # the model is mid-answer: it has written, not finished
         out, err = child.communicate(timeout=HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        raise AssertionError(f"the child hung after the signal:\n{err}") from None
     finally:
         if child.poll() is None:
             child.kill()

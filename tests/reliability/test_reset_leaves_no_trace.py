@@ -2,8 +2,8 @@
 
 A secret planted in a session (its first message, so its title too; a later
 message; a tool result; an earlier version of an answer; a recall record of
-the timeline; a summary when the reset clears it) must be gone from every
-file of the profile after the operation: the archive and its write-ahead
+the timeline, its own or another session's; a summary when the reset clears
+it) must be gone from every file of the profile after the operation: the archive and its write-ahead
 log, the full-text index's segments, SQLite's free pages, the session
 folder, leftovers such as a set-aside history file, and the app's log.
 Every other session keeps its messages, title and search hits.
@@ -89,6 +89,12 @@ def _plant(store: MemoryStore) -> tuple[str, str]:
             msg("tool", f"keeper={OTHER}", t + 22 * SECOND, tool_call_id="c9", name="read"),
         ],
     )
+    # A turn in the other session recalled the secret: its record of the block quotes it.
+    quoted, kept = store.history(sid).messages[0], store.history(other).messages[0]
+    block = f'Said before:\n- you said: "{quoted.content}"\n- you said: "{kept.content}"'
+    store.archive.add_event(
+        other, t + 23 * SECOND, "recall", {"text": block, "ids": [quoted.id, kept.id]}
+    )
     session_ops.auto_title(store, other)
     store.index_pending(other)
     store.vectors(other).flush()
@@ -123,6 +129,9 @@ def _assert_other_intact(store: MemoryStore, other: str) -> None:
     assert meta is not None
     assert meta.title == first.content
     assert session_ops.content_matches(store, OTHER) == {other: 1}
+    recalled = store.archive.last_event(other, "recall")
+    assert recalled is not None
+    assert OTHER.title() in recalled[1]["text"]  # its own line stays; the secret's line went
     hits = search_chat_history(store, SearchQuery(OTHER, mode="keyword", include_tool=True))
     assert {h.item.session_id for h in hits.hits} == {other}
     semantic = search_chat_history(store, SearchQuery(f"keeper {OTHER}", mode="semantic"))

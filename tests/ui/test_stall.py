@@ -234,10 +234,14 @@ def test_importing_10000_messages_never_stalls(
     ops: list[object] = []
 
     def shown() -> bool:
-        """The import finished and the window shows the new session (chat and timeline)."""
+        """The import and its background embedding finished, and the window shows the new
+        session (chat and timeline)."""
+        indexing = window.session_actions.indexing
         return (
             bool(ops)
             and ops[0].done  # type: ignore[attr-defined]
+            and indexing is not None
+            and indexing.done
             and window.timeline.model.rowCount() == 10_001
             and len(window.chat.bubbles()) == chat_panel.PAGE_MESSAGES
         )

@@ -15,7 +15,9 @@ address, so it is plain which one answered.
 A message deleted in the chat whose undo window is still open is left out, as
 the next turn will leave it out (a send ends every pending delete first): the
 window is taken again without it and its tool traffic (:func:`leave_out`), and
-Undo brings it back here as in the chat.
+Undo brings it back here as in the chat.  The last turn's recall block loses
+the lines of messages gone since (deleted, or in a session removed or reset,
+undo window open or not), and the status line says so.
 """
 
 from __future__ import annotations
@@ -123,6 +125,16 @@ def leave_out(
         view.tokens[start:start] = list(tokens)
     view.exact_total = None
     return len(drop)
+
+
+def gone_recall_note(count: int) -> str:
+    """The status line's words for recalled lines left out of the last turn's block."""
+    quoted = (
+        "the message it quoted was deleted, or its session removed or reset"
+        if count == 1
+        else "the messages they quoted were deleted, or their sessions removed or reset"
+    )
+    return f"{plural(count, 'recalled line')} of your last message left out: {quoted}."
 
 
 def render_html(view: ContextView, *, dark: bool = False) -> str:
@@ -304,12 +316,19 @@ class ContextTab(InspectorTab):
     def _loaded(self, loaded: tuple[ContextView, int]) -> None:
         view, left_out = loaded
         self._show(view)
-        if left_out and not self.status.is_error:
-            self.status.info(
+        if self.status.is_error:
+            return
+        notes = []
+        if left_out:
+            notes.append(
                 f"{plural(left_out, 'message')} deleted in the chat "
                 f"{'is' if left_out == 1 else 'are'} left out; Undo in the chat brings "
                 f"{'it' if left_out == 1 else 'them'} back."
             )
+        if view.recall_left_out:
+            notes.append(gone_recall_note(view.recall_left_out))
+        if notes:
+            self.status.info(" ".join(notes))
 
     def _show(self, view: ContextView) -> None:
         self.view = view

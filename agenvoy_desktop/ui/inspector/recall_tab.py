@@ -18,7 +18,6 @@ from datetime import date, datetime, time, timedelta
 
 from PySide6.QtCore import QDate, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QDateEdit,
     QLabel,
@@ -45,6 +44,7 @@ from agenvoy_desktop.ui.inspector.common import (
     local_time,
     plural,
 )
+from agenvoy_desktop.ui.inspector.wrapping import CheckRow
 from agenvoy_desktop.ui.theme import colors
 
 DEBOUNCE_MS = 300
@@ -223,6 +223,7 @@ class RecallTab(InspectorTab):
         layout = QVBoxLayout(self)
         layout.addLayout(first)
         layout.addLayout(second)
+        layout.addWidget(self.window_row)
         layout.addWidget(self.summary_label)
         layout.addWidget(self.status)
         layout.addWidget(self.results, 1)
@@ -256,10 +257,13 @@ class RecallTab(InspectorTab):
             edit.setCalendarPopup(True)
             edit.setDisplayFormat("yyyy-MM-dd")
             edit.dateChanged.connect(lambda _d: self._changed())
-        self.window_check = QCheckBox("Skip the context window")
-        self.window_check.setToolTip(
+        # Its text wraps on a line of its own: beside the range it was wider than the
+        # side panel at 16 pt, and the whole tab scrolled sideways.
+        self.window_row = CheckRow("Skip the context window")
+        self.window_row.setToolTip(
             "Leave out the last N messages, as the assistant's search does (it already sees them)."
         )
+        self.window_check = self.window_row.box
         for combo in (self.mode_combo, self.scope_combo, self.range_combo):
             combo.currentIndexChanged.connect(lambda _i: self._changed())
         self.limit_spin.valueChanged.connect(lambda _v: self._changed())
@@ -274,7 +278,6 @@ class RecallTab(InspectorTab):
             self.from_date,
             self.dash,
             self.to_date,
-            self.window_check,
             self.limit_spin,
         )
         return first, second
@@ -303,6 +306,7 @@ class RecallTab(InspectorTab):
                 else 0
             ),
             current_session=self.session_id,
+            withheld=self.services.withheld(),  # a session removed or reset, still undoable
         )
 
     def time_range(self) -> tuple[int | None, int | None]:

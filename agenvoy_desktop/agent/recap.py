@@ -23,6 +23,7 @@ from agenvoy_desktop.agent.recall import (
     content_terms,
     format_block,
 )
+from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.language import FALLBACK, by_script, language_of, languages
 from agenvoy_desktop.language.patterns import compiled, either, every
@@ -65,13 +66,17 @@ def header_for(text: str) -> str:
     return HEADERS.get(language_of(text), HEADERS[FALLBACK])
 
 
-def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:
+def last_conversation(
+    store: MemoryStore, session_id: str, withheld: Withheld = NOTHING_WITHHELD
+) -> list[RecallItem]:
     """Storage thread: the user's last messages in the most recent other session that
     has any, oldest first ([] when there is none).  Recap questions do not count: a
-    session that only asked "What did we talk about?" is not the conversation meant."""
+    session that only asked "What did we talk about?" is not the conversation meant.
+    A session or message *withheld* (removed, reset or deleted in the window's undo
+    window) is passed over as if it were gone already."""
     archive = store.archive
     for meta in archive.recent_sessions(SESSIONS_LOOKED_AT):
-        if meta.session_id == session_id:
+        if meta.session_id == session_id or meta.session_id in withheld.sessions:
             continue
         said = [
             row.message
@@ -80,6 +85,7 @@ def last_conversation(store: MemoryStore, session_id: str) -> list[RecallItem]:
             and row.message.content.strip()
             and not row.message.is_tool_traffic
             and not asks_for_recap(row.message.content)  # nothing said in it
+            and row.message.id not in withheld.messages
         ]
         if said:
             return [

@@ -148,8 +148,8 @@ class MemoryLookup:
             return RecallBlock()
         withheld = self.withheld()
         if recap.asks_for_recap(user.content):
-            said = await self.storage.run(self._last_conversation)
-            if said and not any(withheld.hides(i.session_id, i.message_id) for i in said):
+            said = await self.storage.run(self._last_conversation, withheld)
+            if said:
                 return recap.recap_block(said, user.content)
         found = await self.storage.run(self._find_recall, user, None, withheld)
         if found.items:
@@ -165,11 +165,11 @@ class MemoryLookup:
                 break
         return found
 
-    def _last_conversation(self) -> list[RecallItem]:
+    def _last_conversation(self, withheld: Withheld) -> list[RecallItem]:
         """Storage thread: :func:`recap.last_conversation`; a failed read leaves it to
         recall's search (recall helps an answer but is no precondition for one)."""
         try:
-            return recap.last_conversation(self.store, self.sid)
+            return recap.last_conversation(self.store, self.sid, withheld)
         except Exception:
             log.warning("could not read the last conversation", exc_info=True)
             return []

@@ -10,6 +10,7 @@ from agenvoy_desktop.agent.recap import HEADERS, asks_for_recap, last_conversati
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnResult
+from agenvoy_desktop.core.search import Withheld
 from agenvoy_desktop.core.store import MemoryStore
 from tests.conftest import msg
 from tests.scripted_chat import ScriptedChatModel
@@ -65,6 +66,18 @@ def test_the_most_recent_other_session_in_the_order_said(store: MemoryStore) -> 
     assert [i.text for i in items] == ["I'm a nurse in Lisbon.", "I have two cats."]
     assert {i.session_id for i in items} == {latest}
     assert last_conversation(store, latest)[0].text == "We talked about Kyoto."
+
+
+def test_a_session_in_its_undo_window_is_not_the_last_conversation(store: MemoryStore) -> None:
+    """Removed or reset in the window (undo still possible), it is passed over as gone."""
+    earlier = _said_in(store, ["We talked about Kyoto.", "The temples were great."], 1)
+    latest = _said_in(store, ["I'm a nurse in Lisbon.", "I have two cats."], 100)
+    current = store.create_session("now")
+    items = last_conversation(store, current, Withheld(sessions=frozenset({latest})))
+    assert {i.session_id for i in items} == {earlier}
+    told = store.history(latest).messages[0].id  # one message deleted, its undo window open
+    items = last_conversation(store, current, Withheld(messages=frozenset({told})))
+    assert [i.text for i in items] == ["I have two cats."]
 
 
 def _ask_recap(store: MemoryStore, answer: str) -> tuple[ScriptedChatModel, TurnResult]:

@@ -39,6 +39,14 @@ from agenvoy_desktop.agent.date_reasoning.pointed import local_midnight_ns
 from agenvoy_desktop.agent.recall import RecallBlock, RecallFloor, RecallItem
 from agenvoy_desktop.agent.recall_lines import values_in
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.language.patterns import (
+    alternatives,
+    compiled,
+    either,
+    every,
+    group,
+    whole_words,
+)
 
 WORKED_OUT = "Worked out from these dates:"
 EVENT_CANDIDATES = 20
@@ -230,11 +238,13 @@ def with_dated_lines(worked: WorkedOut, block: RecallBlock) -> WorkedOut:
     return replace(worked, items=tuple(dated)) if dated else worked
 
 
-_DAYS_ASKED = re.compile(r"\bhow\s+many\s+days\b", re.IGNORECASE)
-_SPAN = re.compile(
-    r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)[\s-]days?\b", re.IGNORECASE
+_DAYS_ASKED = compiled(whole_words(every("dates.days_asked")), re.IGNORECASE)
+_SPAN_COUNT = either(r"\d{1,2}", alternatives(every("dates.span_counts")))
+_SPAN = compiled(group(rf"\b({_SPAN_COUNT})[\s-]", every("dates.span_days"), r"\b"), re.IGNORECASE)
+"""A line's own span of days ("a 2-day workshop", "three days"): the count is group 1."""
+_DAY_OF_MONTH = compiled(
+    group(r"\b(?:[12]?\d|3[01])", every("numbers.ordinal_suffixes"), r"\b"), re.IGNORECASE
 )
-_DAY_OF_MONTH = re.compile(r"\b(?:[12]?\d|3[01])(?:st|nd|rd|th)\b", re.IGNORECASE)
 
 
 def with_days_counted(text: str, worked: WorkedOut) -> WorkedOut:

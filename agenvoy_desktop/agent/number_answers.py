@@ -16,7 +16,9 @@ Two shapes are read (:func:`parse_number_question`), and nothing else:
   "How many U older/more … is A than B?".
 
 A line without a number for its thing, or a question of another shape,
-leaves the turn as it was: a wrong sum is worse than none.
+leaves the turn as it was: a wrong sum is worse than none.  The shapes'
+words ("total", "more expensive", "compared to" …) are the language files'
+``numbers.*`` keys; only English has them so far.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from agenvoy_desktop.agent.recall import RecallFloor, RecallItem
 from agenvoy_desktop.agent.speech_act import sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.language import languages
+from agenvoy_desktop.language.patterns import NEVER, compiled, every, group, whole_words
 
 Operation = Literal["sum", "difference"]
 WORKED_OUT = "Worked out from these lines:"
@@ -52,21 +56,35 @@ class NumberQuestion:
     money: bool = False
 
 
-_TOTAL = re.compile(
-    r"\btotal\s+(?:number|amount|count|cost|sum)?\s*(?:of\s+)?(?P<unit>.*?)\s+"
-    r"(?P<sep>on|for|by|from|in|at|with|of|to)\s+(?P<a>.+?),?\s+and\s+(?P<b>.+?)\s*[?.!]*$",
+def _one_of(key: str) -> str:
+    """The words under *key* of every language as one group, in the files' order (an
+    alternation takes its first word that fits: "more expensive" before "more"), or
+    :data:`NEVER` when no language has any, so that a shape missing a word matches nothing."""
+    return group("", every(key)) or NEVER
+
+
+_OF = _one_of("numbers.of")
+_TOTAL = compiled(
+    rf"\b{_one_of('numbers.total')}\s+{_one_of('numbers.total_measures')}?\s*"
+    rf"(?:{_OF}\s+)?(?P<unit>.*?)\s+(?P<sep>{_one_of('numbers.total_prepositions')})\s+"
+    rf"(?P<a>.+?),?\s+{_one_of('numbers.and')}\s+(?P<b>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
-_MORE = (
-    r"more(?:\s+expensive)?|less|faster|slower|longer|shorter|older|younger|cheaper|bigger|"
-    r"smaller|higher|lower|heavier|lighter|further|farther"
-)
-_HOW_MUCH = re.compile(
-    rf"\bhow\s+(?:much|many\s+(?P<unit>\w+))\s+(?P<adj>{_MORE})\s+(?P<a>.+?)\s+"
-    r"(?:than|compared\s+(?:to|with))\s+(?P<b>.+?)\s*[?.!]*$",
+_HOW_MUCH = compiled(
+    rf"\b(?:{_one_of('numbers.how_much')}|{_one_of('numbers.how_many')}\s+(?P<unit>\w+))\s+"
+    rf"(?P<adj>{_one_of('numbers.comparatives')})\s+(?P<a>.+?)\s+"
+    rf"{_one_of('numbers.than')}\s+(?P<b>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
-_LEAD_VERB = re.compile(r"^(?:is|was|are|were|did|do|does|has|have|had)\s+(?:i\s+)?", re.IGNORECASE)
+_LEAD_VERB = compiled(
+    rf"^{_one_of('numbers.lead_verbs')}\s+(?:{_one_of('numbers.lead_subjects')}\s+)?",
+    re.IGNORECASE,
+)
+_MONEY = compiled(whole_words(every("numbers.money_words")), re.IGNORECASE)
+_MONEY_COMPARATIVE = compiled(whole_words(every("numbers.money_comparatives")), re.IGNORECASE)
+_NOT_UNITS = frozenset(word.lower() for word in every("numbers.not_units"))
+_DETERMINERS = tuple(f"{word.lower()} " for word in every("numbers.determiners"))
+_SHARED_LEAD = compiled(rf"^(.*?\b{_one_of('numbers.possessives')})\s+\S+$", re.IGNORECASE)
 
 
 def parse_number_question(question: str) -> NumberQuestion | None:
@@ -76,26 +94,26 @@ def parse_number_question(question: str) -> NumberQuestion | None:
         unit = _clean_unit(match["unit"])
         a, b = match["a"].strip(), match["b"].strip()
         lead = _shared_lead(a)
-        if lead and not b.lower().startswith(("my ", "the ", "a ", "an ", "our ")):
+        if lead and not b.lower().startswith(_DETERMINERS):
             b = f"{lead} {b}"  # "gifts for my coworker and brother": "gifts for my brother"
-        money = bool(re.search(r"\b(?:amount|cost|spent|spend|paid|pay|price|money)\b", text, re.I))
+        money = bool(_MONEY.search(text))
         return NumberQuestion("sum", (a, b), unit, money)
     if match := _HOW_MUCH.search(text):
         a = _LEAD_VERB.sub("", match["a"].strip())
         unit = _clean_unit(match["unit"] or "")
-        money = "expensive" in match["adj"].lower() or "cheaper" in match["adj"].lower()
+        money = bool(_MONEY_COMPARATIVE.search(match["adj"]))
         return NumberQuestion("difference", (a, match["b"].strip()), unit, money)
     return None
 
 
 def _clean_unit(unit: str) -> str:
-    words = [w for w in unit.split() if w.lower() not in ("i", "the", "my", "of", "did", "have")]
+    words = [w for w in unit.split() if w.lower() not in _NOT_UNITS]
     return " ".join(words[:2])
 
 
 def _shared_lead(phrase: str) -> str:
     """The words of *phrase* up to its possessive ("gifts for my coworker" → "gifts for my")."""
-    match = re.match(r"^(.*?\b(?:my|our|the))\s+\S+$", phrase, re.IGNORECASE)
+    match = _SHARED_LEAD.match(phrase)
     return match.group(1) if match else ""
 
 
@@ -107,7 +125,8 @@ class Number:
     """As written ("$12", "2,000", "75th")."""
 
 
-_NUMBER = re.compile(r"(?P<money>\$)?(?P<value>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:st|nd|rd|th)?")
+_ORDINAL = _one_of("numbers.ordinal_suffixes")
+_NUMBER = compiled(rf"(?P<money>\$)?(?P<value>\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?){_ORDINAL}?")
 
 
 def number_for(line: str, thing: str, unit: str, *, money: bool) -> Number | None:
@@ -158,7 +177,10 @@ def _sentence_for(line: str, thing: str) -> str | None:
     return max(scored, key=lambda pair: pair[0])[1] if scored else None
 
 
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_MONTH = rf"(?:{_one_of('numbers.month_starts')}[a-z]*\.?)"
+_DATE_BEFORE = compiled(rf"{_MONTH}\s+$|\d:$")
+_DATE_AFTER = compiled(rf"^{_ORDINAL}?\s+(?:{_OF}\s+)?{_MONTH}(?:\s|$|[,.])")
+_TIME_AFTER = compiled(rf"^\s*{_one_of('numbers.day_halves')}\b|^:\d\d")
 
 
 def _is_date_or_time(sentence: str, match: re.Match[str]) -> bool:
@@ -167,9 +189,9 @@ def _is_date_or_time(sentence: str, match: re.Match[str]) -> bool:
     after = sentence[match.end() : match.end() + 14].lower()
     value = match["value"]
     return bool(
-        re.search(rf"{_MONTH}\s+$|\d:$", before)
-        or re.match(rf"^(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:\s|$|[,.])", after)
-        or re.match(r"^\s*(?:am|pm|a\.m|p\.m)\b|^:\d\d", after)
+        _DATE_BEFORE.search(before)
+        or _DATE_AFTER.match(after)
+        or _TIME_AFTER.match(after)
         or (len(value) == 4 and value[:2] in ("19", "20") and not match["money"])
     )
 
@@ -289,5 +311,15 @@ def explain(question: NumberQuestion, a: Number, b: Number) -> str:
     )
 
 
+_YOURS = tuple(
+    (compiled(whole_words([word]), re.IGNORECASE), you.replace("\\", "\\\\"))
+    for lang in languages()
+    for word, you in lang.pairs("numbers.yours")
+)
+"""The user's words as said to them ("me" → "you", "my" → "your"), in the files' order."""
+
+
 def _yours(phrase: str) -> str:
-    return re.sub(r"\bmy\b", "your", re.sub(r"\bme\b", "you", phrase, flags=re.I), flags=re.I)
+    for word, you in _YOURS:
+        phrase = word.sub(you, phrase)
+    return phrase

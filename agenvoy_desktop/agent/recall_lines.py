@@ -29,17 +29,35 @@ from agenvoy_desktop.agent.date_reasoning import age_phrase, local_date
 from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.language import languages
+from agenvoy_desktop.language.patterns import compiled, either, every, group, word_pattern
 
 FOCUS_CHARS = 300
 """About 75 tokens per remembered message: a fact and the sentence around it."""
 GAP = " … "
 _NUMBER = re.compile(r"\d")
-_VALUE = re.compile(
-    r"\d|\b(?:[Aa]go|[Yy]esterday|[Ll]ast|[Ee]arlier|[Rr]ecently|[Ss]ince|January|February|March|"
-    r"April|May|June|July|August|September|October|November|December|Monday|Tuesday|"
-    r"Wednesday|Thursday|Friday|Saturday|Sunday|two|three|four|five|six|seven|eight|nine|ten|"
-    r"a\s+(?:week|month|year|couple))\b"
-)
+
+
+def _capitalized_too(word: str) -> str:
+    """*word* as a regex that also matches it capitalized ("ago", "Ago"): the first word of
+    a sentence."""
+    pattern, head = word_pattern(word), word[:1]
+    cased = head.upper() != head.lower()
+    return f"[{head.upper()}{head.lower()}]{pattern[1:]}" if cased else pattern
+
+
+def _value_pattern() -> str:
+    """Every language's ``values`` words as one regex: time words also capitalized, names,
+    counts and spans only as written ("May" is a month, "may" a verb)."""
+    words = [_capitalized_too(word) for word in every("values.time_words")] + [
+        word_pattern(word)
+        for key in ("values.names", "values.counts", "values.spans")
+        for word in every(key)
+    ]
+    listed = "|".join(dict.fromkeys(words))
+    return either(r"\d", rf"\b(?:{listed})\b" if listed else "")
+
+
+_VALUE = compiled(_value_pattern())
 """A number or a time in a sentence: what a question's answer is often made of."""
 _WORD = re.compile(r"\w+")
 
@@ -170,7 +188,7 @@ def values_in(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-_ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+_ORDINAL = compiled(group(r"(?<=\d)", every("numbers.ordinal_suffixes"), "$"))
 
 
 def _number_words() -> dict[str, str]:

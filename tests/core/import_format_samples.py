@@ -7,6 +7,7 @@ folders or zips as the app would.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 T0_S = 1_700_000_000
@@ -149,6 +150,115 @@ def claude_conversation() -> dict[str, Any]:
     }
 
 
+CLAUDE_ROOT = "00000000-0000-4000-8000-000000000000"
+"""The parent newer Claude exports give a conversation's first message."""
+
+
+def claude_block(kind: str, **fields: Any) -> dict[str, Any]:
+    """One ``content`` block as newer exports write it (timestamps and flags on each)."""
+    return {
+        "start_timestamp": "2023-11-14T22:13:21.100000Z",
+        "stop_timestamp": "2023-11-14T22:13:21.900000Z",
+        "flags": None,
+        "type": kind,
+        **fields,
+    }
+
+
+def claude_message(
+    uuid: str, parent: str, sender: str, second: int, content: list[dict[str, Any]], **more: Any
+) -> dict[str, Any]:
+    """A newer-export message *second* s after T0: empty flat ``text``, words in blocks."""
+    at = datetime.fromtimestamp(T0_S + second, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "uuid": uuid,
+        "text": "",
+        "content": content,
+        "sender": sender,
+        "created_at": at,
+        "updated_at": at,
+        "attachments": [],
+        "files": [],
+        "parent_message_uuid": parent,
+        **more,
+    }
+
+
+def claude_branching() -> dict[str, Any]:
+    """A newer export's conversation: an edited question leaves an abandoned branch.
+
+    The first question was edited (``q1-old`` → ``q1``) after its answer, so
+    ``chat_messages`` holds both; nothing names the current branch, and the
+    newest leaf (``a2``) ends it.  The kept question carries a long paste (an
+    attachment without a name) and an image listed in both ``files`` and
+    ``files_v2``; the answers hold thinking, a tool call and its result.
+    """
+    image = {"file_kind": "image", "file_uuid": "f-1", "file_name": "chart.png"}
+    return {
+        "uuid": "c-2",
+        "name": "Chart review",
+        "summary": "",
+        "created_at": "2023-11-14T22:13:20.000000Z",
+        "updated_at": "2023-11-14T22:16:00.000000Z",
+        "account": {"uuid": "acct"},
+        "chat_messages": [
+            claude_message(
+                "q1-old", CLAUDE_ROOT, "human", 1, [claude_block("text", text="old question")]
+            ),
+            claude_message(
+                "a1-old", "q1-old", "assistant", 2, [claude_block("text", text="old answer")]
+            ),
+            claude_message(
+                "q1",
+                CLAUDE_ROOT,
+                "human",
+                30,
+                [claude_block("text", text="What does this log say?", citations=[])],
+                attachments=[
+                    {
+                        "file_name": "",
+                        "file_size": 18,
+                        "file_type": "txt",
+                        "extracted_content": "ERROR disk full",
+                    },
+                    {
+                        "file_name": "report.pdf",
+                        "file_size": 9000,
+                        "file_type": "pdf",
+                        "extracted_content": "a long report",
+                    },
+                ],
+                files=[image],
+                files_v2=[image],
+            ),
+            claude_message(
+                "a1",
+                "q1",
+                "assistant",
+                40,
+                [
+                    claude_block("thinking", thinking="The disk is full.", summaries=[]),
+                    claude_block("tool_use", name="web_search", input={"query": "disk"}),
+                    claude_block(
+                        "tool_result",
+                        name="web_search",
+                        content=[{"type": "text", "text": "results"}],
+                        is_error=False,
+                    ),
+                    claude_block("text", text="The disk is full.", citations=[]),
+                    claude_block("token_budget"),
+                ],
+            ),
+            claude_message(
+                "q2", "a1", "human", 90, [claude_block("voice_note", title="Memo", text="Thanks!")]
+            ),
+            claude_message(
+                "a2", "q2", "assistant", 95, [claude_block("text", text="You're welcome.")]
+            ),
+        ],
+    }
+
+
 # -- Open WebUI ------------------------------------------------------------------------
 def owui_chat(ms: bool = False) -> dict[str, Any]:
     """A chat with a regenerated answer; ``currentId`` points at the second one."""
@@ -213,7 +323,13 @@ def lms_conversation() -> dict[str, Any]:
                         "role": "user",
                         "content": [
                             {"type": "text", "text": "Explain 'a"},
-                            {"type": "file", "fileIdentifier": "main.rs"},
+                            {
+                                "type": "file",
+                                "name": "main.rs",
+                                "identifier": "1700000000000 - 412.rs",
+                                "sizeBytes": 120,
+                                "fileType": "text/plain",
+                            },
                         ],
                     }
                 ],
@@ -244,6 +360,94 @@ def lms_conversation() -> dict[str, Any]:
             },
             {"versions": [], "currentlySelected": 0},
         ],
+    }
+
+
+def lms_step(text: str, **more: Any) -> dict[str, Any]:
+    """One ``contentBlock`` step of an answer, as LM Studio writes it."""
+    return {
+        "type": "contentBlock",
+        "stepIdentifier": f"{T0_S * 1000}-0",
+        "content": [{"type": "text", "text": text}],
+        "defaultShouldIncludeInContext": True,
+        "shouldIncludeInContext": True,
+        **more,
+    }
+
+
+def lms_current() -> dict[str, Any]:
+    """A chat as current LM Studio saves it: a system prompt, reasoning and a tool call.
+
+    The per-chat system prompt wins over the older top-level ``systemPrompt``;
+    the question keeps a ``preprocessed`` copy with retrieved text; the
+    answer thinks, calls a tool, gets its result, then answers.
+    """
+    tool_call = {
+        "type": "toolCallRequest",
+        "toolCallRequest": {"id": "1", "type": "function", "name": "clock", "arguments": {}},
+    }
+    tool_result = {"type": "toolCallResult", "content": "12:00", "toolCallId": "1"}
+    return {
+        "name": "Lunch time",
+        "pinned": False,
+        "createdAt": T0_S * 1000,
+        "preset": "",
+        "tokenCount": 120,
+        "systemPrompt": "older prompt",
+        "messages": [
+            {
+                "versions": [
+                    {
+                        "type": "singleStep",
+                        "role": "user",
+                        "content": [{"type": "text", "text": "Is it lunch time?"}],
+                        "preprocessed": {
+                            "role": "user",
+                            "content": [{"type": "text", "text": "context… Is it lunch time?"}],
+                        },
+                    }
+                ],
+                "currentlySelected": 0,
+            },
+            {
+                "versions": [
+                    {
+                        "type": "multiStep",
+                        "role": "assistant",
+                        "senderInfo": {"senderName": "qwen3-8b"},
+                        "steps": [
+                            lms_step(
+                                "Check the clock.",
+                                style={"type": "thinking", "ended": True, "title": ""},
+                                prefix="<think>",
+                                suffix="</think>",
+                            ),
+                            {**lms_step(""), "content": [tool_call]},
+                            {**lms_step(""), "content": [tool_result], "roleOverride": "tool"},
+                            lms_step("Yes, it is noon.", genInfo={"stats": {}}),
+                            {"type": "debugInfoBlock", "debugInfo": "ignored"},
+                        ],
+                    }
+                ],
+                "currentlySelected": 0,
+            },
+        ],
+        "usePerChatPredictionConfig": True,
+        "perChatPredictionConfig": {
+            "fields": [
+                {"key": "llm.prediction.temperature", "value": 0.7},
+                {"key": "llm.prediction.systemPrompt", "value": "Answer briefly."},
+            ]
+        },
+        "clientInput": "",
+        "clientInputFiles": [],
+        "userFilesSizeBytes": 0,
+        "lastUsedModel": {"identifier": "qwen3-8b", "indexedModelIdentifier": "qwen3-8b"},
+        "notes": [],
+        "plugins": [],
+        "pluginConfigs": {},
+        "disabledPluginTools": [],
+        "looseFiles": [],
     }
 
 

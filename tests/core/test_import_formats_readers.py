@@ -13,10 +13,12 @@ from agenvoy_desktop.core.import_formats.model import epoch_to_ns
 from tests.core.import_format_samples import (
     T0_NS,
     T0_S,
+    claude_branching,
     claude_conversation,
     jan_message,
     jan_thread,
     lms_conversation,
+    lms_current,
     owui_chat,
 )
 
@@ -55,6 +57,43 @@ def test_claude_skips_tool_and_thinking_blocks(tmp_path: Path) -> None:
     (conv,) = read_source(_write(tmp_path / "c.json", [data])).conversations
     assert conv.messages[1].content == "Part one.\n\nPart two."
     assert conv.skipped[-1].reason == "not a conversation role ('robot')"
+
+
+def test_claude_newer_export_follows_the_newest_branch(tmp_path: Path) -> None:
+    source = read_source(_write(tmp_path / "conversations.json", [claude_branching()]))
+    (conv,) = source.conversations
+    assert [(m.source_id, m.role, m.content) for m in conv.messages] == [
+        (
+            "q1",
+            "user",
+            "What does this log say?\n\nERROR disk full\n[file: report.pdf]\n[file: chart.png]",
+        ),
+        ("a1", "assistant", "The disk is full."),  # no thinking, tool call or result
+        ("q2", "user", "Thanks!"),  # a voice note's words
+        ("a2", "assistant", "You're welcome."),
+    ]
+    assert conv.messages[0].time_ns == T0_NS + 30 * SECOND
+    assert conv.skipped == []
+
+
+def test_claude_current_leaf_names_the_branch(tmp_path: Path) -> None:
+    data = claude_branching()
+    data["current_leaf_message_uuid"] = "a1-old"
+    (conv,) = read_source(_write(tmp_path / "c.json", [data])).conversations
+    assert [m.content for m in conv.messages] == ["old question", "old answer"]
+
+
+@pytest.mark.parametrize("broken", ["missing parent", "cycle"])
+def test_claude_messages_that_are_no_tree_keep_the_list(tmp_path: Path, broken: str) -> None:
+    data = claude_branching()
+    messages = data["chat_messages"]
+    if broken == "missing parent":
+        del messages[3]["parent_message_uuid"]
+    else:
+        data["chat_messages"] = messages = messages[:2]
+        messages[0]["parent_message_uuid"] = "a1-old"
+    (conv,) = read_source(_write(tmp_path / "c.json", [data])).conversations
+    assert [m.source_id for m in conv.messages] == [m["uuid"] for m in messages]
 
 
 # -- Open WebUI ------------------------------------------------------------------------
@@ -125,6 +164,46 @@ def test_lm_studio_older_plain_messages(tmp_path: Path) -> None:
     source = read_source(_write(tmp_path / "old.conversation.json", data))
     assert source.app == "lm_studio"
     assert [m.content for m in source.conversations[0].messages] == ["hi", "yo"]
+
+
+def test_lm_studio_current_shape_keeps_the_system_prompt_and_the_answer(tmp_path: Path) -> None:
+    source = read_source(_write(tmp_path / "1700000000000.conversation.json", lms_current()))
+    (conv,) = source.conversations
+    assert [(m.role, m.content) for m in conv.messages] == [
+        ("system", "Answer briefly."),  # the per-chat setting, not the older field
+        ("user", "Is it lunch time?"),  # what was typed, not the preprocessed copy
+        ("assistant", "Yes, it is noon."),  # no reasoning, tool call or tool result
+    ]
+    assert conv.messages[2].extra == {"model": "qwen3-8b"}
+    assert all(m.time_ns == T0_NS for m in conv.messages)
+    assert conv.skipped == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "older", "expected"),
+    [
+        ([], "older prompt", "older prompt"),
+        ([{"key": "llm.prediction.systemPrompt", "value": "  "}], "older prompt", "older prompt"),
+        ([], "", None),
+    ],
+)
+def test_lm_studio_system_prompt_falls_back_to_the_older_field(
+    tmp_path: Path, fields: list[Any], older: str, expected: str | None
+) -> None:
+    data = lms_current()
+    data["perChatPredictionConfig"]["fields"] = fields
+    data["systemPrompt"] = older
+    (conv,) = read_source(_write(tmp_path / "x.conversation.json", data)).conversations
+    system = [m.content for m in conv.messages if m.role == "system"]
+    assert system == ([expected] if expected else [])
+
+
+def test_lm_studio_system_prompt_alone_is_no_conversation(tmp_path: Path) -> None:
+    data = lms_current()
+    data["messages"] = [{"versions": [], "currentlySelected": 0}]
+    source = read_source(_write(tmp_path / "x.conversation.json", data))
+    assert source.conversations == []
+    assert source.skipped[0].reason == "no messages to import; 1 skipped"
 
 
 # -- Jan -------------------------------------------------------------------------------

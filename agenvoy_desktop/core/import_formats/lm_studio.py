@@ -1,14 +1,39 @@
 """LM Studio's saved chats: one ``<id>.conversation.json`` per chat.
 
 The format (LM Studio's conversations folder, ``~/.lmstudio/conversations``,
-possibly in sub-folders the user made): ``{name, createdAt (Unix ms),
-messages: [{versions: [...], currentlySelected}]}``.  Each message keeps
-every version the user generated or edited, and ``currentlySelected`` is the
-index of the one shown.  A version is ``{type: "singleStep", role, content:
-[{type: "text", text}, {type: "file", ...}]}`` or, for answers,
-``{type: "multiStep", role: "assistant", steps: [{type: "contentBlock",
-content: [...]}, ...]}``.  Older files kept plain ``{role, content}`` messages;
-both are read.  Messages carry no times of their own, so they take the chat's.
+possibly in sub-folders the user made; the file name is the chat's creation
+time in ms): ``{name, pinned, createdAt (Unix ms), tokenCount, systemPrompt,
+perChatPredictionConfig: {fields: [{key, value}]}, lastUsedModel:
+{identifier, ...}, messages: [{versions: [...], currentlySelected}], ...}``.
+Each message keeps every version the user generated or edited, and
+``currentlySelected`` is the index of the one shown.
+
+A question is ``{type: "singleStep", role: "user", content: [parts]}`` (a
+``preprocessed`` copy with retrieved context added may sit beside it; the
+words the user typed are ``content``).  An answer is ``{type: "multiStep",
+role: "assistant", senderInfo: {senderName: model}, steps: [...]}`` whose
+steps are ``contentBlock`` (``content`` parts, ``genInfo``; a ``style`` of
+``{type: "thinking"}`` marks the model's reasoning, and ``roleOverride:
+"tool"`` a tool's result) or bookkeeping such as ``debugInfoBlock``.  Parts
+are ``{type: "text", text}``, ``{type: "file", name, identifier, sizeBytes,
+fileType}``, ``{type: "toolCallRequest", toolCallRequest}`` and ``{type:
+"toolCallResult", content}``.  Older files kept plain ``{role, content}``
+messages; both are read.  Messages carry no times of their own, so they take
+the chat's.
+
+The chat's system prompt is ``perChatPredictionConfig``'s
+``llm.prediction.systemPrompt`` field, or the older top-level
+``systemPrompt``.  It is imported as a ``system`` message ahead of the
+conversation, the way the other readers keep a system message.
+
+Where this format is described (public, checked against these): the message
+part types of LM Studio's SDK (github.com/lmstudio-ai/lmstudio-js,
+packages/lms-shared-types/src/ChatHistoryData.ts); LM Studio Conversation
+Converter (github.com/YorkieDev/lm-studio-conversation-converter, script.js),
+which reads versions, steps, the system prompt and ``lastUsedModel``; and
+tools that write and read the files, which add thinking-styled steps and
+tool-call steps with ``roleOverride`` (the file layout itself is LM Studio's
+own and undocumented).
 """
 
 from __future__ import annotations
@@ -32,6 +57,7 @@ from agenvoy_desktop.core.import_formats.model import (
 
 APP = "lm_studio"
 SUFFIX = ".conversation.json"
+_SYSTEM_PROMPT_KEY = "llm.prediction.systemPrompt"
 
 
 def looks_like(data: object) -> bool:
@@ -57,6 +83,11 @@ def read(
 def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
     raws = item.get("messages")
     messages, skipped = read_messages(raws, where, _message, "no 'messages' list")
+    prompt = _system_prompt(item)
+    if messages and prompt is not None:
+        messages.insert(
+            0, ImportedMessage(role="system", content=prompt, time_ns=None, source_id=None)
+        )
     return conversation(
         APP,
         source_id=None,
@@ -65,6 +96,17 @@ def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
         skipped=skipped,
         created_ns=epoch_to_ns(item.get("createdAt")),
     )
+
+
+def _system_prompt(item: Mapping[str, Any]) -> str | None:
+    """The chat's own system prompt (the per-chat setting first), or None when blank."""
+    fields = as_mapping(item.get("perChatPredictionConfig")).get("fields")
+    for field in fields if isinstance(fields, list) else []:
+        entry = as_mapping(field)
+        if entry.get("key") == _SYSTEM_PROMPT_KEY and text_or_none(entry.get("value")):
+            return str(entry["value"])
+    prompt = item.get("systemPrompt")
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
 
 
 def _selected(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -92,24 +134,42 @@ def _message(raw: object, where: str) -> ImportedMessage | Skip:
     text = _text(version)
     if not text.strip():
         return Skip(where, "empty message")
-    return ImportedMessage(role=role, content=text, time_ns=None, source_id=None)
+    model = text_or_none(as_mapping(version.get("senderInfo")).get("senderName"))
+    return ImportedMessage(
+        role=role,
+        content=text,
+        time_ns=None,
+        source_id=None,
+        extra={"model": model} if model and role == "assistant" else {},
+    )
 
 
 def _text(version: Mapping[str, Any]) -> str:
-    """A version's words: its content parts, or each content step of a multi-step answer."""
+    """A version's words: its content parts, or the shown content steps of an answer."""
     steps = version.get("steps")
     if isinstance(steps, list):
-        blocks = [
-            _parts(as_mapping(step).get("content"))
-            for step in steps
-            if as_mapping(step).get("type") == "contentBlock"
-        ]
+        blocks = [_parts(as_mapping(step).get("content")) for step in steps if _shown(step)]
         return "\n\n".join(b for b in blocks if b.strip())
     return _parts(version.get("content"))
 
 
+def _shown(step: object) -> bool:
+    """Whether a step is part of the answer the user read.
+
+    Reasoning (a thinking-styled block), a tool's result and bookkeeping
+    steps are not, just as the other readers leave out hidden reasoning
+    and tool traffic.
+    """
+    entry = as_mapping(step)
+    return (
+        entry.get("type") == "contentBlock"
+        and as_mapping(entry.get("style")).get("type") != "thinking"
+        and entry.get("roleOverride") != "tool"
+    )
+
+
 def _parts(content: object) -> str:
-    """Text parts as they are; files as ``[file: name]``."""
+    """Text parts as they are; files as ``[file: name]``; tool calls left out."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -120,6 +180,6 @@ def _parts(content: object) -> str:
         if entry.get("type") == "text" and isinstance(entry.get("text"), str):
             out.append(entry["text"])
         elif entry.get("type") == "file":
-            name = text_or_none(entry.get("name")) or text_or_none(entry.get("fileIdentifier"))
+            name = text_or_none(entry.get("name")) or text_or_none(entry.get("identifier"))
             out.append(f"[file: {name or 'unnamed'}]")
     return "\n".join(p for p in out if p)

@@ -211,6 +211,12 @@ def add_summary(store: MemoryStore, sid: str, messages: list[Message], now: int)
         ),
         current_discussion="How compaction, summaries and reset/remove interact.",
     )
+    first = Summary(  # the first pass's summary: the tab shows what the second one changed
+        key_decisions=summary.key_decisions[1:2],
+        past_discussions=summary.past_discussions[1:],
+        current_discussion="Which vector index to use.",
+    )
+    save_summary(folder, first)
     save_summary(folder, summary)
     rows = {r.message.id: r for r in store.archive.messages(sid)}
 

@@ -41,14 +41,15 @@ from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.session_settings import SETTINGS_FILE, keep_title
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
-from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, SUMMARY_FILE
+from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, PREVIOUS_FILE, SUMMARY_FILE
 
 log = logging.getLogger(__name__)
 
 Operation = Literal["reset", "remove"]
 TRASH_PREFIX = ".removing-"
-SUMMARY_FILES = (SUMMARY_FILE, META_FILE, LOG_FILE)
-"""The summary's files (and, with a ``.`` after the name, their set-aside copies)."""
+SUMMARY_FILES = (SUMMARY_FILE, PREVIOUS_FILE, META_FILE, LOG_FILE)
+"""The summary's files (and, with a ``.`` after the name, their set-aside copies): a reset
+that keeps the summary keeps the copy before its last pass too, one that clears it deletes both."""
 SUMMARY_EVENTS = frozenset({"summary_pass", "summary_failed", "summary_edit"})
 """Timeline events that belong to the summary: a reset that keeps it keeps them."""
 SUMMARIZER_LOCK = "summary.lock"

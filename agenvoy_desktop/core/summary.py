@@ -23,6 +23,11 @@ Files in the session folder:
     the summary plus ``version`` (atomic writes); version 1 had no decision
     sources and loads unchanged (its decisions are then not binding);
     version 2 had no facts.
+``summary.previous.json``
+    the summary as it was before the last pass or edit (a copy of the
+    bytes :func:`save_summary` replaced), so the Summary tab can show what
+    changed; absent before the second write.  Read leniently
+    (:func:`load_previous_summary`): a damaged copy only hides the comparison.
 ``summary.meta.json``
     the incremental cursor (:class:`SummaryMeta`, atomic writes).
 ``summary.history.jsonl``
@@ -44,7 +49,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
+from agenvoy_desktop.core.atomic import atomic_write_bytes, atomic_write_text, fsync_dir
 from agenvoy_desktop.core.decision_cues import states_decision
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
@@ -63,6 +68,7 @@ SUMMARY_VERSION = 3
 3: ``facts``, sentences of folded messages kept word for word (:mod:`.summary_facts`)."""
 META_VERSION = 1
 SUMMARY_FILE = "summary.json"
+PREVIOUS_FILE = "summary.previous.json"
 META_FILE = "summary.meta.json"
 LOG_FILE = "summary.history.jsonl"
 
@@ -921,7 +927,24 @@ def load_summary(folder: Path) -> Summary | None:
     whose decisions have no ``source``, and a version-2 file is a version-3
     file without ``facts`` (the next pass starts the list).
     """
-    path = folder / SUMMARY_FILE
+    return _load_summary_file(folder / SUMMARY_FILE)
+
+
+def load_previous_summary(folder: Path) -> Summary | None:
+    """The summary before the last pass or edit; None when there is none or it is damaged.
+
+    Only the Summary tab's comparison reads it, so a copy that does not read
+    (cut bytes, a newer app's format) is logged and ignored rather than
+    reported: the summary itself is fine.
+    """
+    try:
+        return _load_summary_file(folder / PREVIOUS_FILE)
+    except SummaryFileError as exc:
+        log.warning("previous summary ignored: %s", exc)
+        return None
+
+
+def _load_summary_file(path: Path) -> Summary | None:
     try:
         data = _check_version(path, _read_json(path), SUMMARY_VERSION)
     except FileNotFoundError:
@@ -975,8 +998,36 @@ def set_aside_file(path: Path) -> Path | None:
 
 
 def save_summary(folder: Path, summary: Summary) -> None:
+    """Write *summary* atomically, keeping the one it replaces as :data:`PREVIOUS_FILE`.
+
+    The copy is written first: a crash between the two writes leaves the
+    copy equal to the summary (the comparison shows no change), never a
+    copy newer than the summary.
+    """
+    _keep_previous(folder)
     data = {"version": SUMMARY_VERSION, **summary.to_json()}
     atomic_write_text(folder / SUMMARY_FILE, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _keep_previous(folder: Path) -> None:
+    """Copy the current summary file's bytes to :data:`PREVIOUS_FILE` (or drop a stale copy).
+
+    Without a current summary (the first pass, or after a repair set a
+    damaged one aside) there is nothing before the coming write: an older
+    copy would compare the new summary with one it never replaced.
+    """
+    previous = folder / PREVIOUS_FILE
+    try:
+        data = (folder / SUMMARY_FILE).read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError as exc:
+        log.warning("%s: previous summary not kept (%s)", folder, exc)
+        data = None
+    if data is None:
+        previous.unlink(missing_ok=True)
+    else:
+        atomic_write_bytes(previous, data)
 
 
 HistoryStamp = tuple[int, int, int]

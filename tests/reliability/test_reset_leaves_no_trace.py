@@ -2,10 +2,11 @@
 
 A secret planted in a session (its first message, so its title too; a later
 message; a tool result; an earlier version of an answer; a recall record of
-the timeline, its own or another session's; a summary when the reset clears
-it) must be gone from every file of the profile after the operation: the archive and its write-ahead
-log, the full-text index's segments, SQLite's free pages, the session
-folder, leftovers such as a set-aside history file, and the app's log.
+the timeline, its own or another session's; a summary, and the copy of it
+kept from before the last pass, when the reset clears it) must be gone from
+every file of the profile after the operation: the archive and its
+write-ahead log, the full-text index's segments, SQLite's free pages, the
+session folder, leftovers such as a set-aside history file, and the app's log.
 Every other session keeps its messages, title and search hits.
 """
 
@@ -24,7 +25,14 @@ from agenvoy_desktop.core import lifecycle, message_edit
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.core.summary import KeyDecision, Summary, load_summary, save_summary
+from agenvoy_desktop.core.summary import (
+    PREVIOUS_FILE,
+    KeyDecision,
+    Summary,
+    load_previous_summary,
+    load_summary,
+    save_summary,
+)
 from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.paths import AppPaths
 from tests.conftest import SECOND, T0, FakeClock, msg
@@ -154,6 +162,8 @@ def _check(paths: AppPaths, operate: Operation, *, removed: bool) -> None:
     """Plant, *operate*, then look for the secret in every file, app running and closed."""
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     sid, other = _plant(store)
+    if removed:  # a reset keeps the summary by design; a remove takes it and its copies
+        _plant_in_previous_summary(store.folder(sid))
     assert _traces(paths.config_dir)  # the check itself sees the secret before
     operate(store, sid)
     assert store.exists(sid) is not removed
@@ -195,19 +205,31 @@ def test_reset_keeps_the_summary_unless_asked_to_clear_it(paths: AppPaths, app_l
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     try:
         sid, other = _plant(store)
+        folder = store.folder(sid)
+        earlier = Summary(key_decisions=(KeyDecision("use the red lock"),))
         summary = Summary(key_decisions=(KeyDecision("use the blue lock"),))
-        save_summary(store.folder(sid), summary)
+        save_summary(folder, earlier)
+        save_summary(folder, summary)
         session_ops.reset_session(store, sid)
-        assert load_summary(store.folder(sid)) == summary  # kept by design
-        save_summary(store.folder(sid), Summary(key_decisions=(KeyDecision(SECRET),)))
+        assert load_summary(folder) == summary  # kept by design
+        assert load_previous_summary(folder) == earlier  # and what it was before, with it
+        _plant_in_previous_summary(folder)
         session_ops.reset_session(store, sid, clear_summary=True)
-        assert load_summary(store.folder(sid)) is None
+        assert load_summary(folder) is None
+        assert load_previous_summary(folder) is None
         _assert_secret_gone(store)
         _assert_other_intact(store, other)
         _assert_no_trace(paths)
     finally:
         store.close()
     _assert_no_trace(paths)
+
+
+def _plant_in_previous_summary(folder: Path) -> None:
+    """The secret in the summary before the last pass only (the pass dropped it)."""
+    save_summary(folder, Summary(key_decisions=(KeyDecision(SECRET),)))
+    save_summary(folder, Summary(current_discussion="Locks."))
+    assert SECRET in (folder / PREVIOUS_FILE).read_text("utf-8")
 
 
 def test_remove_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
@@ -284,7 +306,7 @@ def test_an_interrupted_reset_that_clears_the_summary_clears_it_at_start(
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     try:
         sid, other = _plant(store)
-        save_summary(store.folder(sid), Summary(key_decisions=(KeyDecision(SECRET),)))
+        _plant_in_previous_summary(store.folder(sid))
 
         def crash(*_args: object, **_options: object) -> None:
             raise OSError("killed")

@@ -2,10 +2,10 @@
 
 The profile holds two sessions (one long enough to have a summary and
 messages waiting to be summarised, one short), a ``summary.json`` with its
-meta and pass history, and error-memory records of four tools.  Services get
-a scripted chat model (token counts), a scripted JSON model for the
-summarizer, the hashing embedder and a fake clock, so every test is
-deterministic and fast.
+meta, pass history and the summary before its last pass, and error-memory
+records of four tools.  Services get a scripted chat model (token counts), a
+scripted JSON model for the summarizer, the hashing embedder and a fake
+clock, so every test is deterministic and fast.
 
 The screenshot script (``inspector_screenshots.py``) builds the same profile.
 """
@@ -101,7 +101,35 @@ LEFT_OUT = {"text": "Which day suits you?", "source": "m-left-out", "reason": "a
 """What the fixture's last pass let go (the Summary tab lists it)."""
 
 
+def _write_earlier_summary(folder: Path, messages: list[Message]) -> None:
+    """The summary after the first pass (messages 0-5): the second one's "before"."""
+    earlier = Summary(
+        key_decisions=(
+            KeyDecision(
+                "Stay two nights in a ryokan, then a hotel near Kyoto station",
+                "2023-11-14",
+                source=messages[2].id,
+            ),
+            KeyDecision(
+                "Keep the budget under 2000 euros including flights",
+                "2023-11-14",
+                source=messages[4].id,
+            ),
+        ),
+        past_discussions=(
+            PastDiscussion(
+                "Lodging", "A ryokan for two nights, then a business hotel.", "2023-11-14"
+            ),
+            PastDiscussion("Temples", "Which temples open early.", "2023-11-14"),
+        ),
+        current_discussion="Planning a trip to Kyoto in April.",
+        facts=merge_facts((), pick_facts(messages[:6]).facts)[0],
+    )
+    save_summary(folder, earlier)
+
+
 def _write_summary(folder: Path, messages: list[Message]) -> None:
+    _write_earlier_summary(folder, messages)
     summary = Summary(
         key_decisions=(
             KeyDecision(

@@ -76,6 +76,10 @@ def main() -> None:
     panel.set_session(profile.main)
     pump(app, lambda: panel.summary_tab.snapshot is not None)
     grab(panel, out, "inspector-summary")
+    summary_tab = panel.summary_tab
+    summary_tab._scroll.ensureWidgetVisible(summary_tab.changed, 0, 0)  # what the last pass did
+    pump(app, lambda: True)
+    grab(panel, out, "inspector-summary-changes")
 
     panel.show_tab("context")
     pump(app, lambda: panel.context_tab.view is not None)

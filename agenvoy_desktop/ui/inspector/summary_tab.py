@@ -2,8 +2,9 @@
 
 Shows the sections of ``summary.json`` (key decisions — binding — past
 discussions with dates, the facts kept word for word with a link to the
-message each was said in, the current discussion), what the last pass let
-go and why, how far the summary reaches and the last
+message each was said in, the current discussion), what the last pass (or
+edit) changed against the summary before it (``summary.previous.json``),
+what the last pass let go and why, how far the summary reaches and the last
 pass from ``summary.meta.json``, every pass/failure/edit of
 ``summary.history.jsonl``, and the raw JSON on demand.  "Summarize now" runs
 the summarizer with progress.  Each key decision links to the message that
@@ -51,6 +52,7 @@ from agenvoy_desktop.core.summary import (
 from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.operations.changes import MemoryChanges
 from agenvoy_desktop.operations.summary import (
+    SummaryDiff,
     SummarySnapshot,
     plus_decision,
     read_snapshot,
@@ -78,6 +80,8 @@ table about 1,000 pixels wide in a side panel of 250 to 400: it scrolled
 sideways and the note was never in sight.
 """
 KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed"}
+REMOVED = "\N{MINUS SIGN}"
+"""The sign of what a pass took out of the summary (a hyphen reads as a dash)."""
 
 
 # -- reading (storage thread) -----------------------------------------------------------
@@ -229,6 +233,10 @@ class SummaryTab(InspectorTab):
         column.addWidget(self._facts_heading())
         column.addWidget(self._facts_table())
         column.addSpacing(6)
+        column.addWidget(self._changed_heading())
+        column.addWidget(self.unchanged_label)
+        column.addWidget(self._changed_table())
+        column.addSpacing(6)
         column.addWidget(self._let_go_heading())
         column.addWidget(self._let_go_table())
         column.addSpacing(6)
@@ -264,6 +272,28 @@ class SummaryTab(InspectorTab):
         self.facts.verticalHeader().hide()
         self.facts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         return self.facts
+
+    def _changed_heading(self) -> QWidget:
+        self.changed_heading = heading("Changed in the last pass")
+        self.changed_heading.setWordWrap(True)
+        self.changed_heading.setToolTip(
+            "How the summary differs from the one before the last pass or your last edit: "
+            "+ added, \N{MINUS SIGN} removed, ~ changed (with what it was)."
+        )
+        self.unchanged_label = QLabel()
+        self.unchanged_label.setWordWrap(True)
+        self.unchanged_label.setStyleSheet(f"color: {colors(self.palette()).muted};")
+        return self.changed_heading
+
+    def _changed_table(self) -> QTableWidget:
+        self.changed = QTableWidget(0, 2)
+        self.changed.setHorizontalHeaderLabels(["Change", "What"])
+        self.changed.verticalHeader().hide()
+        self._changed_columns = _ShareColumns(self.changed, 1)
+        self.changed.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.changed.setToolTip("Double-click a decision or fact to show its message in the chat.")
+        self.changed.cellDoubleClicked.connect(self._changed_activated)
+        return self.changed
 
     def _let_go_heading(self) -> QWidget:
         label = heading("Let go in the last pass")
@@ -420,6 +450,7 @@ class SummaryTab(InspectorTab):
         self._fill_decisions(summary or Summary())
         self._fill_discussions(summary or Summary())
         self._fill_facts(summary or Summary())
+        self._fill_changed(snapshot)
         self._fill_let_go(snapshot.records)
         current = (summary.current_discussion.strip() if summary else "") or "—"
         self.current_label.setText(current)
@@ -548,6 +579,39 @@ class SummaryTab(InspectorTab):
             shown = text.text() if text is not None else ""
             rows.append((topic, shown, button if isinstance(button, QPushButton) else None))
         return rows
+
+    def _fill_changed(self, snapshot: SummarySnapshot) -> None:
+        """The last change as rows; one line when it changed nothing; hidden with nothing before."""
+        diff = snapshot.diff
+        rows = diff_rows(diff) if diff is not None else []
+        title = changed_heading(snapshot.records)
+        self.changed_heading.setText(title)
+        self.changed_heading.setVisible(diff is not None)
+        self.unchanged_label.setText(f"Nothing {title[0].lower()}{title[1:]}.")
+        self.unchanged_label.setVisible(diff is not None and not rows)
+        self.changed.setVisible(bool(rows))
+        self.changed.setRowCount(len(rows))
+        for row, (change, text, source) in enumerate(rows):
+            what = QTableWidgetItem(text)
+            what.setToolTip(text)
+            what.setData(Qt.ItemDataRole.UserRole, source)
+            self.changed.setItem(row, 0, QTableWidgetItem(change))
+            self.changed.setItem(row, 1, what)
+        self._changed_columns.apply()
+
+    def changed_rows(self) -> list[tuple[str, str]]:
+        """(change, what) of each row of the "Changed" section, in order."""
+        rows: list[tuple[str, str]] = []
+        for row in range(self.changed.rowCount()):
+            change, what = self.changed.item(row, 0), self.changed.item(row, 1)
+            rows.append((change.text() if change else "", what.text() if what else ""))
+        return rows
+
+    def _changed_activated(self, row: int, _col: int) -> None:
+        item = self.changed.item(row, 1)
+        source = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if isinstance(source, str) and source:
+            self.message_activated.emit(source)
 
     def _fill_let_go(self, records: list[PassRecord]) -> None:
         rows = let_go_rows(records)
@@ -784,6 +848,34 @@ def fact_said(fact: Fact) -> str:
     except ValueError:
         day = fact.said_on
     return f"{day}\n{'you' if fact.role == 'user' else 'assistant'}"
+
+
+def changed_heading(records: list[PassRecord]) -> str:
+    """The section's title: by the newest write of the summary, a pass or the user's edit."""
+    last = next((r for r in reversed(records) if r.kind in ("pass", "edit")), None)
+    if last is not None and last.kind == "edit":
+        return "Changed by your last edit"
+    return "Changed in the last pass"
+
+
+def diff_rows(diff: SummaryDiff) -> list[tuple[str, str, str]]:
+    """(change, what, message id) per change: "+ topic", "− decision", "~ fact (was …)"."""
+    rows: list[tuple[str, str, str]] = []
+    rows += [("+ topic", f"{p.topic}: {p.description}", "") for p in diff.topics_added]
+    for change in diff.topics_changed:
+        before, after = change.before, change.after
+        title = f"{after.topic} (was {before.topic})" if change.renamed else after.topic
+        gist = f": {after.description} (was: {before.description})" if change.rewritten else ""
+        rows.append(("~ topic", title + gist, ""))
+    rows += [(f"{REMOVED} topic", p.topic, "") for p in diff.topics_removed]
+    rows += [("+ decision", d.decision, d.source or "") for d in diff.decisions_added]
+    rows += [(f"{REMOVED} decision", d.decision, d.source or "") for d in diff.decisions_removed]
+    rows += [("+ fact", f.text, f.source) for f in diff.facts_added]
+    rows += [
+        ("~ fact", f"{c.after.text} (was: {c.before})", c.after.source) for c in diff.facts_changed
+    ]
+    rows += [(f"{REMOVED} fact", f.text, f.source) for f in diff.facts_removed]
+    return rows
 
 
 def let_go_rows(records: list[PassRecord]) -> list[tuple[str, str, str]]:

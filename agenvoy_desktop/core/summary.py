@@ -1107,7 +1107,7 @@ def save_meta(folder: Path, meta: SummaryMeta) -> None:
 
 
 # -- pass history ------------------------------------------------------------------
-RecordKind = Literal["pass", "edit", "failed"]
+RecordKind = Literal["pass", "edit", "failed", "stopped"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,12 @@ def summary_event(record: PassRecord) -> TimelineEvent:
     if record.kind == "failed":
         text = f"Summary pass failed: {_clip(record.error or 'unknown error')}"
         return TimelineEvent(record.time_ns, "summary", text, target)
+    if record.kind == "stopped":
+        text = (
+            f"Summary pass stopped after {record.duration_s:.1f} s · "
+            f"{record.messages} messages wait for the next pass"
+        )
+        return TimelineEvent(record.time_ns, "summary", text, None)
     text = (
         f"Summary pass · {record.messages} messages folded · cursor "
         f"{_time_of(record.cursor_before)} → {_time_of(record.cursor_after)} · "

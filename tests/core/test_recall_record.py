@@ -5,7 +5,6 @@ from __future__ import annotations
 from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.recall_record import withdrawn, without_lines
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.operations.timeline import archive_event
 from tests.conftest import SECOND, T0, msg
 
 SECRET = "quokkalock4721"
@@ -45,11 +44,3 @@ def test_deleting_a_message_takes_its_line_out_of_another_sessions_recall_record
     assert SECRET not in event[1]["text"]
     assert "Marguerite" in event[1]["text"]
     assert event[1]["withdrawn"] == 1
-
-
-def test_the_timeline_says_a_recalled_line_was_deleted_since() -> None:
-    detail = {"text": block("a keeper"), "ids": ["b"], "withdrawn": 1, "message_id": "q"}
-    event = archive_event(T0, "recall", detail, [])
-    assert event is not None
-    assert event.text.startswith("Recalled 1 earlier message (1 more deleted since):")
-    assert "a keeper" in event.text

@@ -282,7 +282,9 @@ def test_stop_a_running_summary_keeps_what_was_there(
     assert tab.summarize_button.isEnabled()
     assert "Stopped" in tab.status.text()
     assert (folder / "summary.json").read_text("utf-8") == raw
-    assert len(read_records(folder)) == records
+    # the pass history notes the stopped pass (written on the storage thread)
+    wait_for(lambda: len(read_records(folder)) == records + 1)
+    assert read_records(folder)[-1].kind == "stopped"
 
 
 def test_summary_tab_without_a_chat_model(

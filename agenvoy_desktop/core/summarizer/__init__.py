@@ -57,6 +57,17 @@ brought fully up to date under the same window size.  Any append, compaction
 or reset changes the stamp, so coarse file-system time stamps cannot hide
 real work; a run that failed or was cancelled never arms the gate.
 
+Stopping (:meth:`Summarizer.stop`, ``stop_session``, the run's ``cancelled``
+flag, or its task cancelled — the Summary tab's Stop): while the model writes
+an answer, its call is cancelled at once, which ends the answer at the next
+token on the engine (its worker checks the request before every token) and
+closes an endpoint's stream.  Nothing of that answer is kept: the summary,
+its meta and the cursor stay as the last good chunk left them, the pass
+history gets a ``stopped`` line (no timeline event: nothing changed), and
+the run returns ``cancelled`` (a cancelled task is cancelled again after the
+line is written).  A stop asked while the model loads or between chunks ends
+the run before the next answer starts, with no line, as before.
+
 Locking: one asyncio lock per session inside the process (triggers get
 ``busy`` at once; ``wait=True`` callers — the on-demand button and CLI —
 queue behind the running pass), plus ``summary.lock`` in the session folder,

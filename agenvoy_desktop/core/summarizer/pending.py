@@ -172,6 +172,19 @@ class RetryFailedError(RuntimeError):
         self.chunk = chunk
 
 
+class PassStoppedError(RuntimeError):
+    """A stop ended the model's answer for ``chunk``; nothing of the answer is kept.
+
+    ``interrupted``: the stop was the run's task being cancelled, so the run
+    records the stop and then lets the cancellation go on.
+    """
+
+    def __init__(self, chunk: Chunk, *, interrupted: bool = False) -> None:
+        super().__init__(f"stopped while the model wrote the summary of {len(chunk.rows)} messages")
+        self.chunk = chunk
+        self.interrupted = interrupted
+
+
 @dataclass(slots=True)
 class Folded:
     """A good answer for a chunk, its token accounting and notes for the pass record."""

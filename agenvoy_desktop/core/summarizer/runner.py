@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -22,6 +23,7 @@ from agenvoy_desktop.core.summarizer.pending import (
     ContextTooSmallError,
     Cursor,
     Folded,
+    PassStoppedError,
     Pending,
     RetryFailedError,
     SourceGoneError,
@@ -50,6 +52,7 @@ from agenvoy_desktop.core.summarizer.session_lock import SessionLock
 from agenvoy_desktop.core.summary import (
     SUMMARIZE_INSTRUCTIONS,
     PassRecord,
+    RecordKind,
     Summary,
     SummaryFileError,
     SummaryFormatError,
@@ -87,6 +90,11 @@ LEFT_OUT_NOTED = 40
 
 END_AT_REPEAT = True
 """End an answer at its first repeated discussion (:mod:`.loop_stop`); benchmarks switch it."""
+CANCEL_POLL_S = 0.1
+"""How often a run's ``cancelled`` callback is asked while the model writes (it cannot
+call back): a stop through :meth:`Summarizer.stop` or a cancelled task needs no polling."""
+STOPPED: RecordKind = "stopped"
+"""The pass-history kind of a pass that a stop ended while the model wrote its answer."""
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +128,8 @@ class Summarizer:
         self._progress_listeners: list[ProgressListener] = []
         self._tokens: dict[str, int] = {}
         self.stopping: set[str] = set()
-        """Sessions whose running pass must stop at the next chunk boundary."""
+        """Sessions whose passes :meth:`stop_session` is ending (queued ones never start)."""
+        self._runs: dict[str, _Run] = {}
 
     # -- listeners and helpers ---------------------------------------------------------
     def on_pass(self, listener: PassListener) -> Callable[[], None]:
@@ -198,10 +207,12 @@ class Summarizer:
             file_lock = await self.storage.run(SessionLock.acquire, folder, self.clock)
             if file_lock is None:
                 return SummaryRunResult(session_id, "busy", error="another process is summarising")
+            run = _Run(self, session_id, folder, file_lock, progress=progress, cancel=cancelled)
+            self._runs[session_id] = run
             try:
-                run = _Run(self, session_id, folder, file_lock, progress=progress, cancel=cancelled)
                 return await run.go(force)
             finally:
+                self._runs.pop(session_id, None)
                 await self.storage.run(file_lock.release)
 
     def _prepare(self, session_id: str) -> Path:
@@ -210,8 +221,23 @@ class Summarizer:
             folder.mkdir(parents=True, exist_ok=True)
         return folder
 
+    def stop(self, session_id: str) -> bool:
+        """Stop this process's running pass of a session now, without waiting for it.
+
+        The model's answer ends at its next token (the call is cancelled: the
+        engine's worker sees that before each token, an endpoint's stream is
+        closed); the pass is recorded as ``stopped``, the summary and cursor
+        stay as they were, and the run returns ``cancelled``.  Between two
+        model calls it ends before the next one.  False when no pass was running.
+        """
+        run = self._runs.get(session_id)
+        if run is None:
+            return False
+        run.stop_asked.set()
+        return True
+
     async def stop_session(self, session_id: str) -> None:
-        """Stop this process's passes of a session at the next chunk and wait for them.
+        """Stop this process's passes of a session (:meth:`stop`) and wait for them.
 
         Call it before a reset or remove, so that no pass writes into a folder
         that is going away (what succeeded so far is kept).
@@ -220,6 +246,7 @@ class Summarizer:
         if lock is None or not lock.locked():
             return
         self.stopping.add(session_id)
+        self.stop(session_id)
         try:
             async with lock:
                 pass
@@ -264,6 +291,10 @@ class _Run:
         self.passes = 0
         self.folded = 0
         self.loop = asyncio.get_running_loop()
+        self.stop_asked = asyncio.Event()
+        """Set by :meth:`Summarizer.stop`: the model's answer is cancelled at once."""
+        self.halted = False
+        """The answer was stopped: progress the engine's thread still sends is dropped."""
 
     async def io(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.owner.storage.run(fn, *args)
@@ -321,9 +352,17 @@ class _Run:
                 if self.folder.is_dir():
                     save_meta(self.folder, meta)
 
+    def stop_wanted(self) -> bool:
+        """Whether any stop was asked: :meth:`Summarizer.stop`, ``stop_session`` or the flag."""
+        return (
+            self.stop_asked.is_set()
+            or self.sid in self.owner.stopping
+            or bool(self.cancelled and self.cancelled())
+        )
+
     async def _fold_all(self) -> SummaryRunResult:
         while self.index < len(self.pending.rows) or not self.pending.exhausted:
-            if self.sid in self.owner.stopping or (self.cancelled and self.cancelled()):
+            if self.stop_wanted():
                 return self.result("cancelled")
             started = time.perf_counter()
             chunk: Chunk | None = None
@@ -331,8 +370,15 @@ class _Run:
                 chunk = await self._plan()
                 if not chunk.rows:
                     break
+                if self.stop_wanted():  # asked while the model loaded or counted: no answer
+                    return self.result("cancelled")
                 started = time.perf_counter()
                 chunk, folded = await self._summarize_or_retry(chunk)
+            except PassStoppedError as exc:
+                result = await self._stopped(exc.chunk, time.perf_counter() - started)
+                if exc.interrupted:
+                    raise asyncio.CancelledError from exc
+                return result
             except RetryFailedError as exc:
                 chunk = exc.chunk
                 return await self._failed(chunk, str(exc), time.perf_counter() - started)
@@ -425,8 +471,11 @@ class _Run:
             self._report(chunk, min(ANSWER_SHARE_CAP, len(answer) / expected))
             return stop(answer) if END_AT_REPEAT else None
 
-        completion = await self.owner.model.complete_json(
-            prompt, summary_schema(list(sources)), max_tokens=chunk.reserve, stop_when=watch
+        completion = await self._unless_stopped(
+            chunk,
+            self.owner.model.complete_json(
+                prompt, summary_schema(list(sources)), max_tokens=chunk.reserve, stop_when=watch
+            ),
         )
         value = completion.value
         if END_AT_REPEAT and not stop.repeated and (ended := stop(completion.text)) is not None:
@@ -449,10 +498,53 @@ class _Run:
             notes["dropped_decisions"] = dropped
         return Folded(answer, completion.prompt_tokens, completion.completion_tokens, notes)
 
+    async def _unless_stopped(self, chunk: Chunk, call: Awaitable[T]) -> T:
+        """*call*'s result, or :class:`PassStoppedError` as soon as a stop is asked.
+
+        The call is cancelled, which ends the answer on both backends at once:
+        the engine's worker checks its request before every token (and every
+        prompt batch), and an endpoint's stream is closed, which is how its
+        server learns to stop.  The cancelled call is awaited, so its socket
+        is closed before the run records the stop.  A cancelled run task (the
+        window's Stop) is a stop too: recorded, then the cancellation goes on.
+        """
+        answer = asyncio.ensure_future(call)
+        stop = asyncio.ensure_future(self._stop_requested())
+        interrupted = False
+        try:
+            await asyncio.wait((answer, stop), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            interrupted = True
+        finally:
+            stop.cancel()
+            if not answer.done():
+                self.halted = True
+                answer.cancel()
+            await asyncio.wait((answer, stop))
+        if answer.cancelled() or interrupted:
+            raise PassStoppedError(chunk, interrupted=interrupted)
+        return answer.result()  # finished first: a stop asked now ends the run after it
+
+    async def _stop_requested(self) -> None:
+        """Returns once a stop is asked (the ``cancelled`` flag is polled: it cannot call)."""
+        if self.cancelled is None:
+            if self.sid not in self.owner.stopping:
+                await self.stop_asked.wait()
+            return
+        while not self.stop_wanted():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_asked.wait(), CANCEL_POLL_S)
+
     def _report(self, chunk: Chunk, answer: float) -> None:
         """Tell the progress listeners, on the event loop (the engine calls from its thread)."""
+        if self.halted:
+            return
         progress = PassProgress(len(chunk.rows), self.folded, self.pending.total, answer)
-        self.loop.call_soon_threadsafe(self.owner.emit_progress, self.sid, progress)
+        self.loop.call_soon_threadsafe(self._emit_progress, progress)
+
+    def _emit_progress(self, progress: PassProgress) -> None:
+        if not self.halted:  # the engine's thread may still write a token after a stop
+            self.owner.emit_progress(self.sid, progress)
 
     # -- planning ------------------------------------------------------------------------
     async def _row(self, index: int) -> ArchivedMessage | None:
@@ -559,7 +651,7 @@ class _Run:
 
     def _record(
         self,
-        kind: Literal["pass", "failed"],
+        kind: Literal["pass", "failed", "stopped"],
         chunk: Chunk | None,
         before: Cursor,
         duration: float,
@@ -591,6 +683,8 @@ class _Run:
             if not self.folder.is_dir():
                 return
             append_record(self.folder, record)
+        if record.kind == STOPPED:  # the pass history shows it; the timeline has no such event
+            return
         kind = "summary_pass" if record.kind == "pass" else "summary_failed"
         try:
             self.store.archive.add_event(self.sid, record.time_ns, kind, record.to_json())
@@ -606,6 +700,22 @@ class _Run:
             log.warning("summary failure of %s not logged: %s", self.sid, exc)
         self.owner.emit(self.sid, record)
         return self.result("failed", error)
+
+    async def _stopped(self, chunk: Chunk, duration: float) -> SummaryRunResult:
+        """A stop ended the model's answer: recorded as ``stopped``, nothing of it saved.
+
+        The summary, its meta and the cursor are as the last good chunk left
+        them, so the next run folds this chunk's messages again.
+        """
+        self.halted = True
+        log.info("summary of %s: stopped while the model wrote its answer", self.sid)
+        record = self._record("stopped", chunk, self.cursor, duration)
+        try:
+            await self.io(self._write_record, record)
+        except (OSError, StoreBusyError, RuntimeError) as exc:  # RuntimeError: storage closed
+            log.warning("summary stop of %s not logged: %s", self.sid, exc)
+        self.owner.emit(self.sid, record)
+        return self.result("cancelled")
 
 
 def _describe(exc: BaseException) -> str:

@@ -79,7 +79,7 @@ A column per detail (messages, cursor, model, duration, tokens, note) made a
 table about 1,000 pixels wide in a side panel of 250 to 400: it scrolled
 sideways and the note was never in sight.
 """
-KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed"}
+KIND_LABELS = {"pass": "Pass", "edit": "Your edit", "failed": "Failed", "stopped": "Stopped"}
 REMOVED = "\N{MINUS SIGN}"
 """The sign of what a pass took out of the summary (a hyphen reads as a dash)."""
 

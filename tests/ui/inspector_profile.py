@@ -101,21 +101,26 @@ LEFT_OUT = {"text": "Which day suits you?", "source": "m-left-out", "reason": "a
 """What the fixture's last pass let go (the Summary tab lists it)."""
 
 
+def _first_pass_decisions(messages: list[Message]) -> tuple[KeyDecision, ...]:
+    """The decisions the first pass found; the second pass keeps them and adds more."""
+    return (
+        KeyDecision(
+            "Stay two nights in a ryokan, then a hotel near Kyoto station",
+            "2023-11-14",
+            source=messages[2].id,
+        ),
+        KeyDecision(
+            "Keep the budget under 2000 euros including flights",
+            "2023-11-14",
+            source=messages[4].id,
+        ),
+    )
+
+
 def _write_earlier_summary(folder: Path, messages: list[Message]) -> None:
     """The summary after the first pass (messages 0-5): the second one's "before"."""
     earlier = Summary(
-        key_decisions=(
-            KeyDecision(
-                "Stay two nights in a ryokan, then a hotel near Kyoto station",
-                "2023-11-14",
-                source=messages[2].id,
-            ),
-            KeyDecision(
-                "Keep the budget under 2000 euros including flights",
-                "2023-11-14",
-                source=messages[4].id,
-            ),
-        ),
+        key_decisions=_first_pass_decisions(messages),
         past_discussions=(
             PastDiscussion(
                 "Lodging", "A ryokan for two nights, then a business hotel.", "2023-11-14"
@@ -132,16 +137,7 @@ def _write_summary(folder: Path, messages: list[Message]) -> None:
     _write_earlier_summary(folder, messages)
     summary = Summary(
         key_decisions=(
-            KeyDecision(
-                "Stay two nights in a ryokan, then a hotel near Kyoto station",
-                "2023-11-14",
-                source=messages[2].id,
-            ),
-            KeyDecision(
-                "Keep the budget under 2000 euros including flights",
-                "2023-11-14",
-                source=messages[4].id,
-            ),
+            *_first_pass_decisions(messages),
             KeyDecision(
                 "Visit Fushimi Inari at sunrise on day one", "2023-11-14", source=messages[8].id
             ),

@@ -9,10 +9,17 @@ from pathlib import Path
 import pytest
 
 from agenvoy_desktop import cli
+from agenvoy_desktop.core.import_formats.model import Skip
 from agenvoy_desktop.core.import_keys import IMPORT_KEY, conversation_session_id, only_new
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.operations.bulk_import import plan_import, run_import
+from agenvoy_desktop.operations.bulk_import import (
+    ImportPlan,
+    ImportReport,
+    describe,
+    plan_import,
+    run_import,
+)
 from tests.conftest import T0
 from tests.core.import_format_samples import claude_conversation, gpt_branching
 
@@ -194,3 +201,16 @@ def test_everything_is_stored_before_the_embedding_and_a_cancel_keeps_it(
     vectors = sum(store.info(c.session_id).vectors for c in report.counts)
     assert 0 < vectors < 6  # the embedding stopped; the next start makes the rest
     assert steps[0][1] == 6
+
+
+def test_the_summary_counts_one_kind_of_skip_once() -> None:
+    plan = ImportPlan(
+        [],
+        [
+            Skip("a.json: conversation 1", "no messages to import; 4 skipped"),
+            Skip("a.json: conversation 2", "no messages to import; 13 skipped"),
+            Skip("a.json: conversation 3", "no messages to import"),
+        ],
+    )
+    line = describe(plan, ImportReport([]))
+    assert line.endswith("skipped 3 (3 no messages to import)")

@@ -338,8 +338,10 @@ def describe(plan: ImportPlan, report: ImportReport) -> str:
         f"{sessions:,} conversation{'s' if sessions != 1 else ''} from {where}: "
         f"{report.added:,} new, {report.already:,} already there"
     )
-    skipped = [s.reason for s in plan.skipped] + [
-        s.reason for c in plan.conversations for s in c.skipped
+    # "no messages to import; 4 skipped" and "…; 13 skipped" are one kind of skip here:
+    # the per-conversation detail is in the preview and the --dry-run listing
+    skipped = [s.reason.split("; ", 1)[0] for s in plan.skipped] + [
+        s.reason.split("; ", 1)[0] for c in plan.conversations for s in c.skipped
     ]
     if skipped:
         reasons = ", ".join(f"{skipped.count(r)} {r}" for r in dict.fromkeys(skipped))

@@ -59,6 +59,22 @@ def test_claude_skips_tool_and_thinking_blocks(tmp_path: Path) -> None:
     assert conv.skipped[-1].reason == "not a conversation role ('robot')"
 
 
+def test_claude_drops_inline_ant_thinking(tmp_path: Path) -> None:
+    """2024 exports keep hidden reasoning inline in a text block, between tags."""
+    data = claude_conversation()
+    data["chat_messages"][1]["content"] = [
+        {
+            "type": "text",
+            "text": " I'll draw it.\n\n<antThinking>A new artifact fits:\nit is reusable."
+            "</antThinking>\n\nHere is the chart.",
+        }
+    ]
+    data["chat_messages"][2]["text"] = "<antThinking>only reasoning</antThinking>"
+    (conv,) = read_source(_write(tmp_path / "c.json", [data])).conversations
+    assert conv.messages[1].content == " I'll draw it.\n\nHere is the chart."
+    assert "antThinking" not in "".join(m.content for m in conv.messages)
+
+
 def test_claude_newer_export_follows_the_newest_branch(tmp_path: Path) -> None:
     source = read_source(_write(tmp_path / "conversations.json", [claude_branching()]))
     (conv,) = source.conversations

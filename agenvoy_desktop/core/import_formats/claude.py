@@ -36,6 +36,7 @@ walk the parent links of bulk exports for the active branch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +58,8 @@ _WORD_BLOCKS = frozenset({"text", "voice_note"})
 """Block types whose ``text`` the user read; thinking, tools and markers are not."""
 _FILE_LISTS = ("attachments", "files", "files_v2")
 """Where a message lists what was uploaded with it (``files_v2`` repeats ``files``)."""
+_ANT_THINKING = re.compile(r"<antThinking>.*?</antThinking>\s*", re.DOTALL)
+"""Exports from 2024 keep the model's hidden reasoning inline in the text, in these tags."""
 
 
 def looks_like(data: object) -> bool:
@@ -150,12 +153,13 @@ def _text(raw: Mapping[str, Any]) -> str:
     """The words of ``content``'s text and voice-note blocks, else the flat ``text``.
 
     Tool use, tool results and thinking blocks are not what the user read
-    as the answer, so they never count.
+    as the answer, so they never count; nor does reasoning that older
+    exports keep inline between ``<antThinking>`` tags.
     """
     blocks = raw.get("content")
     if isinstance(blocks, list):
         texts = [
-            block["text"]
+            _ANT_THINKING.sub("", block["text"])
             for block in blocks
             if isinstance(block, Mapping)
             and block.get("type") in _WORD_BLOCKS
@@ -164,7 +168,7 @@ def _text(raw: Mapping[str, Any]) -> str:
         if any(t.strip() for t in texts):
             return "\n\n".join(t for t in texts if t.strip())
     text = raw.get("text")
-    return text if isinstance(text, str) else ""
+    return _ANT_THINKING.sub("", text) if isinstance(text, str) else ""
 
 
 def _with_files(text: str, raw: Mapping[str, Any]) -> str:

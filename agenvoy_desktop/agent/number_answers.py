@@ -33,6 +33,7 @@ from agenvoy_desktop.agent.speech_act import sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.language import languages
+from agenvoy_desktop.language.calendar_names import month_starts
 from agenvoy_desktop.language.patterns import NEVER, compiled, every, group, whole_words
 
 Operation = Literal["sum", "difference"]
@@ -177,7 +178,8 @@ def _sentence_for(line: str, thing: str) -> str | None:
     return max(scored, key=lambda pair: pair[0])[1] if scored else None
 
 
-_MONTH = rf"(?:{_one_of('numbers.month_starts')}[a-z]*\.?)"
+_MONTH = rf"(?:{group('', month_starts()) or NEVER}[a-z]*\.?)"
+"""A month written any way ("Sep", "Sept.", "September"): its shortest form and any ending."""
 _DATE_BEFORE = compiled(rf"{_MONTH}\s+$|\d:$")
 _DATE_AFTER = compiled(rf"^{_ORDINAL}?\s+(?:{_OF}\s+)?{_MONTH}(?:\s|$|[,.])")
 _TIME_AFTER = compiled(rf"^\s*{_one_of('numbers.day_halves')}\b|^:\d\d")

@@ -29,6 +29,7 @@ from agenvoy_desktop.agent.date_reasoning import age_phrase, local_date
 from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.language import languages
+from agenvoy_desktop.language.calendar_names import capitalized_names
 from agenvoy_desktop.language.patterns import compiled, either, every, group, word_pattern
 
 FOCUS_CHARS = 300
@@ -46,12 +47,13 @@ def _capitalized_too(word: str) -> str:
 
 
 def _value_pattern() -> str:
-    """Every language's ``values`` words as one regex: time words also capitalized, names,
-    counts and spans only as written ("May" is a month, "may" a verb)."""
-    words = [_capitalized_too(word) for word in every("values.time_words")] + [
-        word_pattern(word)
-        for key in ("values.names", "values.counts", "values.spans")
-        for word in every(key)
+    """Every language's ``values`` words as one regex: time words also capitalized, the
+    months' and weekdays' names only capitalized ("May" is a month, "may" a verb), counts
+    and spans only as written."""
+    words = [
+        *(_capitalized_too(word) for word in every("values.time_words")),
+        *(word_pattern(name) for name in capitalized_names()),
+        *(word_pattern(word) for key in ("values.counts", "values.spans") for word in every(key)),
     ]
     listed = "|".join(dict.fromkeys(words))
     return either(r"\d", rf"\b(?:{listed})\b" if listed else "")

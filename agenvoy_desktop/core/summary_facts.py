@@ -88,6 +88,20 @@ _PLANS = compiled(cue("summary.plans"), re.IGNORECASE)
 expects their assistant to keep in mind."""
 _PEOPLE = compiled(cue("summary.people"), re.IGNORECASE)
 """The people (and pets) of someone's life: "my daughter", "our dog"."""
+
+
+def _opening(name: str, head: str = "", tail: str = "") -> re.Pattern[str]:
+    """The cue *name* at a sentence's start (never matching when no language lists it)."""
+    words = cue(name)
+    return compiled(f"^{head}(?:{words}){tail}" if words else "", re.IGNORECASE)
+
+
+_EVENTS = compiled(cue("summary.events"), re.IGNORECASE)
+"""What happens in a life: married, a new job, moved, an injury, a project, a trip."""
+_TO_YOU = _opening("summary.listener", head=r"(?:[^\W\d_]+, )?")
+"""A sentence about the listener ("Your project will be great!"): praise, not a life event."""
+_OPENING = _opening("summary.openings", tail=r"[\s,!.\u2014-]*")
+"""An answer's first word ("Yeah, I got the job."): a remark only when nothing follows it."""
 _RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}
 _RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.IGNORECASE)
 
@@ -191,10 +205,14 @@ def judge(sentence: str) -> tuple[float, str | None]:
 
     Names, numbers (up to two each), a time word, a choice settled each
     count 2; a like or dislike 1.5; the speaker talking of themselves, a
-    plan, someone of their life (language files' ``summary.*``) 1 each;
+    plan, someone of their life, something that happened in it (married,
+    a new job, a trip; not said of the listener: "your project will be
+    great" is praise) — the language files' ``summary.*`` — 1 each;
     content words a quarter each, up to 12.  A question, a short piece,
     and a remark that opens with a greeting or an exclamation and carries
-    no name, number or time score 0: what the summary leaves out.
+    no name, number or time score 0: what the summary leaves out.  An
+    answer's first word ("Yeah, I got the job.") does not make the rest a
+    remark: what follows it is judged.
     """
     words = _WORD.findall(sentence)
     content = content_words(sentence)
@@ -204,13 +222,17 @@ def judge(sentence: str) -> tuple[float, str | None]:
         return 0.0, "too short to tell anything"
     values = _values_in(words)
     if _REMARK.match(sentence) and values == 0:
-        return 0.0, "a greeting or remark"
+        rest = _OPENING.sub("", sentence, count=1)
+        if rest == sentence or not rest:
+            return 0.0, "a greeting or remark"
+        return judge(rest)
     value = 2.0 * values
     value += 2.0 if states_decision(sentence) else 0.0
     value += 1.5 if _LIKING.search(sentence) else 0.0
     value += 1.0 if _SELF.search(sentence) else 0.0
     value += 1.0 if _PLANS.search(sentence) else 0.0
     value += 1.0 if _PEOPLE.search(sentence) else 0.0
+    value += 1.0 if _EVENTS.search(sentence) and not _TO_YOU.match(sentence) else 0.0
     value += 0.25 * min(12, len(content))
     if value < MIN_SCORE:
         return value, f"says too little to keep on its own (scores {value:.2g} of {MIN_SCORE:g})"

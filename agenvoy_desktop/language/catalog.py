@@ -121,19 +121,20 @@ SCHEMA: dict[str, Kind] = {
     "numbers.not_units": "words",
     "numbers.determiners": "words",
     "numbers.possessives": "words",
-    "numbers.month_starts": "words",
     "numbers.ordinal_suffixes": "words",
     "numbers.day_halves": "words",
     "numbers.yours": "pairs",
     # a number or a time in a sentence next to a remembered line (agent/recall_lines.py)
     "values.time_words": "words",
-    "values.names": "words",
     "values.counts": "words",
     "values.spans": "words",
     # "How many days did I spend …?" counted from the lines (agent/date_answers.py)
     "dates.days_asked": "words",
     "dates.span_counts": "words",
     "dates.span_days": "words",
+    # the months and weekdays, one entry each, the full name first (language/calendar_names.py)
+    "dates.months": "words",
+    "dates.weekdays": "words",
     # reading an answer against the user's lines (agent/answer_check.py)
     "answer.not_knowing.negations": "words",
     "answer.not_knowing.verbs": "words",
@@ -162,7 +163,7 @@ SCHEMA: dict[str, Kind] = {
     "answer.no_prefixes": "words",
     **_cues("answer", "negation", "reverses", "allergy", "asks_safe"),
     # what makes a sentence worth keeping in a summary (core/summary_facts.py)
-    **_cues("summary", "plans", "people"),
+    **_cues("summary", "plans", "people", "events", "listener", "openings"),
     # the answer said to the user as "you" (agent/voice.py)
     "voice.lead": "words",
     "voice.openers": "words",
@@ -175,6 +176,13 @@ SCHEMA: dict[str, Kind] = {
     "voice.not_a_person": "words",
     "voice.third_person": "pairs",
     "voice.her_object_next": "words",
+    # the user's words turned to face them (agent/pronouns.py)
+    "pronouns.swaps": "pairs",
+    "pronouns.object_forms": "pairs",
+    "pronouns.takes_object": "words",
+    "pronouns.kept_after": "pairs",
+    "pronouns.lower_case_only": "words",
+    "pronouns.always_capital": "words",
     # full-text search (core/retrieval/fts_text.py)
     "search.stopwords": "words",
     "search.function_bigrams": "words",

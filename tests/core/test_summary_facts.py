@@ -140,3 +140,19 @@ def test_an_answer_that_says_the_users_fact_back_is_not_kept_twice() -> None:
     facts, dropped = merge_facts([], [user, echo, more])
     assert [f.source for f in facts] == ["u", "b"]
     assert dropped[0].reason.startswith("says again what was just said")
+
+
+def test_an_answers_first_word_does_not_make_the_news_after_it_a_remark() -> None:
+    assert judge("Yeah, I have been volunteering at the animal shelter and loving it.")[1] is None
+    assert judge("Oh, we finally got married after all those years!")[1] is None
+    assert judge("Yeah, totally!")[1] is not None
+    wow = "Wow, that looks like such a beautiful painting with amazing colours!"
+    assert judge(wow)[1] == "a greeting or remark"
+
+
+def test_a_life_event_counts_but_praise_of_the_listeners_project_does_not() -> None:
+    assert judge("I took a pottery class with my neighbour.")[1] is None
+    assert judge("I went to a pottery place with my neighbour.")[1] is not None  # no event
+    assert judge("Your project is going to be great for them!")[1] is not None
+    assert judge("我们结婚了，很开心。")[1] is None
+    assert judge("我们见面了，很开心。")[1] is not None

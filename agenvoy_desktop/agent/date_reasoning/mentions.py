@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from agenvoy_desktop.agent.date_reasoning.days import add_months, local_date, month_length
+from agenvoy_desktop.language.calendar_names import full_months, month_numbers, weekday_numbers
 
 Precision = Literal["day", "week", "month", "year"]
 
@@ -40,28 +41,8 @@ class DatedMention:
 
 # --- words ------------------------------------------------------------------------------
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sept", "sep"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
+_WEEKDAYS = weekday_numbers()
+_MONTHS = month_numbers()
 _NUMBERS = {
     "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3, "an": 1, "a": 1,
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -69,14 +50,12 @@ _NUMBERS = {
     "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
     "twenty": 20, "thirty": 30,
 }  # fmt: skip
-_FULL_MONTHS = frozenset(
-    name for name in _MONTHS if len(name) > 4 or name in ("may", "june", "july")
-)
+_FULL_MONTHS = frozenset(full_months())
 _VAGUE = frozenset({"a few", "few", "several"})
 """Counts that blur a number of days into a week ("a few days ago")."""
 
-_WD = "(?P<wd>" + "|".join(_WEEKDAYS) + ")"
-_ANY_MONTH = "(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + ")"
+_WD = "(?P<wd>" + "|".join(map(re.escape, _WEEKDAYS)) + ")"
+_ANY_MONTH = "(?:" + "|".join(map(re.escape, sorted(_MONTHS, key=len, reverse=True))) + ")"
 _MON = f"(?P<mon>{_ANY_MONTH[3:]}"
 _NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + ")"
 _UNIT_WORD = r"(?P<u>day|week|month|year)s?"
@@ -177,14 +156,14 @@ def _ago(match: re.Match[str], said: dt.date, _future: bool) -> _Span | None:
 def _weekday_ago(match: re.Match[str], said: dt.date, _future: bool) -> _Span | None:
     """The weekday nearest to the day N units back ("the Wednesday two months ago")."""
     centre = _back(match, said)[0]
-    ahead = (_WEEKDAYS.index(match.group("wd").lower()) - centre.weekday()) % 7
+    ahead = (_WEEKDAYS[match.group("wd").lower()] - centre.weekday()) % 7
     return _day(centre + dt.timedelta(days=ahead - 7 if ahead > 3 else ahead))
 
 
 def _weekday_named(match: re.Match[str], said: dt.date, future: bool) -> _Span | None:
     """A named weekday: "last Friday", "on Friday" (the coming one in a sentence that looks
     ahead), "next Friday" (the next one), "the Friday before last"."""
-    weekday = _WEEKDAYS.index(match.group("wd").lower())
+    weekday = _WEEKDAYS[match.group("wd").lower()]
     phrase = match.group(0).lower()
     if phrase.startswith("next") or (phrase.startswith("on") and future):
         return _day(_weekday_after(said, weekday))

@@ -21,6 +21,11 @@ another firm — "Tom" and "Google" are in several archived messages, just
 never with what the question asks of them.  A name no recalled line holds
 is never told when no archived message holds it together with one of the
 question's other things (:func:`_told_with`).
+
+What the window withholds (a session removed or reset, a message deleted,
+in its undo window: :func:`~agenvoy_desktop.agent.recall.withholding`) is
+not counted: recall cannot show it, so a word said only there was never
+told, as far as the answer may say.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ from agenvoy_desktop.agent.recall import (
     doc_frequency,
     light_stem,
     question_word,
+    withheld_now,
 )
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
+from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -89,7 +96,10 @@ def asks_about_own_past(text: str) -> bool:
 
 def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> list[str]:
     """Storage thread: the things the question asks about that no recalled line holds and
-    the archive holds (almost) nowhere, as the answer may name them ("your sister")."""
+    the archive holds (almost) nowhere, as the answer may name them ("your sister").
+
+    Messages withheld by the enclosing ``withholding`` block count as not there."""
+    withheld = withheld_now()
     shown = normalize(
         " ".join([*(i.text for i in items), *(n.text for i in items for n in i.neighbours)])
     )
@@ -105,9 +115,9 @@ def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> li
         term = light_stem(normalize(word))
         if term in shown:
             continue
-        if doc_frequency(store, term, NEVER_SAID_DF + 1) <= NEVER_SAID_DF:
+        if doc_frequency(store, term, NEVER_SAID_DF + 1, withheld) <= NEVER_SAID_DF:
             out.append(phrase)
-        elif term in names and not _told_with(store, term, others):
+        elif term in names and not _told_with(store, term, others, withheld):
             apart.append(phrase)
     # a name never said at all is the surer gap: of "Tom or Alex", with Alex told of as
     # "my cousin Alex adopted a baby girl" and Tom nowhere, only Tom was never told
@@ -121,18 +131,27 @@ def _is_name(text: str, word: str) -> bool:
     return re.search(rf"(?<![.?!]\s)(?<!^)\b{re.escape(word)}\b", text) is not None
 
 
-def _told_with(store: MemoryStore, name: str, others: Sequence[str]) -> bool:
+def _told_with(
+    store: MemoryStore, name: str, others: Sequence[str], withheld: Withheld = NOTHING_WITHHELD
+) -> bool:
     """An archived message besides the question holds *name* and one of *others*: the
     question's other things ("parent" of "Who became a parent first, Tom or Alex?"), or
     its other words where it names no thing ("buy" of "What did I buy at Target?").  True
-    when unsure.  The question is archived before recall runs, so it counts once."""
+    when unsure.  The question is archived before recall runs, so it counts once; a
+    *withheld* message does not count."""
     name_terms = query_terms(name)
     other_exprs = [q.expr for t in others for q in query_terms(t)[:1]]
     if not name_terms or not other_exprs:
         return True
     expr = f"({name_terms[0].expr} AND ({' OR '.join(other_exprs)}))"
     try:
-        return store.archive.doc_frequency(expr, IDF_CAP) > 1
+        found = store.archive.doc_frequency(
+            expr,
+            IDF_CAP,
+            without_sessions=withheld.sessions,
+            without_messages=withheld.messages,
+        )
+        return found > 1
     except Exception:  # a query the index cannot run: as good as told, so nothing is claimed
         log.debug("co-occurrence of %r unavailable", name, exc_info=True)
         return True

@@ -800,13 +800,21 @@ def _term_weights(store: MemoryStore, terms: Sequence[str]) -> dict[str, float]:
     return weights
 
 
-def doc_frequency(store: MemoryStore, term: str, unknown: int = 0) -> int:
-    """Messages in the archive that hold *term* (*unknown* when the index cannot say)."""
+def doc_frequency(
+    store: MemoryStore, term: str, unknown: int = 0, withheld: Withheld = NOTHING_WITHHELD
+) -> int:
+    """Messages in the archive that hold *term* (*unknown* when the index cannot say),
+    those *withheld* not counted."""
     parsed = query_terms(term)
     if not parsed:
         return unknown
     try:
-        return store.archive.doc_frequency(parsed[0].expr, IDF_CAP)
+        return store.archive.doc_frequency(
+            parsed[0].expr,
+            IDF_CAP,
+            without_sessions=withheld.sessions,
+            without_messages=withheld.messages,
+        )
     except Exception:  # the weight is a refinement; equal weights still work
         log.debug("document frequency of %r unavailable", term, exc_info=True)
         return unknown

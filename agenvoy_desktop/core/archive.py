@@ -1162,9 +1162,35 @@ class Archive(SqliteStore):
         )
         return (int(rows[0][0]), json.loads(rows[0][1])) if rows else None
 
-    def doc_frequency(self, expr: str, cap: int) -> int:
-        """Messages matching one quoted FTS term (from ``fts_text.query_terms``), up to *cap*."""
-        return self._doc_freq(expr, cap)
+    def doc_frequency(
+        self,
+        expr: str,
+        cap: int,
+        *,
+        without_sessions: Collection[str] = (),
+        without_messages: Collection[str] = (),
+    ) -> int:
+        """Messages matching one quoted FTS term (from ``fts_text.query_terms``), up to *cap*.
+
+        Messages of *without_sessions* and those of *without_messages* are not
+        counted: the window withholds them in an undo window, and a word said
+        only there was, as far as a turn may know, never said.
+        """
+        if not without_sessions and not without_messages:
+            return self._doc_freq(expr, cap)
+        rows = self._query(
+            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+            " AND rowid NOT IN (SELECT id FROM messages"
+            " WHERE session_id IN (SELECT value FROM json_each(?))"
+            " OR msg_id IN (SELECT value FROM json_each(?))) LIMIT ?)",
+            (
+                f"body : {expr}",
+                json.dumps(sorted(without_sessions)),
+                json.dumps(sorted(without_messages)),
+                cap,
+            ),
+        )
+        return int(rows[0][0])
 
     def vocabulary_has_range(self, low: str, high: str) -> bool:
         """Whether any indexed term lies in [*low*, *high*): which scripts the messages

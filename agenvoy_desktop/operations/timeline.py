@@ -20,9 +20,12 @@ from typing import Any
 
 from agenvoy_desktop.agent.query_translation import LANGUAGE_NAMES
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.recall_record import RECALL_EVENT, withdrawn
+from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary import PassRecord, read_records
 from agenvoy_desktop.core.timeutil import format_local
+from agenvoy_desktop.operations.chat import hidden_lines
 from agenvoy_desktop.operations.messages import action_text
 
 KINDS: dict[str, str] = {
@@ -80,7 +83,9 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
         if line.startswith(("- ", "["))  # the items, not the blocks' headers
     ]
     gone = int(detail.get("withdrawn") or 0)
+    held = int(detail.get("hidden") or 0)
     left_out = f" ({gone} more deleted since)" if gone else ""
+    left_out += f" ({held} more hidden while its delete can be undone)" if held else ""
     return " and ".join(parts) + left_out + also + ": " + " ".join(lines)
 
 
@@ -254,10 +259,44 @@ def build_timeline(
     return list(heapq.merge(from_messages, others, key=key))
 
 
-def load_timeline(store: MemoryStore, session_id: str) -> list[TimelineEvent]:
-    """Read and merge a session's events (storage thread)."""
+def load_timeline(
+    store: MemoryStore, session_id: str, withheld: Withheld = NOTHING_WITHHELD
+) -> list[TimelineEvent]:
+    """Read and merge a session's events (storage thread).
+
+    A recall event's lines that quote what is *withheld* (a message, or a
+    session being reset or removed, in its undo window) are left out, as the
+    chat's recall chip leaves them out; once the delete runs, the stored
+    record has lost them for good.
+    """
     if not store.exists(session_id):
         return []
     messages = [row.message for row in store.archive.messages(session_id)]
     records = read_records(store.folder(session_id))
-    return build_timeline(messages, store.archive.events(session_id), records)
+    events = store.archive.events(session_id)
+    if withheld.sessions or withheld.messages:
+        events = _without_withheld(store, events, withheld)
+    return build_timeline(messages, events, records)
+
+
+def _without_withheld(
+    store: MemoryStore, events: Iterable[tuple[int, str, dict[str, Any]]], withheld: Withheld
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """*events* with the recall lines that quote a withheld message taken out (counted in
+    the detail's ``hidden``)."""
+    rows = list(events)
+    quoted = {
+        str(i) for _t, kind, detail in rows if kind == RECALL_EVENT for i in detail.get("ids") or []
+    }
+    if not quoted:
+        return rows
+    lines = hidden_lines(store, quoted, withheld)
+    hidden = {message_id for message_id, (why, _sid) in lines.items() if why != "gone"}
+    out: list[tuple[int, str, dict[str, Any]]] = []
+    for time_ns, kind, detail in rows:
+        changed = withdrawn(detail, hidden) if kind == RECALL_EVENT else None
+        if changed is not None:
+            changed["withdrawn"] = detail.get("withdrawn", 0)
+            changed["hidden"] = len(detail.get("ids") or []) - len(changed["ids"])
+        out.append((time_ns, kind, detail if changed is None else changed))
+    return out

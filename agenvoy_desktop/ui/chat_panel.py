@@ -53,7 +53,7 @@ from agenvoy_desktop.agent.turn import (
 from agenvoy_desktop.core.errors import is_known, one_line
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.operations.changes import MemoryChanges, turn_changes
-from agenvoy_desktop.operations.chat import load_page, seq_of
+from agenvoy_desktop.operations.chat import HiddenWhy, RecallRecord, hidden_lines, load_page, seq_of
 from agenvoy_desktop.operations.sessions import create_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.chat_widgets import (
@@ -173,6 +173,12 @@ class ChatPanel(QWidget):
         False for good once a message is sent or a conversation with messages is shown."""
         self._build()
         self.message_actions = MessageActions(self, parent=self)
+        self.pending_kind: Callable[[str], str | None] = lambda _sid: None
+        """The kind of the reset or remove of a session in its undo window ("reset",
+        "remove"; None: neither), the window's: a recall chip says why it hides a line."""
+        self._hide_round = 0
+        self.pending.changed.connect(self.hide_withheld_recall)
+        self.pending.executed.connect(lambda _op: self.hide_withheld_recall())
         self.refresh_model_state()
         runner.memory_changed.connect(self._on_memory_changed)
         self._check_welcome()
@@ -406,6 +412,7 @@ class ChatPanel(QWidget):
         if page.messages:
             self._end_welcome()
         await self._render(page.messages, generation, prepend=False, recalls=page.recalls)
+        await self._hide_if_withheld(generation)
         self.view.set_has_earlier(page.has_earlier)
         if self._turn is not None and self._turn_sid == sid and self._partial:
             self._render_partial()
@@ -413,6 +420,44 @@ class ChatPanel(QWidget):
         self.view.set_actions_enabled(not self._busy_here())
         if not self._busy_here():
             self.message_actions.load_versions(sid, generation)
+
+    # -- recall chips and the undo window ---------------------------------------------------
+    def hide_withheld_recall(self) -> Operation | None:
+        """Hide the recall chips' lines of what waits in an undo window (a session being
+        removed or reset, a message being deleted), show again those Undo brought back, and
+        say of those whose operation ran that they are gone."""
+        if not self.view.findChildren(RecallChip):
+            return None
+        return self.runner.run(
+            self._hide_withheld(self._generation), what="update the remembered lines"
+        )
+
+    async def _hide_if_withheld(self, generation: int) -> None:
+        """A page just shown: its chips were stored before any undo window now open."""
+        if self.services.withheld() or self.pending.withheld():
+            await self._hide_withheld(generation)
+
+    async def _hide_withheld(self, generation: int) -> None:
+        ids = {i for chip in self.view.findChildren(RecallChip) for i in chip.ids}
+        if not ids:
+            return
+        self._hide_round += 1
+        round_ = self._hide_round
+        withheld = self.services.withheld() | self.pending.withheld()
+        store = self.services.store
+        found = await self.services.storage.run(hidden_lines, store, ids, withheld)
+        if generation != self._generation or round_ != self._hide_round:
+            return  # another session shown, or a newer reading on its way
+        hidden = {i: self._hidden_reason(why, sid) for i, (why, sid) in found.items()}
+        for chip in self.view.findChildren(RecallChip):
+            if ids.issuperset(chip.ids):
+                chip.hide_lines(hidden)
+
+    def _hidden_reason(self, why: HiddenWhy, session_id: str) -> str:
+        """A :data:`~agenvoy_desktop.ui.chat_widgets.HIDDEN_WORDS` key for a hidden line."""
+        if why == "session":
+            return "reset" if self.pending_kind(session_id) == "reset" else "removed"
+        return "deleted" if why == "message" else "gone"
 
     def load_earlier(self) -> Operation | None:
         if self._sid is None:
@@ -432,6 +477,7 @@ class ChatPanel(QWidget):
                 return
             self._first_seq = page.first_seq
             await self._render(page.messages, generation, prepend=True, recalls=page.recalls)
+            await self._hide_if_withheld(generation)
             self.view.set_has_earlier(page.has_earlier)
             if until_seq is None or self._first_seq <= until_seq or not page.has_earlier:
                 return
@@ -462,7 +508,7 @@ class ChatPanel(QWidget):
         generation: int,
         *,
         prepend: bool,
-        recalls: Mapping[str, tuple[str, int, int]] | None = None,
+        recalls: Mapping[str, RecallRecord] | None = None,
     ) -> None:
         """Add widgets a batch at a time, yielding to the loop in between."""
         chips: dict[str, ToolChip] = {}
@@ -478,7 +524,10 @@ class ChatPanel(QWidget):
             elif self.view.widget_for(message.id) is None:  # a live turn may have shown it
                 batch += self._widgets_for(message, chips, asked)
                 if recalls and message.id in recalls:
-                    batch.append(RecallChip(*recalls[message.id]))
+                    record = recalls[message.id]
+                    batch.append(
+                        RecallChip(record.text, record.ids, record.passages, record.withdrawn)
+                    )
             if number % RENDER_BATCH == 0 or number == len(messages):
                 if prepend:
                     self.view.insert_top(placed, batch)
@@ -806,7 +855,7 @@ class ChatPanel(QWidget):
         elif isinstance(event, MessageSaved):
             self._on_saved(event.message)
         elif isinstance(event, RecallInjected) and self._shown():
-            found = RecallChip(event.text, len(event.message_ids), len(event.citations))
+            found = RecallChip(event.text, event.message_ids, len(event.citations))
             self._append_all([found])
         elif isinstance(event, TurnStatus) and self._shown() and event.phase != "tool":
             self.turn_status.say(phase_text(event.phase, event.detail), phase_tip(event.phase))

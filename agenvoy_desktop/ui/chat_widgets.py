@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop.agent.turn import ToolCallFinished, ToolCallStarted
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.recall_record import without_lines
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.ui.bubble_actions import ActionRow
 from agenvoy_desktop.ui.markdown_view import (
@@ -483,25 +484,91 @@ def recall_summary(remembered: int, passages: int) -> str:
     return " · ".join(parts)
 
 
+HIDDEN_WORDS = {
+    "removed": ("from a session being removed", True),
+    "reset": ("from a session being reset", True),
+    "deleted": ("of a message being deleted", True),
+    "gone": ("of what you deleted since", False),
+}
+"""Why a recalled line is not shown, in words, and whether Undo can still bring it back."""
+
+
+def hidden_note(reasons: Mapping[str, int]) -> str:
+    """What a recall chip does not show, and why: "1 line from a session being removed is
+    hidden" while Undo can bring it back, "... is left out" once it is gone for good."""
+    parts = []
+    for reason, (words, undoable) in HIDDEN_WORDS.items():
+        count = reasons.get(reason, 0)
+        if count:
+            lines = "1 line" if count == 1 else f"{count} lines"
+            verb = ("is" if count == 1 else "are") + (" hidden" if undoable else " left out")
+            parts.append(f"{lines} {words} {verb}")
+    return "; ".join(parts)
+
+
 class RecallChip(ExpandableChip):
     """What proactive recall put in front of the model for this turn; click for the lines.
 
     The user sees when an answer leans on memory, and on which of their own
-    words (the same block the Context tab shows as sent).
+    words (the same block the Context tab shows as sent).  A line quoting a
+    message being deleted, or a session being removed or reset, is hidden
+    while its undo window is open (:meth:`hide_lines`); Undo shows it again.
     """
 
     def __init__(
-        self, text: str, count: int, passages: int = 0, parent: QWidget | None = None
+        self,
+        text: str,
+        ids: Sequence[str],
+        passages: int = 0,
+        withdrawn: int = 0,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setProperty("kind", "recall")
-        self.header.setText(recall_summary(count, passages))
+        self.text = text
+        self.ids = tuple(ids)
+        """The remembered messages, one per line of *text*."""
+        self.passages = passages
+        self.withdrawn = withdrawn
+        """Lines the stored record lost since: their messages were deleted."""
+        self.hidden: dict[str, str] = {}
+        """Message id → why its line is not shown (a key of :data:`HIDDEN_WORDS`)."""
         self.header.setToolTip("Found in your memory and documents, and given to the model")
         self.lines = WrappingLabel()
         self.lines.setTextFormat(Qt.TextFormat.PlainText)
         self.lines.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.lines.setText(soft_breaks("\n".join(text.splitlines()[1:])))
         self.details_box.addWidget(self.lines)
+        self._refresh()
+
+    def hide_lines(self, hidden: Mapping[str, str]) -> None:
+        """Show every line but those of *hidden* (message id → why: :data:`HIDDEN_WORDS`)."""
+        hidden = {i: why for i, why in hidden.items() if i in self.ids}
+        if hidden != self.hidden:
+            self.hidden = hidden
+            self._refresh()
+
+    def _refresh(self) -> None:
+        reasons = dict.fromkeys(HIDDEN_WORDS, 0)
+        for why in self.hidden.values():
+            reasons[why] += 1
+        reasons["gone"] += self.withdrawn
+        note = hidden_note(reasons)
+        remembered = len(self.ids) - len(self.hidden)
+        shown = remembered or self.passages or not note
+        summary = recall_summary(remembered, self.passages) if shown else ""
+        self.header.setText(" · ".join(part for part in (summary, note) if part))
+        self.lines.setText(soft_breaks(_shown_lines(self.text, self.ids, set(self.hidden))))
+
+
+def _shown_lines(text: str, ids: Sequence[str], hidden: Collection[str]) -> str:
+    """A recall block's lines under its header, less those of the *hidden* messages."""
+    lines = text.splitlines()
+    if not hidden:
+        return "\n".join(lines[1:])
+    kept = without_lines(text, ids, hidden).splitlines()
+    if kept and lines and kept[0] == lines[0]:
+        kept = kept[1:]  # the header: the chip's own line says it
+    return "\n".join(kept)
 
 
 class ModelBanner(QFrame):

@@ -281,6 +281,10 @@ class MainWindow(QMainWindow):
         # ...and reaches no answer: recall and the search tool search every session
         self.services.withheld = self.withheld
         self.pending.changed.connect(self._withheld_sessions_changed)
+        self.chat.pending_kind = self._pending_kind  # a recall chip hides their lines
+        self.pending.executed.connect(lambda _op: self.chat.hide_withheld_recall())
+        # the delete took the session's lines out of every recall record: reload them
+        self.pending.executed.connect(lambda _op: self.timeline.refresh_soon())
         self.sessions.rename_finished.connect(self.chat.focus_input)
         self.chat.turn_started.connect(lambda _sid: self.stop_action.setEnabled(True))
         self.chat.turn_finished.connect(self._on_turn_finished)
@@ -352,9 +356,16 @@ class MainWindow(QMainWindow):
 
     def _withheld_sessions_changed(self) -> None:
         """A session entered or left its undo window: the Context tab of another session
-        may quote its messages in the last recall block, and shows them only while the
-        session stands."""
+        may quote its messages in the last recall block, and the chat's recall chips may
+        quote them: both show them only while the session stands."""
         self.inspector.memory_changed(MemoryChanges(messages=True, session_id=self._sid))
+        self.chat.hide_withheld_recall()
+        self.timeline.refresh_soon()
+
+    def _pending_kind(self, session_id: str) -> str | None:
+        """The kind ("reset", "remove") of *session_id*'s operation in its undo window."""
+        op = self.pending.pending_for(session_id)
+        return None if op is None else op.kind
 
     def select_session(self, session_id: str | None, *, empty: bool = False) -> None:
         """Show *session_id* in every panel (``empty``: just created, nothing to load).
@@ -498,7 +509,13 @@ class MainWindow(QMainWindow):
             if bar.currentMessage().startswith("Summarizing"):
                 bar.clearMessage()
 
-        stops = (summarizer.on_progress(progressed), summarizer.on_pass(passed))
+        def ran(sid: str, folding: bool) -> None:  # a stop between two chunks writes no record
+            if not folding:
+                passed(sid, None)
+
+        stops = [summarizer.on_progress(progressed), summarizer.on_pass(passed)]
+        if hasattr(summarizer, "on_run"):
+            stops.append(summarizer.on_run(ran))
         self.destroyed.connect(lambda *_: [stop() for stop in stops])
 
     def open_model_source(self, name: str) -> None:

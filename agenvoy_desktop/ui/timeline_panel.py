@@ -263,6 +263,7 @@ class TimelinePanel(QWidget):
         def changed() -> None:
             self.model.set_hidden(pending.deleted_messages())
             self._update_labels()
+            self.refresh_soon()  # a recall line may quote the message
 
         pending.changed.connect(changed)
 
@@ -292,7 +293,9 @@ class TimelinePanel(QWidget):
                 self.view.scrollToBottom()
 
         return self.runner.run(
-            self.services.storage.run(load_timeline, self.services.store, sid),
+            self.services.storage.run(
+                load_timeline, self.services.store, sid, self.services.withheld()
+            ),
             what="load the timeline",
             on_success=show,
         )

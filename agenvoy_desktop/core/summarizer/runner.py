@@ -44,6 +44,7 @@ from agenvoy_desktop.core.summarizer.runs import (
     PassListener,
     PassProgress,
     ProgressListener,
+    RunListener,
     StopReason,
     StoreRunner,
     SummaryRunResult,
@@ -126,6 +127,7 @@ class Summarizer:
         self._locks: dict[str, asyncio.Lock] = {}
         self._listeners: list[PassListener] = []
         self._progress_listeners: list[ProgressListener] = []
+        self._run_listeners: list[RunListener] = []
         self._tokens: dict[str, int] = {}
         self.stopping: set[str] = set()
         """Sessions whose passes :meth:`stop_session` is ending (queued ones never start)."""
@@ -142,6 +144,30 @@ class Summarizer:
         unsubscribe function."""
         self._progress_listeners.append(listener)
         return lambda: self._progress_listeners.remove(listener)
+
+    def on_run(self, listener: RunListener) -> Callable[[], None]:
+        """Call *listener* (on the event loop) when a run starts folding and when it ends.
+
+        Every run tells it, whoever started it (a turn, the idle timer, the
+        Summary tab), so a window can offer Stop for passes it did not start.
+        A run that finds nothing to fold tells nothing: the idle timer's scans
+        would flash a Stop button.  Returns an unsubscribe function.
+        """
+        self._run_listeners.append(listener)
+        return lambda: self._run_listeners.remove(listener)
+
+    def emit_run(self, session_id: str, folding: bool) -> None:
+        for listener in list(self._run_listeners):
+            try:
+                listener(session_id, folding)
+            except Exception:
+                log.exception("summary run listener failed")
+
+    def is_folding(self, session_id: str) -> bool:
+        """Whether a run of this process is folding the session's messages now
+        (what :meth:`on_run` listeners were told; :meth:`stop` ends it)."""
+        run = self._runs.get(session_id)
+        return run is not None and run.folding
 
     def emit_progress(self, session_id: str, progress: PassProgress) -> None:
         for listener in list(self._progress_listeners):
@@ -295,6 +321,8 @@ class _Run:
         """Set by :meth:`Summarizer.stop`: the model's answer is cancelled at once."""
         self.halted = False
         """The answer was stopped: progress the engine's thread still sends is dropped."""
+        self.folding = False
+        """Between the start and end that :meth:`Summarizer.on_run` listeners hear of."""
 
     async def io(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.owner.storage.run(fn, *args)
@@ -321,7 +349,7 @@ class _Run:
             if self.pending.total == 0:
                 await self.io(self._mark_caught_up)
                 return self.result("up_to_date")
-            return await self._fold_all()
+            return await self._fold_told()
         except StoreBusyError as exc:  # what was saved stays; the next run resumes there
             return self.result("busy", str(exc))
 
@@ -359,6 +387,16 @@ class _Run:
             or self.sid in self.owner.stopping
             or bool(self.cancelled and self.cancelled())
         )
+
+    async def _fold_told(self) -> SummaryRunResult:
+        """:meth:`_fold_all`, with the run listeners told when it starts and ends."""
+        self.folding = True
+        self.owner.emit_run(self.sid, True)
+        try:
+            return await self._fold_all()
+        finally:
+            self.folding = False
+            self.owner.emit_run(self.sid, False)
 
     async def _fold_all(self) -> SummaryRunResult:
         while self.index < len(self.pending.rows) or not self.pending.exhausted:

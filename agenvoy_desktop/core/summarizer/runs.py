@@ -51,6 +51,9 @@ class PassProgress:
 
 ProgressListener = Callable[[str, PassProgress], None]
 """``listener(session_id, progress)`` while a pass writes its answer."""
+RunListener = Callable[[str, bool], None]
+"""``listener(session_id, folding)``: True when a run starts folding messages, False when
+it ends (done, failed or stopped), whoever started it."""
 
 LOCK_FILE = "summary.lock"
 LOCK_STALE_NS = 10 * 60 * 1_000_000_000

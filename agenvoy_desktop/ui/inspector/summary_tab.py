@@ -13,6 +13,11 @@ an earlier version) is shown greyed out as not binding.  A key decision can
 be added, edited or deleted; the change is saved like a pass
 (``save_user_edit``: validated, written atomically, logged as an ``edit``
 record) and can be undone once, and the user becomes its source.
+
+Any pass of the shown session shows its progress and a Stop button, whoever
+started it ("Summarize now", a turn, the idle timer): the summarizer tells
+the tab when a run starts folding and ends (``on_run``) and how far it is
+(``on_progress``); Stop is ``Summarizer.stop``.
 """
 
 from __future__ import annotations
@@ -371,8 +376,10 @@ class SummaryTab(InspectorTab):
         summarizer = self.summarizer
         if summarizer is None or not hasattr(summarizer, "on_progress"):
             return
-        unsubscribe = summarizer.on_progress(self._pass_progressed)
-        self.destroyed.connect(lambda *_: unsubscribe())
+        stops = [summarizer.on_progress(self._pass_progressed)]
+        if hasattr(summarizer, "on_run"):
+            stops.append(summarizer.on_run(self._run_changed))
+        self.destroyed.connect(lambda *_: [stop() for stop in stops])
 
     def _pass_progressed(self, session_id: str, progress: PassProgress) -> None:
         if session_id != self.session_id:
@@ -381,7 +388,36 @@ class SummaryTab(InspectorTab):
         self.progress.setValue(round(progress.fraction * 100))
         self.progress.setFormat(progress.text)
         self.progress.show()
-        self.cancel_button.setVisible(self.jobs.busy("summarize"))
+        self.cancel_button.show()
+
+    def _run_changed(self, session_id: str, _folding: bool) -> None:
+        """A run of some session started folding or ended: show the shown session's state."""
+        if session_id == self.session_id:
+            self._show_pass_state()
+
+    def _pass_running(self) -> bool:
+        """This tab's own pass (maybe still queued) or any run folding the shown session."""
+        if self.jobs.busy("summarize"):
+            return True
+        summarizer, sid = self.summarizer, self.session_id
+        is_folding = getattr(summarizer, "is_folding", None)
+        return sid is not None and is_folding is not None and bool(is_folding(sid))
+
+    def _show_pass_state(self) -> None:
+        """Progress and Stop while a pass runs for the shown session, hidden otherwise.
+
+        A pass that just showed up (or a session switched to mid-pass) shows
+        a busy bar until its next progress report gives the share done.
+        """
+        if not self._pass_running():
+            self.progress.hide()
+            self.cancel_button.hide()
+        elif self.progress.isHidden():
+            self.progress.setRange(0, 0)
+            self.progress.setFormat("Summarizing…")
+            self.progress.show()
+            self.cancel_button.show()
+        self._update_buttons()
 
     # -- services ------------------------------------------------------------------------
     @property
@@ -399,7 +435,8 @@ class SummaryTab(InspectorTab):
         self._undo = None
         self.undo_button.hide()
         self.status.clear_message()
-        self._summary_finished()
+        self.progress.hide()  # the old session's pass; the new one's state follows
+        self._show_pass_state()
         self._show_empty(self.placeholder)
 
     def refresh(self) -> None:
@@ -429,8 +466,7 @@ class SummaryTab(InspectorTab):
 
     def _show_snapshot(self, snapshot: SummarySnapshot) -> None:
         self.snapshot = snapshot
-        if not self.jobs.busy("summarize"):  # a pass run after a turn has ended
-            self.progress.hide()
+        self._show_pass_state()  # a pass run after a turn may have ended
         self.info_label.setText(self._info_html(snapshot))
         for problem in snapshot.problems:
             self.status.error(problem)
@@ -813,9 +849,17 @@ class SummaryTab(InspectorTab):
         self._update_buttons()
 
     def cancel_summary(self) -> None:
-        """Stop at the next chunk boundary; what was folded in stays."""
+        """Stop the shown session's pass, whoever started it; what was folded in stays.
+
+        ``Summarizer.stop`` ends the model's answer at once; this tab's own
+        request is dropped too, also one still queued behind another pass.
+        """
+        sid, summarizer = self.session_id, self.summarizer
+        if sid is not None and summarizer is not None and hasattr(summarizer, "stop"):
+            summarizer.stop(sid)
         self.jobs.cancel("summarize")
         self.status.info("Stopped. The messages folded in so far are kept.")
+        self._show_pass_state()
         self.refresh()
 
     def _show_progress(self, done: int, total: int) -> None:
@@ -825,9 +869,8 @@ class SummaryTab(InspectorTab):
             self.progress.setFormat(f"{done:,} of {total:,} messages folded in")
 
     def _summary_finished(self) -> None:
-        self.progress.hide()
-        self.cancel_button.hide()
-        self._update_buttons()
+        """This tab's own pass ended (maybe after a switch): show the shown session's state."""
+        self._show_pass_state()
 
     def _summary_done(self, result: Any) -> None:
         if getattr(result, "stopped", "") == "failed":

@@ -144,6 +144,17 @@ def test_open_webui_falls_back_to_the_flat_list(tmp_path: Path) -> None:
     assert [m.content for m in conv.messages][-1] == "old answer"
 
 
+def test_open_webui_bare_chat_object_imports_the_same(tmp_path: Path) -> None:
+    """One chat saved on its own: the inner ``chat`` object, without the export's wrapper."""
+    inner = {"title": "Greeting", **owui_chat()["chat"]}
+    source = read_source(_write(tmp_path / "chat.json", inner))
+    assert source.app == "open_webui"
+    (conv,) = source.conversations
+    assert conv.title == "Greeting"
+    assert [m.role for m in conv.messages] == ["user", "assistant"]
+    assert [m.time_ns for m in conv.messages] == [T0_NS + SECOND, T0_NS + 3 * SECOND]
+
+
 # -- LM Studio -------------------------------------------------------------------------
 def test_lm_studio_takes_the_selected_version(tmp_path: Path) -> None:
     folder = tmp_path / "conversations"

@@ -134,6 +134,7 @@ def _is_ours(data: object) -> bool:
             isinstance(data.get("messages"), list)
             and "createdAt" not in data
             and not lm_studio.looks_like(data)
+            and not open_webui.looks_like(data)  # a bare chat also lists its messages
         )
     first = data[0] if isinstance(data, list) and data else None
     return isinstance(first, Mapping) and "role" in first and "content" in first

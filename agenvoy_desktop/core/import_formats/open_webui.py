@@ -7,7 +7,9 @@ timestamp, model, files}}, currentId}`` and a flat ``messages`` list.  The
 history is a tree (regenerations and edits are siblings) and ``currentId``
 is the message the user last looked at, so its branch is what we import; the
 flat list is the fallback for exports without a history.  Timestamps are
-Unix seconds, in milliseconds on some versions.
+Unix seconds, in milliseconds on some versions.  A chat saved on its own is
+the bare ``chat`` object (``{id, title, models, history, messages, ...}``),
+as other tools that read Open WebUI's database write it; it imports the same.
 """
 
 from __future__ import annotations
@@ -33,12 +35,26 @@ APP = "open_webui"
 
 
 def looks_like(data: object) -> bool:
-    """Whether parsed JSON is Open WebUI's: chats with a ``chat`` object of messages."""
+    """Whether parsed JSON is Open WebUI's: chats with a ``chat`` object of messages, or
+    one such ``chat`` object alone (its message tree, ``history.messages``, tells it)."""
     first = data[0] if isinstance(data, list) and data else data
     if not isinstance(first, Mapping):
         return False
     chat = first.get("chat")
-    return isinstance(chat, Mapping) and ("history" in chat or "messages" in chat)
+    if isinstance(chat, Mapping):
+        return "history" in chat or "messages" in chat
+    return _is_tree(first.get("history"))
+
+
+def _is_tree(history: object) -> bool:
+    """An Open WebUI message tree: messages by id, each knowing its parent."""
+    if not isinstance(history, Mapping):
+        return False
+    nodes = history.get("messages")
+    if not isinstance(nodes, Mapping) or not nodes:
+        return False
+    node = next(iter(nodes.values()))
+    return isinstance(node, Mapping) and "parentId" in node
 
 
 def read(data: object, where: str) -> tuple[list[ImportedConversation], list[Skip]]:
@@ -47,7 +63,7 @@ def read(data: object, where: str) -> tuple[list[ImportedConversation], list[Ski
 
 
 def _conversation(item: Mapping[str, Any], where: str) -> ImportedConversation:
-    chat = as_mapping(item.get("chat"))
+    chat = as_mapping(item.get("chat")) if "chat" in item else item  # a bare chat object
     raws = _branch(as_mapping(chat.get("history")))
     if not raws:
         flat = chat.get("messages")

@@ -611,9 +611,15 @@ BUBBLE_CHROME = 40
 """What a bubble adds around its text: frame, padding, the view's own margin."""
 
 
+_LINE_SAMPLE = "the quick brown fox jumps over the lazy dog"
+"""Ordinary text to measure a character by: a font's own average width is the wrong
+ruler where the default font is a CJK one (its "average" is a full-width glyph)."""
+
+
 def reading_width(widget: QWidget) -> int:
     """The widest the chat column gets for *widget*'s font (text plus bubble chrome)."""
-    return READING_CHARS * widget.fontMetrics().averageCharWidth() + BUBBLE_CHROME
+    per_char = widget.fontMetrics().horizontalAdvance(_LINE_SAMPLE) / len(_LINE_SAMPLE)
+    return round(READING_CHARS * per_char) + BUBBLE_CHROME
 
 
 class ChatView(QScrollArea):
@@ -738,7 +744,7 @@ class ChatView(QScrollArea):
     def _fit_column(self) -> None:
         """Side margins that keep the column within :func:`reading_width`, centred."""
         spare = self.viewport().width() - reading_width(self)
-        side = max(COLUMN_MARGIN, spare // 2)
+        side = max(COLUMN_MARGIN, (spare + 1) // 2)  # rounded up: never past the width
         margins = self._column.contentsMargins()
         if margins.left() != side or margins.right() != side:
             self._column.setContentsMargins(side, margins.top(), side, margins.bottom())

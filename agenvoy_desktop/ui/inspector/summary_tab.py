@@ -273,7 +273,9 @@ class SummaryTab(InspectorTab):
     def _facts_table(self) -> QTableWidget:
         self.facts = QTableWidget(0, 3)
         self.facts.setHorizontalHeaderLabels(["Said", "Fact", "Message"])
-        self._fact_columns = _ShareColumns(self.facts, 1)
+        # when even the headers do not fit (a narrow panel, large text) the day goes first;
+        # the fact's tooltip still says it
+        self._fact_columns = _ShareColumns(self.facts, 1, optional=(0,))
         self.facts.verticalHeader().hide()
         self.facts.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         return self.facts
@@ -592,7 +594,7 @@ class SummaryTab(InspectorTab):
     def _fill_fact(self, row: int, fact: Fact) -> None:
         text = fact.text if fact.replaced is None else f"{fact.text}\n(was: {fact.replaced})"
         cell = QTableWidgetItem(text)
-        cell.setToolTip(text)
+        cell.setToolTip(f"{fact_said(fact)}: {text}")
         self.facts.setItem(row, 0, QTableWidgetItem(fact_said(fact)))
         self.facts.setItem(row, 1, cell)
         button = QPushButton("Show")

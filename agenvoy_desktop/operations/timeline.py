@@ -72,9 +72,11 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
     also = f" (searched in {language} too: “{searched}”)" if searched else ""
     if not ids and not citations and detail.get("example"):
         return f"Nothing remembered answers this question{also}; the model was shown how to say so"
+    gone = int(detail.get("withdrawn") or 0)
+    held = int(detail.get("hidden") or 0)
     parts = []
     if ids or not citations:
-        parts.append(f"Recalled {len(ids)} earlier message{'s' if len(ids) != 1 else ''}")
+        parts.append(_recalled(len(ids), gone, held))
     if citations:
         parts.append(f"{len(citations)} passage{'s' if len(citations) != 1 else ''} from documents")
     lines = [
@@ -82,11 +84,27 @@ def _recall_line(detail: Mapping[str, Any]) -> str:
         for line in str(detail.get("text", "")).splitlines()
         if line.startswith(("- ", "["))  # the items, not the blocks' headers
     ]
-    gone = int(detail.get("withdrawn") or 0)
-    held = int(detail.get("hidden") or 0)
-    left_out = f" ({gone} more deleted since)" if gone else ""
-    left_out += f" ({held} more hidden while its delete can be undone)" if held else ""
-    return " and ".join(parts) + left_out + also + ": " + " ".join(lines)
+    head = " and ".join(parts) + also
+    return f"{head}: {' '.join(lines)}" if lines else head  # all of it deleted since
+
+
+def _recalled(shown: int, gone: int, held: int) -> str:
+    """How many earlier messages a recall event quotes, and how many of them are gone or
+    hidden now ("Recalled 1 earlier message, deleted since" when none is left to show)."""
+    if shown == 0 and (gone or held):
+        whys = [w for n, w in ((gone, "deleted since"), (held, _HELD)) if n]
+        return f"Recalled {_messages(gone + held)}, {' or '.join(whys)}"
+    notes = (f" ({gone} more deleted since)" if gone else "") + (
+        f" ({held} more {_HELD})" if held else ""
+    )
+    return f"Recalled {_messages(shown)}{notes}"
+
+
+_HELD = "hidden while its delete can be undone"
+
+
+def _messages(count: int) -> str:
+    return f"{count} earlier message{'s' if count != 1 else ''}"
 
 
 def _clip(text: str) -> str:

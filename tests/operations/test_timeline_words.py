@@ -20,3 +20,10 @@ def test_the_timeline_says_a_summary_pass_was_stopped() -> None:
     record = PassRecord(kind="stopped", time_ns=T0, model="m", messages=20, duration_s=3.25)
     event = summary_event(record)
     assert event.text == "Summary pass stopped after 3.2 s · 20 messages wait for the next pass"
+
+
+def test_a_record_with_every_line_deleted_says_so_without_a_dangling_colon() -> None:
+    detail = {"text": "", "ids": [], "withdrawn": 1, "message_id": "q"}
+    event = archive_event(T0, "recall", detail, [])
+    assert event is not None
+    assert event.text == "Recalled 1 earlier message, deleted since"

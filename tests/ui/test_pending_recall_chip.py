@@ -99,7 +99,7 @@ def test_the_timeline_leaves_the_line_out_in_the_undo_window_and_after(
     qtbot.waitUntil(lambda: "4721" in recall_row(window))
 
     schedule(window, "remove", secret)
-    qtbot.waitUntil(lambda: "1 more hidden while its delete can be undone" in recall_row(window))
+    qtbot.waitUntil(lambda: "1 earlier message, hidden while its delete can be undone" in recall_row(window))
     assert "4721" not in recall_row(window)
     (toast,) = window.toasts.toasts()
     toast.buttons["Undo"].click()
@@ -109,5 +109,5 @@ def test_the_timeline_leaves_the_line_out_in_the_undo_window_and_after(
     schedule(window, "remove", secret)
     qtbot.waitUntil(lambda: "hidden" in recall_row(window))
     run(qtbot, window.pending.flush())  # the record is scrubbed, the row reloads
-    qtbot.waitUntil(lambda: "(1 more deleted since)" in recall_row(window))
+    qtbot.waitUntil(lambda: "1 earlier message, deleted since" in recall_row(window))
     assert "4721" not in recall_row(window)

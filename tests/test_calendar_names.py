@@ -13,6 +13,7 @@ _READERS = (
     calendar_names.month_numbers,
     calendar_names.weekday_numbers,
     calendar_names.full_months,
+    calendar_names.full_weekdays,
     calendar_names.month_starts,
     calendar_names.capitalized_names,
 )
@@ -43,6 +44,7 @@ def test_every_form_reads_as_its_month_and_every_weekday_as_date_weekday() -> No
 def test_each_reader_takes_its_part_of_the_one_table() -> None:
     assert calendar_names.full_months()[:5] == ("january", "february", "march", "april", "may")
     assert calendar_names.month_starts()[8] == "sep"
+    assert calendar_names.full_weekdays()[::6] == ("monday", "sunday")
     names = calendar_names.capitalized_names()
     assert (names[4], names[12], len(names)) == ("May", "Monday", 19)
 

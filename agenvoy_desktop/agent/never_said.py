@@ -50,6 +50,8 @@ from agenvoy_desktop.agent.recall import (
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
 from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.language.calendar_names import full_months, full_weekdays
+from agenvoy_desktop.language.patterns import every
 
 log = logging.getLogger(__name__)
 
@@ -58,30 +60,21 @@ NEVER_SAID_DF = 2
 them) was, as good as, never said."""
 MIN_WORD = 3
 
-_THING_LEAD = frozenset(
-    str.split(
-        "a an the my our your his her their this that these those any some many much every "
-        "each another"
-    )
-)
-_OWN = frozenset({"my", "our"})
-_NOT_THINGS = _THING_LEAD | frozenset(
-    str.split(
-        "first second third fourth fifth last next other different current new old same whole "
-        "favorite favourite one two three four five six seven eight nine ten "
-        "name names thing things kind kinds type types lot lots place places way ways number"
-    )
-)
+
+def _words(key: str) -> frozenset[str]:
+    """The words under *key* of every language, lower case (a question's words are folded)."""
+    return frozenset(w.casefold() for w in every(key))
+
+
+_THING_LEAD = _words("never_said.determiners")
+_OWN = _words("never_said.own")
+_NOT_THINGS = _THING_LEAD | _words("never_said.not_things")
 """Words a determiner stands before that name no thing of their own (ordinals, numbers,
 common adjectives, "name", "kind"), besides the question words."""
-_NOT_NAMES = frozenset(
-    str.split(
-        "i i'm i've i'll i'd dr mr mrs ms prof monday tuesday wednesday thursday friday "
-        "saturday sunday january february march april may june july august september october "
-        "november december"
-    )
-)
-_PRONOUNS = frozenset(str.split("i you he she it we they me him us them"))
+_NOT_NAMES = _words("never_said.not_names") | frozenset((*full_months(), *full_weekdays()))
+"""Capitalised words that name no thing: "I'm", titles, and the months and weekdays (a
+time)."""
+_PRONOUNS = _words("never_said.pronouns")
 _LIST_SEP = re.compile(r"\s*(?:,\s*(?:and|or)?|\band\b|\bor\b)\s*", re.IGNORECASE)
 
 

@@ -33,7 +33,8 @@ from typing import Any
 from agenvoy_desktop.core.decision_cues import states_decision
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.timeutil import local_date
-from agenvoy_desktop.language.patterns import compiled, cue
+from agenvoy_desktop.language.calendar_names import full_months, full_weekdays
+from agenvoy_desktop.language.patterns import compiled, cue, every
 
 MAX_FACTS = 40
 """Facts a summary keeps; the oldest of the least telling go first."""
@@ -60,29 +61,16 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\d.,:/]*")
 _SPEAKER = re.compile(r"^([A-Z][\w'’-]{1,30}(?: [A-Z][\w'’-]{1,30})?): ")
 _NUMBER = re.compile(r"\d")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_TIME_WORDS_TEXT = """january february march april may june july august september october november
-december monday tuesday wednesday thursday friday saturday sunday yesterday today tomorrow tonight
-weekend week month year morning evening afternoon ago next last"""
-_TIME_WORDS = frozenset(_TIME_WORDS_TEXT.split())
-_SELF = re.compile(
-    r"\b(?:i|i'm|i've|i'd|we|we're|we've|my|our|mine)\b|我|私|僕|ich\b|mein|je\b|mon\b|ma\b|mes\b",
-    re.IGNORECASE,
+_TIME_WORDS = frozenset(
+    w.lower() for w in (*full_months(), *full_weekdays(), *every("summary.time_words"))
 )
-_LIKING = re.compile(
-    r"\b(?:love|loved|like|liked|prefer|preferred|favou?rite|hate|hated|enjoy|enjoyed"
-    r"|allergic|vegetarian|vegan|can't stand|always|never)\b",
-    re.IGNORECASE,
-)
-_REMARK = re.compile(
-    r"^(?:hey|hi|hello|thanks|thank you|wow|whoa|congrats|congratulations|that's|that is|sounds"
-    r"|so glad|glad|awesome|great|cool|nice|oh|haha|lol|yeah|yes|no|ok|okay|sure|bye|good luck"
-    r"|take care|you're welcome|me too|same here)\b",
-    re.IGNORECASE,
-)
-_COMMON_WORDS = """i i'm i've i'd i'll the a an and but or so it it's its this that these those he
-she they we you my your our their his her when while after before then also what where how why who
-which there here if yes no ok okay hey hi hello thanks wow oh well just maybe sure please"""
-_NOT_NAMES = frozenset(_COMMON_WORDS.split())
+"""Words that date a sentence: the months and weekdays, "yesterday", "next week"."""
+_SELF = compiled(cue("summary.self"), re.IGNORECASE)
+"""The speaker talking of themselves ("I", "my", 我)."""
+_LIKING = compiled(cue("summary.liking"), re.IGNORECASE)
+"""A like or a dislike ("I love…", "I can't stand…"), a diet, a habit."""
+_NOT_NAMES = frozenset(w.lower() for w in every("summary.not_names"))
+"""Words that are no name when capitalised, and no content word ("The", "Thanks")."""
 _PLANS = compiled(cue("summary.plans"), re.IGNORECASE)
 """A plan or an intention ("I'm going to…", "we signed up for…"): the future a person
 expects their assistant to keep in mind."""
@@ -100,6 +88,8 @@ _EVENTS = compiled(cue("summary.events"), re.IGNORECASE)
 """What happens in a life: married, a new job, moved, an injury, a project, a trip."""
 _TO_YOU = _opening("summary.listener", head=r"(?:[^\W\d_]+, )?")
 """A sentence about the listener ("Your project will be great!"): praise, not a life event."""
+_REMARK = _opening("summary.remarks")
+"""A sentence that opens as a greeting or an exclamation ("Thanks!", "Sounds great")."""
 _OPENING = _opening("summary.openings", tail=r"[\s,!.\u2014-]*")
 """An answer's first word ("Yeah, I got the job."): a remark only when nothing follows it."""
 _RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}

@@ -70,6 +70,12 @@ def full_months() -> tuple[str, ...]:
 
 
 @cache
+def full_weekdays() -> tuple[str, ...]:
+    """Each weekday's full name (its first form), lower case."""
+    return tuple(forms[0] for _, forms in _forms("dates.weekdays", WEEKDAYS))
+
+
+@cache
 def month_starts() -> tuple[str, ...]:
     """Each month's shortest form ("jan", "sep"), which every way of writing it starts with."""
     return tuple(min(forms, key=len) for _, forms in _forms("dates.months", MONTHS))
@@ -78,5 +84,4 @@ def month_starts() -> tuple[str, ...]:
 @cache
 def capitalized_names() -> tuple[str, ...]:
     """The full names of the months, then of the weekdays, capitalized ("May", "Friday")."""
-    weekdays = [forms[0] for _, forms in _forms("dates.weekdays", WEEKDAYS)]
-    return tuple(name[:1].upper() + name[1:] for name in (*full_months(), *weekdays))
+    return tuple(name[:1].upper() + name[1:] for name in (*full_months(), *full_weekdays()))

@@ -164,6 +164,15 @@ SCHEMA: dict[str, Kind] = {
     **_cues("answer", "negation", "reverses", "allergy", "asks_safe"),
     # what makes a sentence worth keeping in a summary (core/summary_facts.py)
     **_cues("summary", "plans", "people", "events", "listener", "openings"),
+    **_cues("summary", "self", "liking", "remarks"),
+    "summary.time_words": "words",
+    "summary.not_names": "words",
+    # the things a question names, looked up in the archive (agent/never_said.py)
+    "never_said.determiners": "words",
+    "never_said.own": "words",
+    "never_said.not_things": "words",
+    "never_said.not_names": "words",
+    "never_said.pronouns": "words",
     # the answer said to the user as "you" (agent/voice.py)
     "voice.lead": "words",
     "voice.openers": "words",

@@ -24,6 +24,7 @@ from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolArgumentError, ToolResult
 from agenvoy_desktop.agent.turn import current_session
 from agenvoy_desktop.core.errors import KnownError
+from agenvoy_desktop.core.quoted_results import EXCERPT_HEADER, QUOTE_PREFIX
 from agenvoy_desktop.core.search import (
     MODES,
     NO_MATCHES,
@@ -88,7 +89,8 @@ def search_tool(
             result = await storage.run(search_chat_history, store, wide)
             if result.hits:
                 note = WIDENED_NOTE
-        return ToolResult(format_search(result) + note, empty=not result.hits, data=result)
+        text, quoted = quoted_search(result)
+        return ToolResult(text + note, empty=not result.hits, data=result, quoted=quoted)
 
     return Tool(
         name="search_chat_history",
@@ -148,21 +150,33 @@ def _time_arg(args: dict[str, Any], key: str) -> int | None:
 
 def format_search(result: SearchResult) -> str:
     """Excerpts as the model reads them: one block per excerpt, hits marked."""
+    return quoted_search(result)[0]
+
+
+def quoted_search(result: SearchResult) -> tuple[str, tuple[str, ...]]:
+    """:func:`format_search`'s text, and the id of the message each of its lines quotes.
+
+    The turn stores the ids with the result, so deleting a message takes its
+    line out of every stored result (``core/quoted_results.py``, which reads
+    this shape: a header per excerpt, one line per message, the text as a
+    JSON string so that it never spans lines).
+    """
     if not result.hits:
-        return NO_MATCHES
+        return NO_MATCHES, ()
     blocks: list[str] = []
+    quoted: list[str] = []
     for excerpt in result.excerpts:
-        lines = [f"From session {excerpt.session_id}:"]
+        lines = [f"{EXCERPT_HEADER}{excerpt.session_id}:"]
         for item in excerpt.messages:
             message = item.message
             who = SPEAKERS.get(message.role, f"{message.role} said")
             match = " (match)" if message.id in excerpt.hit_ids else ""
             when = format_local(message.time_ns)[:16]
-            lines.append(
-                f"- {when}, {who}: {json.dumps(message.content, ensure_ascii=False)}{match}"
-            )
+            said = json.dumps(message.content, ensure_ascii=False)
+            lines.append(f"{QUOTE_PREFIX}{when}, {who}: {said}{match}")
+            quoted.append(message.id)
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks), tuple(quoted)
 
 
 SPEAKERS = {"user": "the user said", "assistant": "you answered", "tool": "a tool returned"}

@@ -40,6 +40,9 @@ class ToolResult:
     content: str
     empty: bool = False
     data: Any = None
+    quoted: tuple[str, ...] = ()
+    """The ids of the messages *content* quotes, one per quoted line, in order: stored with
+    the result so deleting one of them takes its line out (``core/quoted_results.py``)."""
 
 
 Handler = Callable[[dict[str, Any]], Awaitable[ToolResult | str]]
@@ -89,6 +92,8 @@ class ToolOutcome:
     is_error: bool = False
     empty: bool = False
     duration_s: float = 0.0
+    quoted: tuple[str, ...] = ()
+    """The messages *content* quotes (:attr:`ToolResult.quoted`)."""
 
     @property
     def failed(self) -> bool:
@@ -138,10 +143,11 @@ class ToolRegistry:
         args = dict(arguments)
         started = time.perf_counter()
 
-        def outcome(content: str, *, error: bool = False, empty: bool = False) -> ToolOutcome:
-            return ToolOutcome(
-                name, args, _clip(content), error, empty, time.perf_counter() - started
-            )
+        def outcome(
+            content: str, *, error: bool = False, empty: bool = False, quoted: Sequence[str] = ()
+        ) -> ToolOutcome:
+            took = time.perf_counter() - started
+            return ToolOutcome(name, args, _clip(content), error, empty, took, tuple(quoted))
 
         tool = self._tools.get(name)
         if tool is None or (offered is not None and name not in offered):
@@ -165,7 +171,7 @@ class ToolRegistry:
             return outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
         if isinstance(result, str):
             result = ToolResult(result, empty=not result.strip())
-        return outcome(result.content, empty=result.empty)
+        return outcome(result.content, empty=result.empty, quoted=result.quoted)
 
 
 def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:

@@ -28,6 +28,7 @@ from agenvoy_desktop.agent.turn_events import (
 )
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ToolCallRequest
+from agenvoy_desktop.core.quoted_results import QUOTED_KEY
 from agenvoy_desktop.core.search import NO_MATCHES
 from agenvoy_desktop.core.store import MemoryStore
 
@@ -180,6 +181,8 @@ class ToolCallRunner:
             extra["error_hint_ids"] = hint_ids
         if repeated:
             extra["repeated"] = True
+        if outcome.quoted:
+            extra[QUOTED_KEY] = list(outcome.quoted)
         message = self.store.new_message("tool", outcome.content, **extra)
         self.store.append(self.sid, [message], embed=False)
         if hint:

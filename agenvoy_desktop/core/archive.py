@@ -25,6 +25,7 @@ from typing import Any
 
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.quoted_results import QUOTED_KEY, withdrawn_result
 from agenvoy_desktop.core.recall_record import RECALL_EVENT, withdrawn
 from agenvoy_desktop.core.retrieval.fts_text import FTS_TEXT_VERSION, index_text
 from agenvoy_desktop.core.retrieval.planner import MatchPlan, plan_match
@@ -425,6 +426,76 @@ def _withdraw_recalled(db: sqlite3.Connection, gone: set[str]) -> None:
             )
 
 
+_QUOTING = f"role = 'tool' AND instr(extra, '\"{QUOTED_KEY}\"') > 0"
+"""The rows that may be stored search results listing the messages they quote."""
+
+
+def _quoting_sql(table: str) -> str:
+    """The rows of *table* (``messages`` or ``message_versions``) :func:`_quoting_rows` reads."""
+    return f"SELECT id, msg_id, session_id, content, tool, extra FROM {table} WHERE {_QUOTING}"
+
+
+def _quoting_rows(
+    rows: Iterable[Sequence[Any]], gone: Collection[str]
+) -> Iterator[tuple[int, str, str, str, int, str, dict[str, Any]]]:
+    """(rowid, msg_id, session, old content, tool, new content, new extra) of each of
+    *rows* (of :func:`_quoting_sql`) whose stored search result quotes a *gone* message;
+    rows that are themselves *gone* are left to their delete."""
+    for rowid, msg_id, session_id, content, tool, raw in rows:
+        try:
+            extra = json.loads(raw)
+        except ValueError:
+            continue
+        if str(msg_id) in gone or not isinstance(extra, dict):
+            continue
+        changed = withdrawn_result(str(content), extra, gone)
+        if changed is not None:
+            yield rowid, str(msg_id), str(session_id), str(content), int(tool), *changed
+
+
+def _withdraw_quoted(db: sqlite3.Connection, gone: set[str]) -> None:
+    """Take the lines of the *gone* messages out of every session's stored search results.
+
+    The ``search_chat_history`` tool of a turn in one session may have
+    quoted a message of another; the result is stored as a ``tool`` message
+    (``core/quoted_results.py``).  Its row, its full-text entry (a tool row
+    has no context and is no one's context, so no neighbour changes) and
+    any earlier version of it in ``message_versions`` lose the quoting lines
+    in the transaction that deletes the messages.  The assistant's answers
+    stay as they were (see ``core/quoted_results.py``).
+    """
+    if not gone:
+        return
+    live = db.execute(_quoting_sql("messages")).fetchall()
+    for rowid, _id, session_id, old, tool, content, extra in list(_quoting_rows(live, gone)):
+        token = sid_token(session_id)
+        body, ctx = _FtsContext().next(old, bool(tool))
+        db.execute(
+            "INSERT INTO messages_fts (messages_fts, rowid, body, sid, ctx)"
+            " VALUES ('delete', ?, ?, ?, ?)",
+            (rowid, body, token, ctx),
+        )
+        body, ctx = _FtsContext().next(content, bool(tool))
+        db.execute(
+            "INSERT INTO messages_fts (rowid, body, sid, ctx) VALUES (?, ?, ?, ?)",
+            (rowid, body, token, ctx),
+        )
+        _set_content(db, "messages", rowid, content, extra)
+    earlier = db.execute(_quoting_sql("message_versions")).fetchall()
+    for rowid, *_row, content, extra in list(_quoting_rows(earlier, gone)):
+        _set_content(db, "message_versions", rowid, content, extra)
+
+
+def _set_content(
+    db: sqlite3.Connection, table: str, rowid: int, content: str, extra: dict[str, Any]
+) -> None:
+    """Write a row's new content and extra (``extra`` as :meth:`Message.extra_json` writes it)."""
+    db.execute(
+        f"UPDATE {table} SET content = ?, extra = ? WHERE id = ?",
+        (content, json.dumps(extra, ensure_ascii=False, sort_keys=True), rowid),
+    )
+
+
 def _clear_derived_title(db: sqlite3.Connection, session_id: str, texts: list[str]) -> None:
     """Clear the session's title if it was made from *texts* or its earlier versions."""
     row = db.execute("SELECT title FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
@@ -645,6 +716,16 @@ class Archive(SqliteStore):
             out.update({r[0]: _row_to_archived(r) for r in rows})
         return out
 
+    def quoting(self, gone: Collection[str]) -> dict[str, list[str]]:
+        """Per session, the ids of the live stored search results that quote a *gone*
+        message (what :func:`quoted_results.withdraw_from_histories` rewrites)."""
+        out: dict[str, list[str]] = {}
+        for _rowid, msg_id, session_id, *_rest in _quoting_rows(
+            self._query(_quoting_sql("messages")), gone
+        ):
+            out.setdefault(session_id, []).append(msg_id)
+        return out
+
     def delete_session_rows(
         self, session_id: str, *, drop_session: bool, keep_events: Collection[str] = ()
     ) -> None:
@@ -672,7 +753,9 @@ class Archive(SqliteStore):
             )
             if not drop_session:
                 _clear_derived_title(db, session_id, [str(r[1]) for r in rows])
-            _withdraw_recalled(db, _message_ids(db, session_id))
+            gone = _message_ids(db, session_id)
+            _withdraw_recalled(db, gone)
+            _withdraw_quoted(db, gone)
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM message_versions WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
@@ -774,6 +857,7 @@ class Archive(SqliteStore):
             chosen = "IN (SELECT id FROM temp.taken_rows)"
             if branch is None:  # a delete: no record of another turn may quote it either
                 _withdraw_recalled(db, set(msg_ids))
+                _withdraw_quoted(db, set(msg_ids))
             else:
                 db.execute(
                     "INSERT INTO message_versions (msg_id, session_id, seq, role, content,"

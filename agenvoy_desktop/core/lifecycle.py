@@ -39,6 +39,7 @@ from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
+from agenvoy_desktop.core.quoted_results import withdraw_from_histories
 from agenvoy_desktop.core.session_settings import SETTINGS_FILE, keep_title
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, PREVIOUS_FILE, SUMMARY_FILE
@@ -97,6 +98,9 @@ def _perform(
 ) -> None:
     folder = store.folder(session_id)
     store.forget_cached(session_id)
+    # Other sessions' stored search results quoting these messages lose those lines:
+    # the files here, the archive rows in the transaction that deletes.
+    withdraw_from_histories(store, set(store.archive.all_msg_ids(session_id)))
     if op == "remove":
         trash = folder.with_name(TRASH_PREFIX + session_id)
         if folder.exists():

@@ -17,7 +17,9 @@ between is rolled forward at the next start by :func:`finish_entry`.
 The steps of a removal run in the store's usual write order — history.json,
 then the vectors, then one archive transaction that takes the rows out,
 fixes their full-text entries and logs the timeline event — and each step
-skips what is already done, so running them again is harmless.
+skips what is already done, so running them again is harmless.  A delete
+also takes the message's lines out of the search results other sessions
+stored (their history files before the archive, :mod:`quoted_results`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agenvoy_desktop.core import journal
 from agenvoy_desktop.core.archive import FORK_SUFFIX, ArchivedMessage, Branch
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message, new_message_id
+from agenvoy_desktop.core.quoted_results import withdraw_from_histories
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 
 log = logging.getLogger(__name__)
@@ -217,6 +220,8 @@ def _perform_removal(store: MemoryStore, entry: dict[str, Any]) -> None:
     if gone:
         store.vectors(sid).remove(gone)
     branch = Branch(**entry["branch"]) if entry.get("branch") else None
+    if branch is None:  # a delete: other sessions' stored search results lose its lines
+        withdraw_from_histories(store, ids)
     event = entry["event"]
     store.archive.take_rows(
         sid, ids, branch=branch, event=(int(event["time_ns"]), event["kind"], event["detail"])

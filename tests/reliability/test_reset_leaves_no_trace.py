@@ -2,8 +2,9 @@
 
 A secret planted in a session (its first message, so its title too; a later
 message; a tool result; an earlier version of an answer; a recall record of
-the timeline, its own or another session's; a summary, and the copy of it
-kept from before the last pass, when the reset clears it) must be gone from
+the timeline, its own or another session's; a search result another
+session's turn stored, live or in an earlier version; a summary, and the
+copy of it kept from before the last pass, when the reset clears it) must be gone from
 every file of the profile after the operation: the archive and its
 write-ahead log, the full-text index's segments, SQLite's free pages, the
 session folder, leftovers such as a set-aside history file, and the app's log.
@@ -21,7 +22,10 @@ from typing import Any
 
 import pytest
 
+from agenvoy_desktop.agent.builtin_tools import quoted_search
 from agenvoy_desktop.core import lifecycle, message_edit
+from agenvoy_desktop.core.messages import Message
+from agenvoy_desktop.core.quoted_results import QUOTED_KEY, WITHDRAWN_KEY
 from agenvoy_desktop.core.search import SearchQuery, search_chat_history
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.core.store import MemoryStore
@@ -103,12 +107,52 @@ def _plant(store: MemoryStore) -> tuple[str, str]:
     store.archive.add_event(
         other, t + 23 * SECOND, "recall", {"text": block, "ids": [quoted.id, kept.id]}
     )
+    # A turn's search_chat_history found the secret too: its stored result quotes it, and
+    # the exchange, edited since, keeps an earlier version of the result as well.
+    asked = _searched(store, other, t + 24 * SECOND, "bike lighthouse")
+    message_edit.edit_truncate(store, other, asked)
+    _searched(store, other, t + 30 * SECOND, "bike lighthouse")
     session_ops.auto_title(store, other)
     store.index_pending(other)
     store.vectors(other).flush()
     assert SECRET in str(store.archive.session(sid).title)  # type: ignore[union-attr]
     assert session_ops.content_matches(store, SECRET) == {sid: 3}
     return sid, other
+
+
+def _searched(store: MemoryStore, sid: str, t: int, words: str) -> str:
+    """An exchange whose search_chat_history result is stored as the turn stores it
+    (one keyword search per word, as the model might call it); the question's id.
+
+    The answer does not repeat what was found: the answers stay as written
+    (``core/quoted_results.py``), only the stored tool results lose the lines.
+    """
+    texts, quoted = [], []
+    for word in words.split():
+        text, ids = quoted_search(search_chat_history(store, SearchQuery(word, mode="keyword")))
+        texts.append(text)
+        quoted += ids
+    assert SECRET in texts[0]
+    call = {"id": f"s{t}", "name": "search_chat_history", "arguments": {"query": words}}
+    extra = {"tool_call_id": call["id"], "name": call["name"], "arguments": call["arguments"]}
+    question = msg("user", "What did I say before?", t)
+    store.append(
+        sid,
+        [
+            question,
+            msg("assistant", "", t + SECOND, tool_calls=[call]),
+            msg("tool", "\n\n".join(texts), t + 2 * SECOND, **extra, **{QUOTED_KEY: quoted}),
+            msg("assistant", "I found it in your earlier chat.", t + 3 * SECOND),
+        ],
+    )
+    return question.id
+
+
+def _stored_results(store: MemoryStore, sid: str) -> list[Message]:
+    """The session's stored search results, as history.json and the archive hold them."""
+    archived = [r.message for r in store.archive.messages(sid, 0) if r.message.role == "tool"]
+    kept = [m for m in store.history(sid).messages if m.role == "tool"]
+    return [m for m in [*archived, *kept] if m.extra.get("name") == "search_chat_history"]
 
 
 def _traces(root: Path, secret: str = SECRET) -> list[str]:
@@ -130,7 +174,14 @@ def _assert_no_trace(paths: AppPaths) -> None:
 
 
 def _assert_other_intact(store: MemoryStore, other: str) -> None:
-    assert store.archive.count(other) == 3
+    assert store.archive.count(other) == 7
+    results = _stored_results(store, other)
+    assert len(results) == 2  # the archive's row and history.json's copy
+    for result in results:  # the secret's lines went, the keeper's stayed
+        assert SECRET not in result.content
+        assert OTHER.title() in result.content
+        assert result.extra[WITHDRAWN_KEY] >= 1
+    assert store.history(other).messages[-1].content == "I found it in your earlier chat."
     first = store.history(other).messages[0]
     assert first.content.endswith(OTHER.title())
     meta = store.archive.session(other)
@@ -385,11 +436,17 @@ def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths) -> None:
         texts = [f"filler message {i} about the weather" for i in range(30)]
         texts[10] = f"My bike lock code is {SECRET}."
         store.append(sid, [msg("user", t, T0 + i * SECOND) for i, t in enumerate(texts)])
+        other = store.create_session(None, "other")
+        _searched(store, other, T0 + 100 * SECOND, "bike")  # another turn's search found it
         assert _traces(paths.config_dir)
         planted = store.history(sid).messages[10]
         message_edit.delete_message(store, sid, planted.id)
         _assert_secret_gone(store)
         assert _traces(paths.config_dir) == []  # while the app is still open
+        for result in _stored_results(store, other):
+            assert result.extra[WITHDRAWN_KEY] == 1
+            assert "filler message 9" in result.content  # its neighbours' lines stay
+            assert planted.id not in result.extra[QUOTED_KEY]
     finally:
         store.close()
     _assert_no_trace(paths)

@@ -99,7 +99,8 @@ def test_the_timeline_leaves_the_line_out_in_the_undo_window_and_after(
     qtbot.waitUntil(lambda: "4721" in recall_row(window))
 
     schedule(window, "remove", secret)
-    qtbot.waitUntil(lambda: "1 earlier message, hidden while its delete can be undone" in recall_row(window))
+    held = "1 earlier message, hidden while its delete can be undone"
+    qtbot.waitUntil(lambda: held in recall_row(window))
     assert "4721" not in recall_row(window)
     (toast,) = window.toasts.toasts()
     toast.buttons["Undo"].click()

@@ -718,7 +718,7 @@ class Archive(SqliteStore):
 
     def quoting(self, gone: Collection[str]) -> dict[str, list[str]]:
         """Per session, the ids of the live stored search results that quote a *gone*
-        message (what :func:`quoted_results.withdraw_from_histories` rewrites)."""
+        message (what :func:`quoted_histories.withdraw_from_histories` rewrites)."""
         out: dict[str, list[str]] = {}
         for _rowid, msg_id, session_id, *_rest in _quoting_rows(
             self._query(_quoting_sql("messages")), gone

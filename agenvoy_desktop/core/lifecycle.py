@@ -39,7 +39,7 @@ from agenvoy_desktop.core import message_edit
 from agenvoy_desktop.core.atomic import atomic_write_text, fsync_dir
 from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
-from agenvoy_desktop.core.quoted_results import withdraw_from_histories
+from agenvoy_desktop.core.quoted_histories import withdraw_from_histories
 from agenvoy_desktop.core.session_settings import SETTINGS_FILE, keep_title
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, PREVIOUS_FILE, SUMMARY_FILE

@@ -35,7 +35,7 @@ from agenvoy_desktop.core import journal
 from agenvoy_desktop.core.archive import FORK_SUFFIX, ArchivedMessage, Branch
 from agenvoy_desktop.core.errors import KnownError
 from agenvoy_desktop.core.messages import Message, new_message_id
-from agenvoy_desktop.core.quoted_results import withdraw_from_histories
+from agenvoy_desktop.core.quoted_histories import withdraw_from_histories
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 
 log = logging.getLogger(__name__)

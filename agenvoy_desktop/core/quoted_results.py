@@ -11,7 +11,8 @@ results of every *other* session too: the archive takes them out of its
 rows (and the full-text index) in the transaction that deletes
 (:meth:`Archive.delete_session_rows`, :meth:`Archive.take_rows`), and the
 store out of the sessions' history files just before
-(:func:`withdraw_from_histories`).
+(``core/quoted_histories.py``).  This module is pure text and JSON, so the
+archive can use it without importing the store.
 
 Only tool results change: the assistant's *answers* in the other session
 stay as they were, even where they repeat what the search found.  They are
@@ -24,16 +25,10 @@ message, and matching by text would be a guess.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agenvoy_desktop.core.messages import Message
-
-if TYPE_CHECKING:
-    from agenvoy_desktop.core.store import MemoryStore
-
-log = logging.getLogger(__name__)
 
 QUOTED_KEY = "quoted"
 """The tool message's field listing the ids of the messages its lines quote, in line order."""
@@ -104,35 +99,3 @@ def withdrawn_message(message: Message, gone: Collection[str]) -> Message | None
         return None
     content, extra = changed
     return Message(message.id, message.role, content, message.time_ns, message.ref, extra)
-
-
-def withdraw_from_histories(store: MemoryStore, gone: Collection[str]) -> None:
-    """Take the *gone* messages' lines out of the stored results in every history file.
-
-    Runs before the archive transaction that deletes the messages (the
-    store's usual order: files first, then the archive), so a crash in
-    between is rolled forward by the operation's journal: the archive still
-    names the quoting results, and a file already changed no longer lists
-    the gone ids, so running this again changes nothing.  Each session's
-    file is rewritten under its own lock (a turn may be appending to it).
-    """
-    if not gone:
-        return
-    for session_id, message_ids in store.archive.quoting(gone).items():
-        if store.exists(session_id):
-            with store.locked(session_id, "withdraw quoted lines"):
-                _rewrite(store, session_id, set(message_ids), gone)
-
-
-def _rewrite(
-    store: MemoryStore, session_id: str, message_ids: set[str], gone: Collection[str]
-) -> None:
-    hist = store.history(session_id)
-    messages = list(hist.messages)
-    changed = False
-    for index, message in enumerate(messages):
-        if message.id in message_ids and (new := withdrawn_message(message, gone)) is not None:
-            messages[index], changed = new, True
-    if changed:
-        hist.rewrite(messages)
-        log.info("took quoted lines of deleted messages out of session %s", session_id)

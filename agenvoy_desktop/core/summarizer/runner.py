@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -157,11 +157,7 @@ class Summarizer:
         return lambda: self._run_listeners.remove(listener)
 
     def emit_run(self, session_id: str, folding: bool) -> None:
-        for listener in list(self._run_listeners):
-            try:
-                listener(session_id, folding)
-            except Exception:
-                log.exception("summary run listener failed")
+        _tell(self._run_listeners, "run", session_id, folding)
 
     def is_folding(self, session_id: str) -> bool:
         """Whether a run of this process is folding the session's messages now
@@ -170,18 +166,10 @@ class Summarizer:
         return run is not None and run.folding
 
     def emit_progress(self, session_id: str, progress: PassProgress) -> None:
-        for listener in list(self._progress_listeners):
-            try:
-                listener(session_id, progress)
-            except Exception:
-                log.exception("summary progress listener failed")
+        _tell(self._progress_listeners, "progress", session_id, progress)
 
     def emit(self, session_id: str, record: PassRecord) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(session_id, record)
-            except Exception:
-                log.exception("summary listener failed")
+        _tell(self._listeners, "pass", session_id, record)
 
     def is_running(self, session_id: str) -> bool:
         lock = self._locks.get(session_id)
@@ -284,6 +272,15 @@ class Summarizer:
         record = await self.storage.run(save_user_edit, self.store, session_id, summary, self.clock)
         self.emit(session_id, record)
         return record
+
+
+def _tell(listeners: Sequence[Callable[..., None]], what: str, *args: object) -> None:
+    """Call every listener with *args*; one that fails is logged and the others still hear."""
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception:
+            log.exception("summary %s listener failed", what)
 
 
 class _Run:

@@ -73,6 +73,8 @@ def test_stop_ends_a_pass_started_after_a_turn(
     wait_for(lambda: pass_shown(tab))
     wait_for(lambda: tab.progress.format() == "Summarizing 2 messages… 0 %")
     wait_for(inspected.json_model.waiting.is_set)  # the model is writing its answer
+    # the pass will save what it read at its start: an edit now would be overwritten
+    assert not tab.add_button.isEnabled()
     tab.cancel_button.click()
     wait_for(lambda: len(read_records(folder)) == records + 1)
     assert read_records(folder)[-1].kind == "stopped"
@@ -82,6 +84,7 @@ def test_stop_ends_a_pass_started_after_a_turn(
     assert "Stopped" in tab.status.text()
     assert (folder / SUMMARY_FILE).read_bytes() == raw
     assert not summarizer_of(inspected).is_folding(inspected.main)
+    wait_for(tab.add_button.isEnabled)
 
 
 def test_a_pass_of_another_session_shows_no_stop_here(

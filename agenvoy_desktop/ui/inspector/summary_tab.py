@@ -688,7 +688,9 @@ class SummaryTab(InspectorTab):
     def _update_buttons(self) -> None:
         has_session = self.session_id is not None and self.snapshot is not None
         selected = bool(self.decisions.selectedItems())
-        running = self.jobs.busy("summarize")
+        # any pass of this session, not only the tab's own: a pass saves the summary it
+        # read when it started, so an edit made meanwhile would be overwritten
+        running = self._pass_running()
         self.add_button.setEnabled(has_session and not running)
         self.edit_button.setEnabled(has_session and selected and not running)
         self.delete_button.setEnabled(has_session and selected and not running)

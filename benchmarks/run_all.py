@@ -76,6 +76,7 @@ SUITE: tuple[Bench, ...] = (
     Bench("chat_throughput", "speed"),
     Bench("decode_ratio", "speed"),
     Bench("prompt_reuse", "speed"),
+    Bench("session_walk", "speed", ("--read",)),
     Bench("summary_latency", "speed"),
     Bench("turn_overhead", "speed"),
     Bench("documents_throughput", "speed"),

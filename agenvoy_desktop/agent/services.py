@@ -375,6 +375,18 @@ class AppServices:
             ),
             withheld=self._withheld_now,
         )
+        self.summarizer.on_run(self._summary_running)
+
+    def _summary_running(self, _session_id: str, folding: bool) -> None:
+        """A summary pass changes the head the agent reads ahead: stop at its start, read
+        again at its end, whichever session it summarised (loop thread; see
+        :mod:`agent.read_ahead`)."""
+        if self.agent is None:
+            return
+        if folding:
+            self.agent.stop_reading_ahead()
+        else:
+            self.agent.read_ahead_later()
 
     def _checkpoint(self) -> None:
         """Storage thread, after each answer: fold both write-ahead logs into their files."""

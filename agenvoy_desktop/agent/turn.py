@@ -86,6 +86,7 @@ from agenvoy_desktop.agent.policy import (
     filter_specs,
     plan_turn,
 )
+from agenvoy_desktop.agent.read_ahead import ReadsAhead, next_prompt_start
 from agenvoy_desktop.agent.recall import (
     DEFAULT_FLOOR,
     RecallBlock,
@@ -248,6 +249,9 @@ class Agent:
         """Passages of the user's documents for a message (worker thread; see
         :mod:`agent.document_recall`), or None without collections."""
         self._background: set[asyncio.Task[None]] = set()
+        self._offered: dict[str, list[str]] = {}
+        """The tools each session's last turn was first offered (assumed for its next)."""
+        self._last_session: str | None = None
 
     # -- public ------------------------------------------------------------
     def embed_later(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -441,7 +445,46 @@ class Agent:
                 self.after_turn(session_id)
             except Exception:  # a summary trigger must never fail a finished turn
                 log.warning("after-turn hook failed", exc_info=True)
+        self._offered[session_id] = list(result.tools_offered)
+        self._last_session = session_id
+        self.read_ahead_later(session_id)
         return result
+
+    def read_ahead_later(self, session_id: str | None = None) -> None:
+        """Let a local model read the next turn's prompt start of the session last talked in.
+
+        Called after each turn and after each summary pass (which changes the
+        head); *session_id* None means the last one talked in, any other is
+        left alone.  See :mod:`agent.read_ahead`.  Returns at once; a model
+        that cannot read ahead (a server, a test double) is left alone.
+        """
+        session_id = session_id or self._last_session
+        if session_id is None or session_id != self._last_session:
+            return
+        if not isinstance(self.model, ReadsAhead):
+            return
+        task = asyncio.get_running_loop().create_task(self._read_ahead(session_id, self.model))
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def stop_reading_ahead(self) -> None:
+        """Call off a read-ahead (a summary pass is about to change the head it reads)."""
+        if isinstance(self.model, ReadsAhead):
+            self.model.stop_reading_ahead()
+
+    async def _read_ahead(self, session_id: str, model: ReadsAhead) -> None:
+        start = await self.storage.run(
+            next_prompt_start,
+            self.store,
+            session_id,
+            default_prompt=self.config.system_prompt,
+            summary_text=self.summary_text,
+            window=(self.config.window_messages, self.config.window_step),
+            offered=self._offered.get(session_id, ()),
+            specs=self.tools.specs(),
+        )
+        if start is not None and session_id == self._last_session:
+            model.read_ahead(start.messages, tools=start.tools or None)
 
     async def regenerate(
         self,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import concurrent.futures
+import contextlib
 import json
 import logging
 import threading
@@ -72,6 +73,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+READ_AHEAD_CHUNK = 128
+"""Prompt tokens a read-ahead evaluates between its checks for a waiting call (~1 s on 2 cores)."""
+
 _T = TypeVar("_T")
 
 JSON_TEMPERATURE = 0.2
@@ -100,6 +104,20 @@ def last_user_text(messages: Sequence[ChatMessage]) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else ""
     return ""
+
+
+def _copied(tools: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """A request's own copy of the tool specs (None for none)."""
+    return [dict(t) for t in tools] if tools else None
+
+
+def _log_read_ahead_failure(future: concurrent.futures.Future[None]) -> None:
+    """A read-ahead has no caller to tell: a failure is logged (the next turn reads it all)."""
+    if future.cancelled():
+        return
+    error = future.exception()
+    if error is not None and not isinstance(error, _Cancelled):
+        log.warning("reading the next prompt ahead failed", exc_info=error)
 
 
 class PromptTooLongError(ModelOutputError):
@@ -137,6 +155,14 @@ class _ChatRequest(_Request):
     temperature: float
     sampling: SamplingSettings
     avoid_openings: tuple[str, ...] = ()
+
+
+@dataclass(eq=False, kw_only=True)
+class _ReadAhead(_Request):
+    """The known start of the next prompt, to be read while nothing else runs."""
+
+    messages: list[ChatMessage]
+    tools: list[dict[str, Any]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +224,7 @@ class ChatEngine:
         self._grammars: dict[str, str] = {}  # worker only
         self._lock = threading.Lock()  # guards _active
         self._active: set[_Request] = set()
+        self._reading: _ReadAhead | None = None  # the newest read-ahead (guarded by _lock)
         self._worker = ModelWorker(
             self._load,
             thread_name="agenvoy-chat",
@@ -305,7 +332,7 @@ class ChatEngine:
         """
         request = _ChatRequest(
             messages=[m.copy() for m in messages],
-            tools=[dict(t) for t in tools] if tools else None,
+            tools=_copied(tools),
             max_tokens=max_tokens if max_tokens is not None else self.max_answer_tokens,
             temperature=temperature if temperature is not None else self.sampling.temperature,
             sampling=self.sampling,
@@ -369,6 +396,47 @@ class ChatEngine:
             request,
         )
 
+    def read_ahead(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[dict[str, Any]] | None = None
+    ) -> None:
+        """Read *messages*, the known start of the next prompt, into the KV cache meanwhile.
+
+        Right after an answer the next turn's start is known: the system
+        prompt, the summary and the window's history up to that answer.  Read
+        while the person reads the answer, the next turn evaluates only what
+        is new (its note and message), also after the window's start jumped or
+        a summary pass rewrote the summary, when it would otherwise read its
+        whole prompt again (~1,000 tokens, 10-25 s on 2 cores without AMX).
+        It gives way to every other call: between chunks of
+        :data:`READ_AHEAD_CHUNK` tokens it stops when another call waits and
+        queues itself again behind it.  A newer read-ahead replaces it; before
+        the model is loaded it does nothing.  Returns at once.
+        """
+        request = _ReadAhead(messages=[m.copy() for m in messages], tools=_copied(tools))
+        with self._lock:
+            if self._reading is not None:
+                self._reading.cancel.set()
+            self._reading = request
+        self._queue_read_ahead(request)
+
+    def stop_reading_ahead(self) -> None:
+        """Call off the read-ahead, queued or running (its head is about to change)."""
+        with self._lock:
+            if self._reading is not None:
+                self._reading.cancel.set()
+                self._reading = None
+
+    def _queue_read_ahead(self, request: _ReadAhead) -> None:
+        def check() -> None:
+            if request.cancelled() or self._model is None:
+                raise _Cancelled
+
+        with contextlib.suppress(ModelClosedError):
+            future = self._submit(
+                lambda model: self._read_ahead_job(model, request), request, check=check
+            )
+            future.add_done_callback(_log_read_ahead_failure)
+
     def close(self) -> None:
         """Stop the worker (a running generation ends within one token) and free the model."""
         self._worker.close(stop_running=self._cancel_active)
@@ -392,14 +460,18 @@ class ChatEngine:
 
     # -- worker plumbing ------------------------------------------------------------------------
     def _submit(
-        self, job: Callable[[LlamaModel], _T], request: _Request
+        self,
+        job: Callable[[LlamaModel], _T],
+        request: _Request,
+        *,
+        check: Callable[[], None] | None = None,
     ) -> concurrent.futures.Future[_T]:
         # Registered before the worker's closed check: a close that passes
         # that check later still finds (and cancels) this request.
         with self._lock:
             self._active.add(request)
         try:
-            future = self._worker.submit(job, check=request.raise_if_cancelled)
+            future = self._worker.submit(job, check=check or request.raise_if_cancelled)
         except RuntimeError:
             self._forget(request)
             raise
@@ -567,6 +639,27 @@ class ChatEngine:
                 duration_s=time.perf_counter() - request.started,
             )
         )
+
+    def _read_ahead_job(self, model: LlamaModel, request: _ReadAhead) -> None:
+        """Evaluate the request's prompt start; behind a waiting call, queue the rest again."""
+        prompt = model.template.render(request.messages, request.tools, add_generation_prompt=False)
+        tokens = model.prompt_tokens(prompt)
+        if len(tokens) > model.n_ctx - min(self.max_answer_tokens, model.n_ctx // 2):
+            return  # the next prompt will be trimmed to fit: its start is not these tokens
+
+        def give_way() -> bool:
+            with self._lock:
+                waiting = any(other is not request for other in self._active)
+            return waiting or request.cancelled()
+
+        if model.read_ahead(tokens, give_way, READ_AHEAD_CHUNK) or request.cancelled():
+            return
+        follow = _ReadAhead(messages=request.messages, tools=request.tools)
+        with self._lock:
+            if self._reading is not request:
+                return  # replaced meanwhile
+            self._reading = follow
+        self._queue_read_ahead(follow)
 
     def _chat_prompt(self, model: LlamaModel, request: _ChatRequest) -> tuple[Tokens, int]:
         """Prompt tokens that leave room for the answer, and how many messages were dropped."""

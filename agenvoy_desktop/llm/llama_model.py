@@ -374,11 +374,23 @@ class LlamaModel:
             llama_cpp.llama_memory_seq_rm(self._memory, 0, len(self._past), -1)
             pending.clear()
 
+    def read_ahead(self, tokens: Tokens, stop: Callable[[], bool], chunk: int) -> bool:
+        """Evaluate *tokens*, the known start of a later prompt, *chunk* tokens at a time.
+
+        What the cache already holds is kept (and a saved state that holds
+        more is restored), so a later prompt starting with *tokens* evaluates
+        only what follows them.  False if *stop* said so between two chunks:
+        what was read by then stays in the cache.
+        """
+        return self._prefill(tokens, stop, step=chunk)
+
     def _prefill(
         self,
         tokens: Tokens,
         cancelled: Callable[[], bool],
         on_read: Callable[[int, int], None] | None = None,
+        *,
+        step: int | None = None,
     ) -> bool:
         """Evaluate ``tokens``, reusing the cached common prefix; False if cancelled."""
         keep = min(common_prefix(self._past, tokens), len(tokens) - 1)
@@ -389,7 +401,7 @@ class LlamaModel:
                 llama_cpp.llama_memory_clear(self._memory, True)
                 keep = 0
             del self._past[keep:]
-        step = self.prompt_batch
+        step = min(step or self.prompt_batch, self.prompt_batch)
         total = len(tokens) - keep
         for start in range(keep, len(tokens), step):
             if cancelled():

@@ -1,0 +1,160 @@
+"""Deep in one session through the real agent: what each turn makes the model evaluate.
+
+``prompt_reuse.py --deep`` builds prompts by hand; this walks the app's own
+turn (recall, the plan's tools, the turn note) in one session of the
+``memory_qa.py`` profile: a mix of small talk, statements and questions
+about the planted facts, one after another, as a person types them.  For
+every turn: the prompt tokens the prefill computed (what the KV cache did
+not hold), seconds to the first answer token, and (``--read``) how long the
+model stayed busy after the answer (reading ahead, a summary pass): the
+person reads the answer that long before typing the next message.
+``--no-read-ahead`` turns the read-ahead off (``agent/read_ahead.py``), for
+the comparison.
+
+    .venv/bin/python benchmarks/session_walk.py [--quick] [--read] [--no-read-ahead] [--tag NAME]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from typing import Any
+
+import memory_qa
+from memory_facts import FACTS
+
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.agent.turn import Agent
+from agenvoy_desktop.llm.llama_model import LlamaModel
+from agenvoy_desktop.paths import AppPaths
+
+EVALUATED = [0, 0]
+"""Prompt tokens evaluated since the last reset; whether a prefill is running."""
+
+
+def count_prefills() -> None:
+    """Add up the prompt tokens every prefill evaluates (all rounds of a turn)."""
+    prefill, decode = LlamaModel._prefill, LlamaModel._decode
+
+    def counting_prefill(self: LlamaModel, tokens: Any, *args: Any, **kwargs: Any) -> bool:
+        EVALUATED[1] = 1
+        try:
+            return prefill(self, tokens, *args, **kwargs)
+        finally:
+            EVALUATED[1] = 0
+
+    def counting_decode(self: LlamaModel, batch: Any) -> None:
+        if EVALUATED[1]:
+            EVALUATED[0] += int(batch.n_tokens)
+        decode(self, batch)
+
+    LlamaModel._prefill = counting_prefill  # type: ignore[method-assign]
+    LlamaModel._decode = counting_decode  # type: ignore[method-assign]
+
+
+MESSAGES = (
+    "Hi! How are you today?",
+    "I'm planning a trip to Lisbon next month with my sister.",
+    "What should I pack for a week there in spring?",
+    "What is my bike lock code?",
+    "Thanks! Can you suggest three things to see in Lisbon?",
+    "My sister prefers museums to beaches.",
+    "Which of those would she like most?",
+    "我的电动车锁密码是多少？",
+    "How long is the flight from Vienna to Lisbon, roughly?",
+    "Remind me, where am I going next month?",
+    "Could you write a short packing list?",
+    "Great, thank you!",
+    "What did I say my sister prefers?",
+    "Any tips for trams there?",
+    "How do I say thank you in Portuguese?",
+    "Okay, that's all for now.",
+)
+
+
+async def reading(services: AppServices) -> float:
+    """Seconds until the model has nothing left to do (a read-ahead, a summary pass):
+    the person reads the answer at least that long."""
+    engine = services.chat_model
+    began = time.perf_counter()
+    while getattr(engine, "_active", None):  # noqa: ASYNC110 - the engine has no idle event
+        await asyncio.sleep(0.05)
+    return round(time.perf_counter() - began, 2)
+
+
+async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> list[dict[str, Any]]:
+    agent, store, storage = services.agent, services.store, services.storage
+    assert agent is not None
+    sid = await storage.run(store.create_session, "session-walk")
+    rows = []
+    for index, text in enumerate(messages):
+        EVALUATED[0] = 0
+        result = await agent.run_turn(sid, text)
+        evaluated = EVALUATED[0]
+        await agent.idle()
+        read_s = await reading(services) if args.read else 0.0
+        row = {
+            "turn": index + 1,
+            "message": text,
+            "evaluated": evaluated,
+            "first_token_s": result.first_token_s,
+            "model_s": round(result.model_s, 2),
+            "turn_s": round(result.total_s, 2),
+            "recall_chars": len(result.recall_text or ""),
+            "answer": result.answer[:80],
+            "then_busy_s": read_s,
+        }
+        print(
+            f"[{index + 1:2d}] eval {evaluated:4d}  ttft {row['first_token_s'] or 0:5.2f} s  "
+            f"model {row['model_s']:5.2f} s  recall {row['recall_chars']:4d}  "
+            f"then busy {read_s:5.2f} s  "
+            f"{text[:40]!r} -> {row['answer'][:50]!r}",
+            file=sys.stderr,
+            flush=True,
+        )
+        rows.append(row)
+    return rows
+
+
+async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
+    count_prefills()
+    if args.no_read_ahead:  # the turn as it was before reading ahead
+        Agent.read_ahead_later = lambda self, session_id=None: None  # type: ignore[method-assign]
+    facts = FACTS[: memory_qa.QUICK_FACTS if args.quick else 8]
+    services = await asyncio.to_thread(memory_qa.open_services, paths, 0)
+    try:
+        _planted, setup = await memory_qa.prepare(services, facts, 0)
+        rows = await walk(services, MESSAGES[:6] if args.quick else MESSAGES, args)
+    finally:
+        await asyncio.to_thread(services.close)
+    later = [r for r in rows[1:] if r["first_token_s"] is not None]
+    ttfts = sorted(r["first_token_s"] for r in later)
+    totals = {
+        "read_ahead": not args.no_read_ahead,
+        "waits_for_idle": bool(args.read),
+        "median_evaluated": statistics.median(r["evaluated"] for r in rows[1:]),
+        "max_evaluated": max(r["evaluated"] for r in rows[1:]),
+        "max_first_token_s": ttfts[-1],
+        "mean_first_token_s": round(statistics.fmean(ttfts), 2),
+        "median_first_token_s": round(statistics.median(r["first_token_s"] for r in later), 2),
+        "median_model_s": round(statistics.median(r["model_s"] for r in rows[1:]), 2),
+    }
+    print(totals, file=sys.stderr)
+    return {"setup": setup, "totals": totals, "turns": rows}
+
+
+def main() -> None:
+    ap = memory_qa.arguments(__doc__.splitlines()[0])
+    ap.add_argument(
+        "--read",
+        action="store_true",
+        help="after each answer wait until the model is idle (the person reads meanwhile)",
+    )
+    ap.add_argument("--no-read-ahead", action="store_true", help="turn reading ahead off")
+    memory_qa.run_in_profile("session_walk", ap.parse_args(), run)
+
+
+if __name__ == "__main__":
+    main()

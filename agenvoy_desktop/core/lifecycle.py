@@ -100,7 +100,7 @@ def _perform(
     store.forget_cached(session_id)
     # Other sessions' stored search results quoting these messages lose those lines:
     # the files here, the archive rows in the transaction that deletes.
-    withdraw_from_histories(store, set(store.archive.all_msg_ids(session_id)))
+    withdraw_from_histories(store, store.archive.gone(session_id))
     if op == "remove":
         trash = folder.with_name(TRASH_PREFIX + session_id)
         if folder.exists():

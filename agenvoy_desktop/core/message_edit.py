@@ -221,7 +221,7 @@ def _perform_removal(store: MemoryStore, entry: dict[str, Any]) -> None:
         store.vectors(sid).remove(gone)
     branch = Branch(**entry["branch"]) if entry.get("branch") else None
     if branch is None:  # a delete: other sessions' stored search results lose its lines
-        withdraw_from_histories(store, ids)
+        withdraw_from_histories(store, store.archive.gone(sid, ids))
     event = entry["event"]
     store.archive.take_rows(
         sid, ids, branch=branch, event=(int(event["time_ns"]), event["kind"], event["detail"])

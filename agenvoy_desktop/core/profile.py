@@ -38,10 +38,11 @@ from agenvoy_desktop.paths import AppPaths
 
 log = logging.getLogger(__name__)
 
-PROFILE_FORMAT = 3
+PROFILE_FORMAT = 4
 """1: profiles before the stamp existed (0.1.0); 2: archive schema 4 (earlier answer
 versions), per-session settings, watched collections, appearance and sampling settings;
-3: summaries keep facts (summary.json version 3; version 2 files load as they are)."""
+3: summaries keep facts (summary.json version 3; version 2 files load as they are);
+4: archive schema 5 (indexes of the stored search results that quote messages)."""
 STAMP_FILE = "profile.json"
 BACKUPS_DIR = "backups"
 KEEP_BACKUPS = 3

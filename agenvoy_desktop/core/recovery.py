@@ -259,9 +259,16 @@ def _page_row(rowid: int, values: list[Value]) -> tuple[str, RawRow] | None:
     return None
 
 
+def _zeroed(sid: object) -> bool:
+    """Whether a salvaged session id is damage: the end of a row whose overflow pages lay
+    past a truncated file's end reads as zeros, and no session id (a folder's name) holds
+    a NUL."""
+    return not isinstance(sid, str) or "\x00" in sid
+
+
 def _session(row: Sequence[Any]) -> SessionMeta | None:
     sid, title, *numbers = row
-    if not isinstance(sid, str) or not all(isinstance(n, int) for n in numbers):
+    if _zeroed(sid) or not all(isinstance(n, int) for n in numbers):
         return None
     if title is not None and not isinstance(title, str):
         title = None
@@ -272,6 +279,8 @@ def _message(row: Sequence[Any]) -> Row | None:
     rowid, sid, seq, msg_id, role, content, time_ns, ref, extra = row
     texts = (sid, msg_id, role, content)
     if not all(isinstance(t, str) for t in texts) or not isinstance(time_ns, int):
+        return None
+    if _zeroed(sid):
         return None
     if not isinstance(rowid, int) or not isinstance(seq, int):
         return None

@@ -73,7 +73,11 @@ def archived_ids(path: Path) -> set[str]:
 
 
 def readable_ids(path: Path) -> set[str]:
-    """Ids of the messages SQLite can still read whole from a damaged file, one at a time."""
+    """Ids of the messages SQLite can still read whole from a damaged file, one at a time.
+
+    A row whose overflow pages lay past a truncated file's end reads without
+    an error, its end as zeros: a session id with a NUL is not read whole.
+    """
     copy = path.with_name("probe.sqlite3")
     copy.write_bytes(path.read_bytes())
     db = sqlite3.connect(copy)
@@ -82,10 +86,12 @@ def readable_ids(path: Path) -> set[str]:
         db.execute("PRAGMA writable_schema = ON")
         for rowid in range(1, MESSAGES + 1):
             try:
-                row = db.execute("SELECT msg_id, * FROM messages WHERE id = ?", (rowid,)).fetchone()
+                row = db.execute(
+                    "SELECT msg_id, session_id, * FROM messages WHERE id = ?", (rowid,)
+                ).fetchone()
             except sqlite3.DatabaseError:
                 continue
-            if row:
+            if row and "\x00" not in str(row[1]):
                 out.add(str(row[0]))
     except sqlite3.DatabaseError:
         pass

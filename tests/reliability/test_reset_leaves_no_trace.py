@@ -3,7 +3,8 @@
 A secret planted in a session (its first message, so its title too; a later
 message; a tool result; an earlier version of an answer; a recall record of
 the timeline, its own or another session's; a search result another
-session's turn stored, live or in an earlier version; a summary, and the
+session's turn stored, live or in an earlier version, also one stored before
+results listed the ids they quote; a summary, and the
 copy of it kept from before the last pass, when the reset clears it) must be gone from
 every file of the profile after the operation: the archive and its
 write-ahead log, the full-text index's segments, SQLite's free pages, the
@@ -64,8 +65,12 @@ def app_log(paths: AppPaths) -> Iterator[Path]:
     handler.close()
 
 
-def _plant(store: MemoryStore) -> tuple[str, str]:
-    """A session holding the secret in every place a session's text goes, and one without it."""
+def _plant(store: MemoryStore, *, legacy: bool = False) -> tuple[str, str]:
+    """A session holding the secret in every place a session's text goes, and one without it.
+
+    *legacy*: the other session's stored search results list no ids (stored
+    before results did), so only their text says what they quote.
+    """
     sid = store.create_session(None, "secret")
     t = T0
     store.append(
@@ -109,9 +114,9 @@ def _plant(store: MemoryStore) -> tuple[str, str]:
     )
     # A turn's search_chat_history found the secret too: its stored result quotes it, and
     # the exchange, edited since, keeps an earlier version of the result as well.
-    asked = _searched(store, other, t + 24 * SECOND, "bike lighthouse")
+    asked = _searched(store, other, t + 24 * SECOND, "bike lighthouse", legacy=legacy)
     message_edit.edit_truncate(store, other, asked)
-    _searched(store, other, t + 30 * SECOND, "bike lighthouse")
+    _searched(store, other, t + 30 * SECOND, "bike lighthouse", legacy=legacy)
     session_ops.auto_title(store, other)
     store.index_pending(other)
     store.vectors(other).flush()
@@ -120,14 +125,16 @@ def _plant(store: MemoryStore) -> tuple[str, str]:
     return sid, other
 
 
-def _searched(store: MemoryStore, sid: str, t: int, words: str) -> str:
+def _searched(store: MemoryStore, sid: str, t: int, words: str, *, legacy: bool = False) -> str:
     """An exchange whose search_chat_history result is stored as the turn stores it
     (one keyword search per word, as the model might call it); the question's id.
+    *legacy*: stored as a turn stored it before results listed the ids they quote.
 
     The answer does not repeat what was found: the answers stay as written
     (``core/quoted_results.py``), only the stored tool results lose the lines.
     """
-    texts, quoted = [], []
+    texts: list[str] = []
+    quoted: list[str] = []
     for word in words.split():
         text, ids = quoted_search(search_chat_history(store, SearchQuery(word, mode="keyword")))
         texts.append(text)
@@ -135,13 +142,15 @@ def _searched(store: MemoryStore, sid: str, t: int, words: str) -> str:
     assert SECRET in texts[0]
     call = {"id": f"s{t}", "name": "search_chat_history", "arguments": {"query": words}}
     extra = {"tool_call_id": call["id"], "name": call["name"], "arguments": call["arguments"]}
+    if not legacy:
+        extra[QUOTED_KEY] = quoted
     question = msg("user", "What did I say before?", t)
     store.append(
         sid,
         [
             question,
             msg("assistant", "", t + SECOND, tool_calls=[call]),
-            msg("tool", "\n\n".join(texts), t + 2 * SECOND, **extra, **{QUOTED_KEY: quoted}),
+            msg("tool", "\n\n".join(texts), t + 2 * SECOND, **extra),
             msg("assistant", "I found it in your earlier chat.", t + 3 * SECOND),
         ],
     )
@@ -209,10 +218,10 @@ def _assert_secret_gone(store: MemoryStore) -> None:
 Operation = Callable[[MemoryStore, str], Any]
 
 
-def _check(paths: AppPaths, operate: Operation, *, removed: bool) -> None:
+def _check(paths: AppPaths, operate: Operation, *, removed: bool, legacy: bool = False) -> None:
     """Plant, *operate*, then look for the secret in every file, app running and closed."""
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
-    sid, other = _plant(store)
+    sid, other = _plant(store, legacy=legacy)
     if removed:  # a reset keeps the summary by design; a remove takes it and its copies
         _plant_in_previous_summary(store.folder(sid))
     assert _traces(paths.config_dir)  # the check itself sees the secret before
@@ -285,6 +294,16 @@ def _plant_in_previous_summary(folder: Path) -> None:
 
 def test_remove_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
     _check(paths, session_ops.remove_session, removed=True)
+
+
+@pytest.mark.parametrize("removed", [False, True], ids=["reset", "remove"])
+def test_a_search_result_stored_without_ids_keeps_no_trace(
+    paths: AppPaths, app_log: Path, removed: bool
+) -> None:
+    """Another session's stored result from before results listed ids quotes the secret:
+    its lines are matched by text, and no file keeps them."""
+    operate = session_ops.remove_session if removed else session_ops.reset_session
+    _check(paths, operate, removed=removed, legacy=True)
 
 
 def test_an_interrupted_remove_finished_at_start_leaves_no_trace(
@@ -428,7 +447,8 @@ def test_a_fork_of_an_automatic_title_loses_it_with_a_reset(paths: AppPaths) -> 
         store.close()
 
 
-def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths) -> None:
+@pytest.mark.parametrize("legacy", [False, True], ids=["ids", "without-ids"])
+def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths, legacy: bool) -> None:
     """A person who deletes the message with the code in it means it: not in any file."""
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     try:
@@ -437,7 +457,8 @@ def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths) -> None:
         texts[10] = f"My bike lock code is {SECRET}."
         store.append(sid, [msg("user", t, T0 + i * SECOND) for i, t in enumerate(texts)])
         other = store.create_session(None, "other")
-        _searched(store, other, T0 + 100 * SECOND, "bike")  # another turn's search found it
+        # Another turn's search found it (and stored the ids it quotes, or, before, did not).
+        _searched(store, other, T0 + 100 * SECOND, "bike", legacy=legacy)
         assert _traces(paths.config_dir)
         planted = store.history(sid).messages[10]
         message_edit.delete_message(store, sid, planted.id)
@@ -446,7 +467,7 @@ def test_deleting_one_message_leaves_no_trace_of_it(paths: AppPaths) -> None:
         for result in _stored_results(store, other):
             assert result.extra[WITHDRAWN_KEY] == 1
             assert "filler message 9" in result.content  # its neighbours' lines stay
-            assert planted.id not in result.extra[QUOTED_KEY]
+            assert planted.id not in result.extra.get(QUOTED_KEY, [])
     finally:
         store.close()
     _assert_no_trace(paths)

@@ -37,6 +37,16 @@ FILE_FORMATS_OF_PROFILE_FORMAT = {
         "summary": 3,
         "session settings": 1,
     },
+    4: {
+        "archive": 5,
+        "error memory": 1,
+        "settings": 1,
+        "model catalogue": 1,
+        "document collections": 1,
+        "document index": 1,
+        "summary": 3,
+        "session settings": 1,
+    },
 }
 
 

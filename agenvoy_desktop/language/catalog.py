@@ -135,6 +135,13 @@ SCHEMA: dict[str, Kind] = {
     # the months and weekdays, one entry each, the full name first (language/calendar_names.py)
     "dates.months": "words",
     "dates.weekdays": "words",
+    # the words the date parser's phrase shapes take (agent/date_reasoning/mentions.py)
+    "dates.count_words": "pairs",
+    "dates.vague_counts": "words",
+    "dates.not_days": "words",
+    "dates.month_verbs": "words",
+    "dates.stopwords": "words",
+    **_cues("dates", "future"),
     # reading an answer against the user's lines (agent/answer_check.py)
     "answer.not_knowing.negations": "words",
     "answer.not_knowing.verbs": "words",

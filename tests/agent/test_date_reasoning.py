@@ -24,10 +24,13 @@ from agenvoy_desktop.agent.date_reasoning import (
     event_dates,
     explain,
     local_date,
+    mentions,
     parse_temporal_question,
     to_second_person,
     when_it_happened,
 )
+from agenvoy_desktop.language import LanguageDataError, language
+from agenvoy_desktop.language.catalog import parse
 
 
 def said_at(year: int, month: int, day: int, hour: int = 12) -> int:
@@ -586,3 +589,24 @@ def test_explain_on_day() -> None:
     assert explain(question, [], TODAY) == "Last weekend was 2023-04-15 to 2023-04-16."
     rachel = _explain("What did I do with Rachel on the Wednesday two months ago?")
     assert rachel == "The Wednesday two months ago was Wednesday, 2023-02-22."
+
+
+def _dates_file(count_words: str) -> str:
+    return f'[language]\nname = "X"\nscript = "latin"\n[dates]\ncount_words = {count_words}\n'
+
+
+def test_the_date_parser_takes_its_counts_from_every_language_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    extra = parse("xx", _dates_file('[["a dozen", "12"], ["two", "7"]]'))
+    monkeypatch.setattr(mentions, "languages", lambda: (language("en"), extra))
+    counts = mentions._count_words()
+    assert (counts["a dozen"], counts["a couple of"]) == (12, 2)
+    assert counts["two"] == 2  # the first language to list a word gives its number
+
+
+def test_a_count_without_a_number_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = parse("xx", _dates_file('[["a dozen", "twelve"]]'))
+    monkeypatch.setattr(mentions, "languages", lambda: (bad,))
+    with pytest.raises(LanguageDataError, match=r"^language file xx\.toml: dates\.count_words "):
+        mentions._count_words()

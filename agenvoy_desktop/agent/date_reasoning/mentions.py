@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from agenvoy_desktop.agent.date_reasoning.days import add_months, local_date, month_length
+from agenvoy_desktop.language import LanguageDataError, languages
 from agenvoy_desktop.language.calendar_names import full_months, month_numbers, weekday_numbers
+from agenvoy_desktop.language.patterns import compiled, either, every
 
 Precision = Literal["day", "week", "month", "year"]
 
@@ -40,38 +42,60 @@ class DatedMention:
 
 
 # --- words ------------------------------------------------------------------------------
+# Every word comes from the language files (``dates.*``); the patterns below are the phrase
+# shapes that hold them.  A phrase of the files matches with one space between its words,
+# as the shapes around it do.
+
+
+def _literal(words: Iterable[str]) -> str:
+    """*words* as a regex alternation, each matched as written (duplicates once)."""
+    return "|".join(dict.fromkeys(map(re.escape, words)))
+
+
+def _count_words() -> dict[str, int]:
+    """Every language's counts (``dates.count_words``), lower case, and the number each says;
+    the first language to list a word gives its number."""
+    counts: dict[str, int] = {}
+    for lang in languages():
+        for word, number in lang.pairs("dates.count_words"):
+            if not (number.isascii() and number.isdigit()):
+                raise LanguageDataError(
+                    f"language file {lang.code}.toml: dates.count_words gives {word!r} "
+                    f"{number!r}, not a number"
+                )
+            counts.setdefault(word.lower(), int(number))
+    return counts
+
 
 _WEEKDAYS = weekday_numbers()
 _MONTHS = month_numbers()
-_NUMBERS = {
-    "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3, "an": 1, "a": 1,
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-    "twenty": 20, "thirty": 30,
-}  # fmt: skip
+_NUMBERS = _count_words()
 _FULL_MONTHS = frozenset(full_months())
-_VAGUE = frozenset({"a few", "few", "several"})
+_VAGUE = frozenset(word.lower() for word in every("dates.vague_counts"))
 """Counts that blur a number of days into a week ("a few days ago")."""
+_MONTH_VERBS = frozenset(every("dates.month_verbs"))
+"""Month names that are verbs when written in lower case ("may", "march")."""
 
 _WD = "(?P<wd>" + "|".join(map(re.escape, _WEEKDAYS)) + ")"
 _ANY_MONTH = "(?:" + "|".join(map(re.escape, sorted(_MONTHS, key=len, reverse=True))) + ")"
 _MON = f"(?P<mon>{_ANY_MONTH[3:]}"
-_NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + ")"
+_NUM = "(?P<n>" + either(r"\d{1,3}", _literal(sorted(_NUMBERS, key=len, reverse=True))) + ")"
 _UNIT_WORD = r"(?P<u>day|week|month|year)s?"
 _ORD = r"(?P<o>st|nd|rd|th)?"
 
-_NOT_DAY = (
-    r" (?:floor|row|page|step|level|lap|round|hole|grade|try|attempt|time|place|street|avenue|"
-    r"chapter|episode|season|game|inning|day|week|month|year|anniversary|birthday|of)\b"
-)
-"""What makes "on the 2nd" no date: "on the 2nd floor", "on the 3rd try"."""
+_NOT_DAY = _literal(every("dates.not_days"))
+_NOT_NTH = either(f",? (?:of )?{_ANY_MONTH}", rf" (?:{_NOT_DAY})\b" if _NOT_DAY else "")
+"""What makes "on the 2nd" no day of this month: a month after it ("on the 2nd of May" is
+read whole), or a word such as "floor" or "try" ("on the 2nd floor", "on the 3rd try")."""
 
-_FUTURE = re.compile(
-    r"\b(?:will|won't|gonna|(?:am|'m|are|'re|is|'s) going to|planning to|plan to|tomorrow|"
-    r"upcoming)\b|\w'll\b",
-    re.IGNORECASE,
-)
+
+def _future_pattern() -> str:
+    """The future words as whole words, then the future patterns (``dates.future``)."""
+    words = _literal(every("dates.future.words"))
+    return either(rf"\b(?:{words})\b" if words else "", *every("dates.future.patterns"))
+
+
+_FUTURE = compiled(_future_pattern(), re.IGNORECASE)
 """Words that make a sentence look ahead, so "on Friday" is the coming Friday."""
 
 # --- calendar helpers -------------------------------------------------------------------
@@ -216,7 +240,7 @@ def _iso(match: re.Match[str], _said: dt.date, _future: bool) -> _Span | None:
 def _month_name(match: re.Match[str]) -> int | None:
     """The month a name stands for; a lower-case "may"/"march" is the verb, not a month."""
     name = match.group("mon")
-    if name in ("may", "march", "mar"):
+    if name in _MONTH_VERBS:
         return None
     return _MONTHS[name.lower()]
 
@@ -329,9 +353,7 @@ _FAMILIES = (
     _family(rf"\b{_MON},? (?P<y>\d{{4}})\b", _month_only),
     _family(rf"\b(?:in|during) {_MON}\b(?!,? \d)", _month_only),
     _family(r"\b(?:in|during|since) (?P<y>(?:19|20)\d\d)\b(?!-)", _year_only),
-    _family(
-        rf"\bon the (?P<d>\d{{1,2}})(?:st|nd|rd|th)\b(?!,? (?:of )?{_ANY_MONTH}|{_NOT_DAY})", _nth
-    ),
+    _family(rf"\bon the (?P<d>\d{{1,2}})(?:st|nd|rd|th)\b(?!{_NOT_NTH})", _nth),
     _family(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4}|\d{2})\b", _slashed),
     _family(r"\bon (?P<a>\d{1,2})/(?P<b>\d{1,2})\b(?!/)", _slashed),
 )
@@ -375,9 +397,8 @@ def event_dates(text: str, said_ns: int) -> list[DatedMention]:
 
 
 _PRECISION_RANK = {"day": 0, "week": 1, "month": 2, "year": 3}
-_STOPWORDS = frozenset(
-    re.findall(r"\S+", "with that this from about have what when were they them then there")
-)
+_STOPWORDS = frozenset(word.lower() for word in every("dates.stopwords"))
+"""Words that say nothing of which event a sentence tells (:func:`_nearness`)."""
 
 
 def best_mention(text: str, said_ns: int, event: str | None = None) -> DatedMention:

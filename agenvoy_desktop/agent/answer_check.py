@@ -506,8 +506,12 @@ def _older_value(question: str, answer: str, line: Evidence, evidence: Sequence[
     own = _values_about(line.text, terms)
     if said & own:
         return False
-    older = set().union(
-        *(_values_about(e.text, terms) for e in evidence if e is not line and not e.latest)
+    older = set().union(  # a line said since (in the window) is no older value
+        *(
+            _values_about(e.text, terms)
+            for e in evidence
+            if e is not line and not e.latest and e.time_ns <= line.time_ns
+        )
     )
     return bool(said & (older - own))
 

@@ -87,14 +87,21 @@ def asks_about_own_past(text: str) -> bool:
     return question is not None and question.kind == "first"
 
 
-def never_said(store: MemoryStore, text: str, items: Sequence[RecallItem]) -> list[str]:
+def never_said(
+    store: MemoryStore, text: str, items: Sequence[RecallItem], window: Sequence[str] = ()
+) -> list[str]:
     """Storage thread: the things the question asks about that no recalled line holds and
     the archive holds (almost) nowhere, as the answer may name them ("your sister").
 
-    Messages withheld by the enclosing ``withholding`` block count as not there."""
+    *window*: what the user said in the conversation's window, which the model
+    reads too ("My sister prefers museums." two turns back is told, though recall
+    leaves the window out and the archive holds it once).  Messages withheld by
+    the enclosing ``withholding`` block count as not there."""
     withheld = withheld_now()
     shown = normalize(
-        " ".join([*(i.text for i in items), *(n.text for i in items for n in i.neighbours)])
+        " ".join(
+            [*(i.text for i in items), *(n.text for i in items for n in i.neighbours), *window]
+        )
     )
     out: list[str] = []
     asked = asked_things(text, shown)

@@ -98,6 +98,7 @@ from agenvoy_desktop.agent.recall import (
     query_kind,
 )
 from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.told_in_window import told_in_window
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn_check import AnswerChecker, Shown
 from agenvoy_desktop.agent.turn_events import (
@@ -585,6 +586,8 @@ class _Turn:
         self.example: Example | None = None
         """The "I don't know" exchange this turn shows the model (``agent/not_remembered.py``)."""
         self.question = ""
+        self.asked_id = ""
+        """The id of the message this turn answers."""
         self.plan: TurnPlan = FULL
         self.clock: Clock = "time"
         self.settings: SessionSettings = DEFAULT_SETTINGS
@@ -620,6 +623,7 @@ class _Turn:
         store = self.agent.store
         self.question = text
         user = asked if asked is not None else store.new_message("user", text)
+        self.asked_id = user.id
         if asked is None:  # a regeneration answers a message already stored
             await self._save(user)
         try:
@@ -803,8 +807,12 @@ class _Turn:
 
     async def _checked(self, text: str) -> str:
         """The answer-check stage (``agent/turn_check.py``): the answer the turn keeps."""
+        config = self.agent.config
+        window = await self.agent.storage.run(
+            self.agent.store.window, self.sid, config.window_messages, config.window_step
+        )
         checker = AnswerChecker(
-            self._shown(),
+            self._shown(told_in_window(window, self.asked_id)),
             tool_names=self.agent.tools.names(),
             in_voice=self._in_voice,
             ask_again=self._ask_again,
@@ -817,8 +825,9 @@ class _Turn:
         self.result.answer_from = checked.answer_from
         return checked.answer
 
-    def _shown(self) -> Shown:
-        """What this turn showed the model, for the answer check."""
+    def _shown(self, window: Sequence[answer_check.Evidence]) -> Shown:
+        """What this turn showed the model, for the answer check; *window*: what the user
+        told in the conversation's window."""
         return Shown(
             self.question,
             self.recall,
@@ -829,6 +838,7 @@ class _Turn:
             example=self.example is not None,
             search_found=self.tool_calls.search_found(),
             tool_results=self.tool_calls.any_worked(),
+            window=tuple(window),
         )
 
     async def _ask_again(self, verdict: answer_check.Verdict) -> tuple[str, bool]:

@@ -55,10 +55,19 @@ class Shown:
     """This turn's history search found something."""
     tool_results: bool = False
     """A tool call of this turn gave a result."""
+    window: tuple[Evidence, ...] = ()
+    """What the user told in the conversation's window (``agent/told_in_window.py``)."""
 
-    def evidence(self) -> list[Evidence]:
-        """Every line memory showed the model, as lines an answer is checked against."""
+    def remembered(self) -> list[Evidence]:
+        """Every line memory showed the model."""
         return [*self._recalled(), *self._passages(), *map(fact_evidence, self.facts)]
+
+    def evidence(self, remembered: Sequence[Evidence]) -> list[Evidence]:
+        """The lines an answer is checked against: what memory showed, and what the user
+        told in the window besides, which the model read too.  The window counts only
+        where memory showed something: a question memory was not asked about (a request,
+        small talk) is no question about what the user told."""
+        return [*remembered, *self.window] if remembered else []
 
     def unknown(self, evidence: Sequence[Evidence]) -> bool:
         """Nothing in memory answers the question: an answer that claims to know is wrong."""
@@ -124,9 +133,10 @@ class AnswerChecker:
         stop: asyncio.Event,
     ) -> None:
         self.shown = shown
-        self.evidence = shown.evidence()
+        remembered = shown.remembered()
+        self.evidence = shown.evidence(remembered)
         self.tool_names = tool_names
-        self.unknown = shown.unknown(self.evidence)
+        self.unknown = shown.unknown(remembered)
         self.in_voice = in_voice
         """The answer as said to the user (``agent/voice.py``); a quote is shown as it is."""
         self.ask_again = ask_again

@@ -41,6 +41,7 @@ from agenvoy_desktop.agent.recall import (
     withholding,
 )
 from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.told_in_window import told_in_window
 from agenvoy_desktop.agent.worked_out import WorkedOut, add_worked_out
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatModel, TextDelta
@@ -257,7 +258,10 @@ class MemoryLookup:
                 and not said_at_named_time(text, block.items, local_date(now))
             ):
                 # after the worked-out lines: a name one of them holds was told
-                self.found.never_said = never_said(self.store, text, block.items)
+                told = told_in_window(self.store.window(self.sid, window, step), user.id)
+                self.found.never_said = never_said(
+                    self.store, text, block.items, [line.text for line in told]
+                )
         except Exception:
             log.warning("proactive recall failed; answering without it", exc_info=True)
             return RecallBlock()

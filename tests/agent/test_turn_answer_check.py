@@ -297,3 +297,67 @@ def test_a_long_prompt_read_is_reported_as_thinking_with_its_share(store: Memory
         storage.close()
     thinking = [e.detail for e in events if isinstance(e, TurnStatus) and e.phase == "thinking"]
     assert thinking[-2:] == ["50", "100"]
+
+
+def _turn_after(
+    store: MemoryStore, said: list[str], question: str, script: list[list[object]]
+) -> TurnResult:
+    """A turn in a session whose window already holds *said* (user/assistant in turn)."""
+    now = store.create_session("today")
+    store.append(now, conversation(said, start=T0 + 40 * DAY, step=SECOND))
+    storage = Storage()
+    try:
+        model = ScriptedChatModel(script)
+        agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=True))
+        return asyncio.run(agent.run_turn(now, question))
+    finally:
+        storage.close()
+
+
+def test_an_answer_from_the_window_is_not_quoted_over_a_weaker_remembered_line(
+    store: MemoryStore,
+) -> None:
+    # recall brings the earlier trip line for "sister"; the preference was said in this
+    # conversation, in the window the model reads: the answer drawing on it is right
+    _plant(store, "I'm planning a trip to Lisbon next month with my sister.")
+    said = ["My sister prefers museums to beaches.", "Good to know!"]
+    result = _turn_after(
+        store, said, "What did I say my sister prefers?", [["She prefers museums."], ["No."]]
+    )
+    assert result.recall_text  # the weaker line was recalled
+    assert result.checked == ""
+    assert result.answer == "She prefers museums."
+
+
+def test_a_wrong_answer_is_quoted_from_the_window_line_that_answers(store: MemoryStore) -> None:
+    _plant(store, "I'm planning a trip to Lisbon next month with my sister.")
+    said = ["My sister prefers museums to beaches.", "Good to know!"]
+    result = _turn_after(
+        store,
+        said,
+        "What did I say my sister prefers?",
+        [["She likes dogs."], ["She likes dogs."]],
+    )
+    assert result.answer_from == "quote"
+    assert "My sister prefers museums to beaches." in result.answer
+
+
+def test_a_question_asked_earlier_in_the_window_is_no_line_to_answer_from(
+    store: MemoryStore,
+) -> None:
+    _plant(store, "My bike lock code is 4721.")
+    said = ["What is my bike lock code?", "It is 4721."]
+    result = _turn_after(store, said, "What is my bike lock code?", [["It is 4721."]])
+    assert result.checked == ""
+    assert result.answer == "It is 4721."
+
+
+def test_a_value_changed_in_the_window_is_no_older_value(store: MemoryStore) -> None:
+    _plant(store, "By the way, I just reached 500 followers on Instagram.")
+    _plant(store, "Guess what, I'm now at 600 followers on Instagram!", start=T0 + 20 * DAY)
+    said = ["Wow, I'm at 700 followers on Instagram today!", "Congratulations!"]
+    result = _turn_after(
+        store, said, "How many Instagram followers do I have?", [["You have 700 followers."]]
+    )
+    assert result.checked == ""
+    assert result.answer == "You have 700 followers."

@@ -103,7 +103,9 @@ async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> l
             "model_s": round(result.model_s, 2),
             "turn_s": round(result.total_s, 2),
             "recall_chars": len(result.recall_text or ""),
-            "answer": result.answer[:80],
+            "answer": result.answer[:300],
+            "answer_from": result.answer_from,
+            "recall": result.recall_text or "",
             "then_busy_s": read_s,
         }
         print(

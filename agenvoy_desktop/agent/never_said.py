@@ -75,6 +75,7 @@ _NOT_NAMES = _words("never_said.not_names") | frozenset((*full_months(), *full_w
 """Capitalised words that name no thing: "I'm", titles, and the months and weekdays (a
 time)."""
 _PRONOUNS = _words("never_said.pronouns")
+_VERBS = _words("never_said.verbs")
 _LIST_SEP = re.compile(r"\s*(?:,\s*(?:and|or)?|\band\b|\bor\b)\s*", re.IGNORECASE)
 
 
@@ -185,10 +186,19 @@ def asked_things(text: str, shown: str = "") -> list[tuple[str, str]]:
         named = index > 0 and word[0].isupper() and folded not in _NOT_NAMES
         # "my new bookshelf", "3 posters"; not "that I participated" (a pronoun between)
         counted = any(w in _THING_LEAD or w.isdigit() for w in lead) and lead[-1] not in _PRONOUNS
+        if counted and _does(lead, folded):
+            counted = False
         if (named or counted) and not _in_found_list(text, word, shown):
             own = bool(lead) and lead[-1] in _OWN
             things.setdefault(word, f"your {word}" if own else word)
     return list(things.items())
+
+
+def _does(lead: Sequence[str], folded: str) -> bool:
+    """*folded* is a verb a word after the determiner stands before: what the thing does
+    ("does my brother live", "my sister prefers"), not a thing ("my visit")."""
+    after_word = lead[-1] not in _THING_LEAD and not lead[-1].isdigit()
+    return after_word and folded in _VERBS
 
 
 def _in_found_list(text: str, word: str, shown: str) -> bool:

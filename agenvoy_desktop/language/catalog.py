@@ -180,6 +180,7 @@ SCHEMA: dict[str, Kind] = {
     "never_said.not_things": "words",
     "never_said.not_names": "words",
     "never_said.pronouns": "words",
+    "never_said.verbs": "words",
     # the answer said to the user as "you" (agent/voice.py)
     "voice.lead": "words",
     "voice.openers": "words",

@@ -133,6 +133,19 @@ def test_asked_things_are_names_and_counted_nouns() -> None:
     )
 
 
+def test_what_the_thing_does_is_no_thing() -> None:
+    def words(text: str) -> list[str]:
+        return [word for word, _phrase in asked_things(text)]
+
+    # "I don't know: you haven't told me about live." was the answer to be
+    assert words("Where does my brother live?") == ["brother"]
+    assert words("What did I say my sister prefers?") == ["sister"]
+    assert words("What did my doctor recommend?") == ["doctor"]
+    # right after a determiner it names the thing, and a compound keeps its noun
+    assert words("How long was my visit to Rome?") == ["visit", "Rome"]
+    assert words("How long is my daily commute to work?") == ["daily", "commute"]
+
+
 def test_days_between_two_events_are_worked_out(store: MemoryStore) -> None:
     _session(store, ["I attended the gardening workshop yesterday.", "How was it?"], start=T0)
     _session(

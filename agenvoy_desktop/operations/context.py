@@ -108,15 +108,21 @@ def _session_settings(store: MemoryStore, session_id: str) -> SettingsReading:
     return read_settings_file(store.folder(session_id))
 
 
+def window_settings(services: AppServices) -> tuple[int, int]:
+    """(messages, step) of the window the next turn takes."""
+    if services.agent is not None:
+        return services.agent.config.window_messages, services.agent.config.window_step
+    return services.settings.memory.window_messages, WINDOW_STEP
+
+
 async def read_context(services: AppServices, session_id: str) -> ContextView:
     """Build the next turn's messages and count their tokens (no model call)."""
-    window, step = services.settings.memory.window_messages, WINDOW_STEP
+    window, step = window_settings(services)
     reading = await services.storage.run(_session_settings, services.store, session_id)
     settings = reading.settings
     left_out = 0
     if services.agent is not None:
         messages = await services.agent.context_messages(session_id, settings=settings)
-        window, step = services.agent.config.window_messages, services.agent.config.window_step
         left_out = await _leave_out_gone_recall(services, session_id, messages)
     else:
         store = services.store

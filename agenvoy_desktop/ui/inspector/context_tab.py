@@ -45,7 +45,12 @@ from agenvoy_desktop.core.history import take_window
 from agenvoy_desktop.core.message_edit import orphaned_with
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.store import MemoryStore
-from agenvoy_desktop.operations.context import ContextView, message_text, read_context
+from agenvoy_desktop.operations.context import (
+    ContextView,
+    message_text,
+    read_context,
+    window_settings,
+)
 from agenvoy_desktop.ui.async_runner import AsyncRunner, Operation
 from agenvoy_desktop.ui.flow_layout import flow_row
 from agenvoy_desktop.ui.inspector.common import InspectorTab, StatusLine, esc, plural
@@ -266,11 +271,15 @@ class ContextTab(InspectorTab):
         hidden = self.hidden_messages()
 
         async def load(_op: Operation) -> tuple[ContextView, int]:
-            view = await read_context(services, sid)
             if not hidden:
-                return view, 0
-            store, n, step = services.store, view.window_messages, view.window_step
+                return await read_context(services, sid), 0
+            # the windows first, then the view: a delete that runs between the two reads
+            # leaves a view that no longer holds the message (the layouts then differ and
+            # leave_out changes nothing); read the other way round, the view kept it
+            store = services.store
+            n, step = window_settings(services)
             before, after = await services.storage.run(windows_without, store, sid, n, step, hidden)
+            view = await read_context(services, sid)
             return view, leave_out(view, before, after, await self._count(view, before, after))
 
         self.jobs.start("load", load, self._loaded, self._failed, what="build the context")

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import difflib
 import logging
 import re
 import time
@@ -522,6 +523,20 @@ def last_recall(
 
 _TOOL_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
 """A name shaped like a tool's (``read_file``), not like words of an answer ("Sintra")."""
+_NAME_PART = re.compile(r"[_.-]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def named_after_message(name: str, message: str, offered: Sequence[str]) -> bool:
+    """A made-up tool *name* is the topic of the user's *message*, not a misspelt tool: at
+    least half of its parts of four letters or more are words of the message, and no
+    *offered* tool is spelt close to it (``search_history`` is a misspelt
+    ``search_chat_history`` even when the message says "search my history")."""
+    parts = [p for p in _NAME_PART.split(name.casefold()) if len(p) >= 4]
+    if not parts or difflib.get_close_matches(name, offered, n=1, cutoff=0.6):
+        return False
+    said = {w.casefold() for w in _WORD.findall(message)}
+    return 2 * sum(p in said for p in parts) >= len(parts)
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|\n")
@@ -985,15 +1000,23 @@ class _Turn:
         "unknown tool", it wrote the error back as JSON, and that became the
         answer.  Such a round is dropped and the next one offers no tools,
         so the model answers in words from the same context (nothing of the
-        dropped round is stored or shown).  A misspelt tool (``read_file``:
+        dropped round is stored or shown).  A misspelt tool (``read_clock``:
         a snake_case name) is not a disguise: it hears "unknown tool …;
-        available tools: …" and may call the right one.
+        available tools: …" and may call the right one — unless it is named
+        after the user's own words and like no tool offered
+        (``theme_park_weekend`` for "I am planning another theme park
+        weekend…": told "unknown tool", the starter called it again and then
+        the clock, three rounds and 60–98 s on an AMD EPYC).
         """
         return (
             self.agent.config.small_model
             and not text.strip()
             and all(
-                call.name not in self.offered and not _TOOL_LIKE.fullmatch(call.name)
+                call.name not in self.offered
+                and (
+                    not _TOOL_LIKE.fullmatch(call.name)
+                    or named_after_message(call.name, self.question, self.offered)
+                )
                 for call in calls
             )
         )

@@ -23,7 +23,14 @@ from agenvoy_desktop.agent.policy import (
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import Tool, ToolRegistry
-from agenvoy_desktop.agent.turn import Agent, AgentConfig, ToolCallStarted, TurnEvent, TurnStatus
+from agenvoy_desktop.agent.turn import (
+    Agent,
+    AgentConfig,
+    ToolCallStarted,
+    TurnEvent,
+    TurnStatus,
+    named_after_message,
+)
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.llm.model_profile import ModelProfile
 from tests.scripted_chat import Call, ScriptedChatModel
@@ -237,6 +244,37 @@ def test_a_small_models_misspelt_tool_hears_which_tools_there_are(store: MemoryS
     first_result = [m for m in model.seen[1].messages if m["role"] == "tool"]
     assert "unknown tool" in first_result[0]["content"]
     assert model.seen[1].tools is not None  # may still call the right one
+
+
+def test_a_made_up_tool_named_after_the_message_is_an_answer_in_disguise(
+    store: MemoryStore,
+) -> None:
+    """Seen on LongMemEval: "theme_park_weekend" called twice, then the clock, three rounds."""
+    script: list[list[object]] = [
+        [Call("theme_park_weekend", {"date": "2023-10-14"})],
+        ["Six Flags has Fright Fest on weekends in October."],
+    ]
+    events: list[TurnEvent] = []
+    question = "I am planning another theme park weekend; do you have any suggestions?"
+    model = _turn(store, script, question, events)
+    assert len(model.seen) == 2
+    assert model.seen[1].tools is None  # the answer round
+    assert not [e for e in events if isinstance(e, ToolCallStarted)]
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "after"),
+    [
+        ("theme_park_weekend", "I am planning another theme park weekend; any ideas?", True),
+        ("lisbon_trip_plan", "What did we plan for the Lisbon trip?", True),
+        ("read_clock", "What time is it?", False),  # a tool misspelt: no words of the message
+        ("search_history", "Search my history for the plumber.", False),  # close to a tool
+        ("get_weather_forecast", "Will it rain in Vienna tomorrow?", False),
+    ],
+)
+def test_what_a_made_up_tool_is_named_after(name: str, message: str, after: bool) -> None:
+    offered = ["current_time", "date_calc", "search_chat_history"]
+    assert named_after_message(name, message, offered) is after
 
 
 def test_a_small_models_offered_call_still_runs(store: MemoryStore) -> None:

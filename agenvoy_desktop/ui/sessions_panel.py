@@ -336,6 +336,9 @@ class SessionsPanel(QWidget):
         return self._fetching
 
     def _add_page(self, listing: Listing, page: SessionPage) -> None:
+        # the page is in: a scroll from now on may ask for the next one (the operation is
+        # marked done only after this returns; a scroll to the end in between was dropped)
+        self._fetching = None
         if listing is not self.model.browse and listing is not self.model.found:
             return  # a search that has ended
         listing.extend(page)

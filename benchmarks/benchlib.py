@@ -98,6 +98,14 @@ def bare_llama(model: Path, engine: Any, n_ctx: int) -> Any:
 
 
 # -- command line and results ---------------------------------------------------
+def before_last_word(text: str) -> str:
+    """*text* as typed until a pause before its last word (CJK: its last three characters):
+    what the window hands the agent as a draft (``Agent.draft_changed``)."""
+    if " " not in text.strip():
+        return text[:-3]
+    return text.rstrip().rsplit(" ", 1)[0]
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     """The common command line: ``--quick`` for a smoke-sized run."""
     ap = argparse.ArgumentParser(description=description)

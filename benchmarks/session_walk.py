@@ -9,9 +9,13 @@ not hold), seconds to the first answer token, and (``--read``) how long the
 model stayed busy after the answer (reading ahead, a summary pass): the
 person reads the answer that long before typing the next message.
 ``--no-read-ahead`` turns the read-ahead off (``agent/read_ahead.py``), for
-the comparison.
+the comparison.  ``--typing`` has the person pause once before the last
+word of each message (the window hands the words so far to the agent after
+a pause: ``Agent.draft_changed``); the walk waits until the model has read
+that draft's prompt, then sends the whole message.
 
-    .venv/bin/python benchmarks/session_walk.py [--quick] [--read] [--no-read-ahead] [--tag NAME]
+    .venv/bin/python benchmarks/session_walk.py [--quick] [--read] [--typing] [--no-read-ahead]
+        [--tag NAME]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import time
 from typing import Any
 
+import benchlib
 import memory_qa
 from memory_facts import FACTS
 
@@ -90,6 +95,11 @@ async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> l
     sid = await storage.run(store.create_session, "session-walk")
     rows = []
     for index, text in enumerate(messages):
+        typed_s = 0.0
+        if args.typing:
+            agent.draft_changed(sid, benchlib.before_last_word(text))
+            await agent.idle()
+            typed_s = await reading(services)
         EVALUATED[0] = 0
         result = await agent.run_turn(sid, text)
         evaluated = EVALUATED[0]
@@ -107,6 +117,7 @@ async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> l
             "answer_from": result.answer_from,
             "recall": result.recall_text or "",
             "then_busy_s": read_s,
+            "read_while_typed_s": typed_s,
         }
         print(
             f"[{index + 1:2d}] eval {evaluated:4d}  ttft {row['first_token_s'] or 0:5.2f} s  "
@@ -136,6 +147,7 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
     totals = {
         "read_ahead": not args.no_read_ahead,
         "waits_for_idle": bool(args.read),
+        "typing_pause_before_last_word": bool(args.typing),
         "median_evaluated": statistics.median(r["evaluated"] for r in rows[1:]),
         "max_evaluated": max(r["evaluated"] for r in rows[1:]),
         "max_first_token_s": ttfts[-1],
@@ -155,6 +167,11 @@ def main() -> None:
         help="after each answer wait until the model is idle (the person reads meanwhile)",
     )
     ap.add_argument("--no-read-ahead", action="store_true", help="turn reading ahead off")
+    ap.add_argument(
+        "--typing",
+        action="store_true",
+        help="pause before each message's last word: the draft's prompt is read meanwhile",
+    )
     memory_qa.run_in_profile("session_walk", ap.parse_args(), run)
 
 

@@ -15,6 +15,11 @@ that otherwise read their whole prompt again (``benchmarks/session_walk.py``).
 
 What is built here must be exactly the start of what :func:`build_messages`
 builds for the next turn; a mismatch costs nothing but the work done ahead.
+
+The note and the message follow once the person pauses typing: the turn's
+own preparation (``Agent.draft_changed``, ``_Turn.first_prompt``) builds the
+whole first prompt the typed words would get, with a message that is not
+stored (:data:`DRAFT_MESSAGE_ID`), and the engine reads that instead.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.session_settings import session_settings
 from agenvoy_desktop.core.store import MemoryStore
 
-__all__ = ["PromptStart", "ReadsAhead", "next_prompt_start"]
+__all__ = ["DRAFT_MESSAGE_ID", "PromptStart", "ReadsAhead", "next_prompt_start"]
 
 NEXT_MESSAGE_ID = "read-ahead-next"
 """Stands for the message not yet typed while the next window is taken."""
+DRAFT_MESSAGE_ID = "read-ahead-draft"
+"""The message being typed, while the first prompt it would get is built."""
 
 
 @runtime_checkable

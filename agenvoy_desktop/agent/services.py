@@ -128,6 +128,14 @@ class CountingAgent(Agent):
             if not self.running_turns:
                 self._no_turns.set()
 
+    async def _read_draft(self, session_id: str, text: str, seq: int) -> None:
+        """A draft's prompt is built as a turn's: what is in an undo window is left out."""
+        token = turn_withheld.set(self.withheld)
+        try:
+            await super()._read_draft(session_id, text, seq)
+        finally:
+            turn_withheld.reset(token)
+
     async def turns_done(self) -> None:
         """Return once no turn is running."""
         if self.running_turns and self._no_turns is not None:

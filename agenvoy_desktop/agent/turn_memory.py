@@ -105,6 +105,7 @@ class MemoryLookup:
         session_id: str,
         stop: asyncio.Event,
         withheld: Callable[[], Withheld] | None = None,
+        translate: bool = True,
     ) -> None:
         self.store = store
         self.storage = storage
@@ -113,6 +114,9 @@ class MemoryLookup:
         self.settings = settings
         self.sid = session_id
         self.stop = stop
+        self.translate = translate
+        """Whether a question that finds nothing may ask the chat model for a translation
+        (not while a draft's prompt is only being prepared: ``Agent.draft_changed``)."""
         self.withheld = turn_withheld.get() if withheld is None else withheld
         """Sessions and messages in an undo window (called on the event loop)."""
         self.found = Remembered()
@@ -153,7 +157,7 @@ class MemoryLookup:
             if said:
                 return recap.recap_block(said, user.content)
         found = await self.storage.run(self._find_recall, user, None, withheld)
-        if found.items:
+        if found.items or not self.translate:
             return found
         for language in await self._translate_into(user):
             translated = await self._translate(user.content, language)

@@ -88,6 +88,9 @@ RENDER_SHARE = 4
 STOP_GRACE_MS = 3000
 """After Stop, a model that has not ended its stream by then is cancelled outright."""
 NOTE_MS = 4000
+DRAFT_PAUSE_MS = 700
+"""A pause in typing this long hands the message so far to the agent, whose model reads
+the prompt it would get meanwhile (``Agent.draft_changed``)."""
 BUSY_HERE = "Wait until the answer is finished (or stop it) to change this conversation."
 
 
@@ -166,6 +169,10 @@ class ChatPanel(QWidget):
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self._render_partial)
+        self._draft_timer = QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_PAUSE_MS)
+        self._draft_timer.timeout.connect(self._draft_paused)
         self.citations = CitationOpener(services.paths, runner, self)
         """Makes citations of the user's documents in answers open the cited lines."""
         self._welcome_wanted: bool | None = None
@@ -204,6 +211,7 @@ class ChatPanel(QWidget):
         self.welcome.hide()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
+        self.composer.textChanged.connect(self._draft_timer.start)
         self.send_button = QPushButton("Send")
         self.send_button.setDefault(True)
         self.send_button.clicked.connect(self._send_or_stop)
@@ -362,6 +370,8 @@ class ChatPanel(QWidget):
         self._forget_shown()
         self._show_last_line(session_id)
         self._update_welcome()
+        if self.composer.toPlainText().strip():  # what is typed now goes to this session
+            self._draft_timer.start()
         if session_id is None or empty:
             return None
         self._load_op = self.runner.run(
@@ -584,6 +594,18 @@ class ChatPanel(QWidget):
         if chips and not _shows_text(message):
             self.view.register(message.id, chips[0])
         return chips
+
+    def _draft_paused(self) -> None:
+        """Typing paused: the agent reads the prompt the text so far would get (nothing
+        while it would change before a send: an edit, a delete or a reset in its undo
+        window; a new conversation has no session to read it in yet)."""
+        agent, sid = self.services.agent, self._sid
+        if agent is None or sid is None:
+            return
+        text = self.composer.toPlainText()
+        if self._editing is not None or self.pending.pending() or self.pending_kind(sid):
+            text = ""
+        agent.draft_changed(sid, text)
 
     # -- turns ---------------------------------------------------------------------------
     def _send_or_stop(self) -> None:

@@ -1,0 +1,141 @@
+"""Reading a draft's prompt while it is typed: what is read is what its turn sends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from agenvoy_desktop.agent.storage import Storage
+from agenvoy_desktop.agent.tools import ToolRegistry
+from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnEvent
+from agenvoy_desktop.core.store import MemoryStore
+from tests.agent.test_read_ahead import ReadingModel
+from tests.conftest import SECOND, T0, conversation
+
+pytestmark = pytest.mark.usefixtures("utc")
+
+DAY = 86_400 * SECOND
+QUESTION = "Am I allergic to anything?"
+
+
+@pytest.fixture
+def storage() -> Iterator[Storage]:
+    running = Storage()
+    yield running
+    running.close()
+
+
+def _session(store: MemoryStore) -> str:
+    """Yesterday's allergy in one session; today's session with an exchange in it."""
+    earlier = store.create_session("Earlier")
+    said = ["We should plan the week.", "Sure.", "I'm allergic to penicillin.", "Noted."]
+    store.append(earlier, conversation(said, start=T0, step=DAY))
+    today = store.create_session("today")
+    store.append(today, conversation(["Hi there", "Hello!"], start=T0 + 10 * DAY))
+    return today
+
+
+def _agent(
+    storage: Storage, store: MemoryStore, script: list[list[object]]
+) -> tuple[Agent, ReadingModel]:
+    model = ReadingModel(script)
+    agent = Agent(storage, store, model, ToolRegistry(), config=AgentConfig(small_model=True))
+    return agent, model
+
+
+def test_the_draft_read_is_the_first_prompt_its_turn_sends(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """Head, history, the note with what recall found, the message: all read while typed,
+    and nothing stored or logged for the draft."""
+    sid = _session(store)
+    agent, model = _agent(storage, store, [["Yes: penicillin."]])
+
+    async def main() -> None:
+        agent.draft_changed(sid, f"  {QUESTION}\n")
+        await agent.idle()
+        assert len(store.history(sid).messages) == 2  # the draft is not stored
+        assert [kind for _t, kind, _d in store.archive.events(sid)].count("recall") == 0
+        await agent.run_turn(sid, QUESTION)
+
+    asyncio.run(main())
+    read, tools = model.read[0]
+    first = model.seen[0]
+    assert read == list(first.messages)
+    assert tools == first.tools
+    assert read[-1] == {"role": "user", "content": QUESTION}
+    assert any("penicillin" in str(m["content"]) for m in read[:-1])  # the recall note
+
+
+def test_a_newer_draft_replaces_an_older_one(storage: Storage, store: MemoryStore) -> None:
+    sid = _session(store)
+    agent, model = _agent(storage, store, [])
+
+    async def main() -> None:
+        agent.draft_changed(sid, "Am I")
+        agent.draft_changed(sid, QUESTION)
+        await agent.idle()
+
+    asyncio.run(main())
+    assert [read[-1]["content"] for read, _tools in model.read] == [QUESTION]
+
+
+def test_a_draft_typed_during_a_turn_is_read_after_it(
+    storage: Storage, store: MemoryStore
+) -> None:
+    sid = _session(store)
+    agent, model = _agent(storage, store, [["Hello again!"], ["Yes: penicillin."]])
+    reads_during: list[int] = []
+
+    def typing(_event: TurnEvent) -> None:
+        if not reads_during:
+            agent.draft_changed(sid, QUESTION)
+        reads_during.append(len(model.read))
+
+    async def main() -> None:
+        await agent.run_turn(sid, "Good morning", on_event=typing)
+        await agent.idle()
+        await agent.run_turn(sid, QUESTION)
+
+    asyncio.run(main())
+    assert set(reads_during) == {0}  # nothing read while the turn ran
+    assert model.stopped >= 1  # a turn calls off what was being read
+    read, _tools = model.read[-1]
+    assert read == list(model.seen[-1].messages)
+
+
+def test_an_emptied_composer_brings_back_the_ordinary_read_ahead(
+    storage: Storage, store: MemoryStore
+) -> None:
+    sid = _session(store)
+    agent, model = _agent(storage, store, [["Morning!"]])
+
+    async def main() -> None:
+        await agent.run_turn(sid, "Good morning")
+        await agent.idle()
+        agent.draft_changed(sid, QUESTION)
+        await agent.idle()
+        agent.draft_changed(sid, "   ")
+        agent.read_ahead_later(sid)  # as the end of a summary pass does
+        await agent.idle()
+
+    asyncio.run(main())
+    contents = [read[-1]["content"] for read, _tools in model.read]
+    assert contents == ["Morning!", QUESTION, "Morning!"]
+
+
+def test_a_draft_asks_the_model_for_nothing(storage: Storage, store: MemoryStore) -> None:
+    """A question that recall finds nothing for is translated for its turn by the chat
+    model; for a draft it is not (the model's only work is reading)."""
+    sid = _session(store)
+    agent, model = _agent(storage, store, [])
+
+    async def main() -> None:
+        agent.draft_changed(sid, "Wie heißt mein Hund?")
+        await agent.idle()
+
+    asyncio.run(main())
+    assert model.seen == []
+    assert model.read and model.read[-1][0][-1]["content"] == "Wie heißt mein Hund?"

@@ -1,0 +1,56 @@
+"""A pause in typing hands the message so far to the agent, whose model reads its prompt."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from agenvoy_desktop.ui.chat_panel import DRAFT_PAUSE_MS
+from tests.agent.test_read_ahead import ReadingModel
+from tests.conftest import T0, conversation
+from tests.ui.conftest import ServicesFactory, WindowFactory, seed
+
+QUESTION = "Where do I live?"
+
+
+def _drafts(model: ReadingModel) -> list[str]:
+    """The last message of each prompt read ahead."""
+    return [str(read[-1]["content"]) for read, _tools in model.read]
+
+
+def test_a_typed_question_is_read_before_it_is_sent(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    model = ReadingModel([["You live in Graz."]])
+    services = make_services(model)
+    seed(services, "intro", conversation(["Hi! I'm Lena and I live in Graz.", "Hello!"]))
+    sid = seed(services, "today", conversation(["Good morning", "Morning!"], start=T0 + 10**12))
+    window = make_window(services)
+    window.select_session(sid)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == 2)
+    window.chat.composer.setFocus()
+    qtbot.keyClicks(window.chat.composer, QUESTION)
+    qtbot.waitUntil(lambda: QUESTION in _drafts(model), timeout=10 * DRAFT_PAUSE_MS)
+    read, tools = model.read[-1]
+    assert any("Graz" in str(m["content"]) for m in read[:-1])  # what recall found for it
+    qtbot.keyClick(window.chat.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.chat.busy and len(window.chat.bubbles()) == 4)
+    assert read == list(model.seen[0].messages)
+    assert tools == model.seen[0].tools
+
+
+def test_nothing_is_read_for_an_edit(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """An edit replaces the message it edits and what follows: its prompt is another."""
+    model = ReadingModel([])
+    services = make_services(model)
+    sid = seed(services, "today", conversation(["Good morning", "Morning!"]))
+    window = make_window(services)
+    window.select_session(sid)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == 2)
+    window.chat.start_edit(window.chat.bubbles()[0])
+    qtbot.keyClicks(window.chat.composer, " to you")
+    with qtbot.waitSignal(window.chat._draft_timer.timeout, timeout=10 * DRAFT_PAUSE_MS):
+        pass  # the pause has been handled once the signal is seen
+    assert _drafts(model) == []

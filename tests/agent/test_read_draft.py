@@ -138,4 +138,4 @@ def test_a_draft_asks_the_model_for_nothing(storage: Storage, store: MemoryStore
 
     asyncio.run(main())
     assert model.seen == []
-    assert model.read and model.read[-1][0][-1]["content"] == "Wie heißt mein Hund?"
+    assert [read[-1]["content"] for read, _tools in model.read] == ["Wie heißt mein Hund?"]

@@ -82,9 +82,7 @@ def test_a_newer_draft_replaces_an_older_one(storage: Storage, store: MemoryStor
     assert [read[-1]["content"] for read, _tools in model.read] == [QUESTION]
 
 
-def test_a_draft_typed_during_a_turn_is_read_after_it(
-    storage: Storage, store: MemoryStore
-) -> None:
+def test_a_draft_typed_during_a_turn_is_read_after_it(storage: Storage, store: MemoryStore) -> None:
     sid = _session(store)
     agent, model = _agent(storage, store, [["Hello again!"], ["Yes: penicillin."]])
     reads_during: list[int] = []

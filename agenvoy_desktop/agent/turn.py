@@ -533,7 +533,9 @@ class Agent:
             offered=self._offered.get(session_id, ()),
             specs=self.tools.specs(),
         )
-        if start is not None and session_id == self._last_session and self._draft is None:
+        if start is None or session_id != self._last_session:
+            return
+        if self._draft is None and not self._turns_running:  # else read or called off meanwhile
             model.read_ahead(start.messages, tools=start.tools or None)
 
     async def _read_draft(self, session_id: str, text: str, seq: int) -> None:

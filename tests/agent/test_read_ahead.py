@@ -142,3 +142,21 @@ def test_a_model_that_cannot_read_ahead_is_left_alone(storage: Storage, store: M
     agent = Agent(storage, store, model, _tools())
     asyncio.run(_turn(agent, sid, "hello"))
     agent.stop_reading_ahead()  # nothing to stop, nothing raised
+
+
+def test_a_start_ready_only_once_the_next_turn_began_is_not_read(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """The next message was sent before the read-ahead's storage hop returned: reading
+    then would only be called off by the turn's call (and resume between its rounds)."""
+    sid = store.create_session("t")
+    agent, model = _agent(storage, store, [["one"], ["two"]])
+
+    async def main() -> None:
+        await agent.run_turn(sid, "hello")  # its read-ahead's hop queues behind the next turn's
+        await agent.run_turn(sid, "and again")
+        await agent.idle()
+
+    asyncio.run(main())
+    assert len(model.read) == 1
+    assert "two" in [m["content"] for m in model.read[0][0]]

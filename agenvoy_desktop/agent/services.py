@@ -389,12 +389,8 @@ class AppServices:
         """A summary pass changes the head the agent reads ahead: stop at its start, read
         again at its end, whichever session it summarised (loop thread; see
         :mod:`agent.read_ahead`)."""
-        if self.agent is None:
-            return
-        if folding:
-            self.agent.stop_reading_ahead()
-        else:
-            self.agent.read_ahead_later()
+        if self.agent is not None:
+            self.agent.summary_running(folding)
 
     def _checkpoint(self) -> None:
         """Storage thread, after each answer: fold both write-ahead logs into their files."""

@@ -264,6 +264,8 @@ class Agent:
         self._draft: tuple[str, str] | None = None
         """The session and message being typed (:meth:`draft_changed`), until a turn starts."""
         self._draft_seq = 0
+        self._passes = 0
+        """Summary passes running (:meth:`summary_running`): nothing is read ahead meanwhile."""
         """Bumped by every draft and turn: a draft's prompt read for an older one is dropped."""
 
     # -- public ------------------------------------------------------------
@@ -482,7 +484,7 @@ class Agent:
         left alone.  See :mod:`agent.read_ahead`.  Returns at once; a model
         that cannot read ahead (a server, a test double) is left alone.
         """
-        if not isinstance(self.model, ReadsAhead) or self._turns_running:
+        if not isinstance(self.model, ReadsAhead) or self._turns_running or self._passes:
             return
         if self._draft is not None:  # what is being typed: its prompt starts with the head
             self._later(self._read_draft(*self._draft, self._draft_seq))
@@ -517,6 +519,16 @@ class Agent:
         self._background.add(task)
         task.add_done_callback(self._background_done)
 
+    def summary_running(self, running: bool) -> None:
+        """A summary pass started (True) or ended: it rewrites the head every prompt starts
+        with, so nothing is read meanwhile (a draft typed then would be read with the old
+        head, between the pass's own calls); once no pass runs, the next prompt is read."""
+        self._passes = max(0, self._passes + (1 if running else -1))
+        if running:
+            self.stop_reading_ahead()
+        else:
+            self.read_ahead_later()
+
     def stop_reading_ahead(self) -> None:
         """Call off a read-ahead (a summary pass is about to change the head it reads)."""
         if isinstance(self.model, ReadsAhead):
@@ -535,7 +547,7 @@ class Agent:
         )
         if start is None or session_id != self._last_session:
             return
-        if self._draft is None and not self._turns_running:  # else read or called off meanwhile
+        if self._draft is None and not (self._turns_running or self._passes):  # else read later
             model.read_ahead(start.messages, tools=start.tools or None)
 
     async def _read_draft(self, session_id: str, text: str, seq: int) -> None:
@@ -553,7 +565,7 @@ class Agent:
             return
         finally:
             current_session.reset(token)
-        if seq == self._draft_seq and not self._turns_running:
+        if seq == self._draft_seq and not (self._turns_running or self._passes):
             model.read_ahead(start.messages, tools=start.tools or None)
 
     async def regenerate(

@@ -137,3 +137,24 @@ def test_a_draft_asks_the_model_for_nothing(storage: Storage, store: MemoryStore
     asyncio.run(main())
     assert model.seen == []
     assert [read[-1]["content"] for read, _tools in model.read] == ["Wie heißt mein Hund?"]
+
+
+def test_nothing_is_read_while_a_summary_pass_rewrites_the_head(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """A draft typed during a pass would be read with the old head, between the pass's own
+    calls: it is read once the pass has ended."""
+    sid = _session(store)
+    agent, model = _agent(storage, store, [])
+
+    async def main() -> None:
+        agent.summary_running(True)
+        agent.draft_changed(sid, QUESTION)
+        await agent.idle()
+        assert model.read == []
+        assert model.stopped == 1
+        agent.summary_running(False)
+        await agent.idle()
+
+    asyncio.run(main())
+    assert [read[-1]["content"] for read, _tools in model.read] == [QUESTION]

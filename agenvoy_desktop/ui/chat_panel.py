@@ -600,12 +600,13 @@ class ChatPanel(QWidget):
         while it would change before a send: an edit, a delete or a reset in its undo
         window; a new conversation has no session to read it in yet)."""
         agent, sid = self.services.agent, self._sid
-        if agent is None or sid is None:
+        if agent is None:
             return
         text = self.composer.toPlainText()
-        if self._editing is not None or self.pending.pending() or self.pending_kind(sid):
-            text = ""
-        agent.draft_changed(sid, text)
+        held = self._editing is not None or bool(self.pending.pending())
+        if sid is None or held or self.pending_kind(sid):
+            text = ""  # the agent forgets a draft it holds
+        agent.draft_changed(sid or "", text)
 
     # -- turns ---------------------------------------------------------------------------
     def _send_or_stop(self) -> None:

@@ -158,3 +158,27 @@ def test_nothing_is_read_while_a_summary_pass_rewrites_the_head(
 
     asyncio.run(main())
     assert [read[-1]["content"] for read, _tools in model.read] == [QUESTION]
+
+
+def test_each_draft_is_its_turns_first_prompt_over_a_jumping_window(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """The window (6 messages, moving 4 at a time) is taken with the unstored draft as the
+    turn takes it with the stored message: also the turns where its start jumps."""
+    sid = _session(store)
+    model = ReadingModel([[f"answer {i}"] for i in range(6)])
+    config = AgentConfig(small_model=True, window_messages=6, window_step=4)
+    agent = Agent(storage, store, model, ToolRegistry(), config=config)
+
+    async def main() -> None:
+        for i in range(6):
+            agent.draft_changed(sid, f"message {i}")
+            await agent.idle()
+            await agent.run_turn(sid, f"message {i}")
+            await agent.idle()
+
+    asyncio.run(main())
+    drafts = [read for read, _tools in model.read if read[-1]["content"].startswith("message")]
+    assert len(drafts) == 6
+    assert drafts == [list(seen.messages) for seen in model.seen]
+    assert len({len(draft) for draft in drafts}) > 1  # the window's start moved

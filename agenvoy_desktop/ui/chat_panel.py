@@ -740,6 +740,8 @@ class ChatPanel(QWidget):
         self._streaming = self._pending_user = None
         self._set_busy(False)
         self.runner.broadcast(turn_changes(sid))
+        if self.composer.toPlainText().strip():  # typed before a Regenerate, or meanwhile
+            self._draft_timer.start()
         if sid == self._sid:
             self.view.set_actions_enabled(True)
             self.message_actions.load_versions(sid, self._generation)

@@ -54,3 +54,26 @@ def test_nothing_is_read_for_an_edit(
     with qtbot.waitSignal(window.chat._draft_timer.timeout, timeout=10 * DRAFT_PAUSE_MS):
         pass  # the pause has been handled once the signal is seen
     assert _drafts(model) == []
+
+
+def test_text_typed_before_a_regenerate_is_read_after_it(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """A turn forgets the draft it did not answer; the panel hands it over again."""
+    model = ReadingModel([["Morning again!"]])
+    services = make_services(model)
+    sid = seed(services, "today", conversation(["Good morning", "Morning!"]))
+    window = make_window(services)
+    window.select_session(sid)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == 2)
+    qtbot.keyClicks(window.chat.composer, QUESTION)
+    qtbot.waitUntil(lambda: QUESTION in _drafts(model), timeout=10 * DRAFT_PAUSE_MS)
+    window.chat.regenerate(window.chat.bubbles()[1])
+    qtbot.waitUntil(lambda: bool(model.seen) and not window.chat.busy)
+
+    def read_again() -> None:
+        said = [str(m["content"]) for m in model.read[-1][0]]
+        assert said[-1] == QUESTION
+        assert "Morning again!" in said
+
+    qtbot.waitUntil(read_again, timeout=10 * DRAFT_PAUSE_MS)

@@ -264,9 +264,9 @@ class Agent:
         self._draft: tuple[str, str] | None = None
         """The session and message being typed (:meth:`draft_changed`), until a turn starts."""
         self._draft_seq = 0
+        """Bumped by every draft and turn: a draft's prompt read for an older one is dropped."""
         self._passes = 0
         """Summary passes running (:meth:`summary_running`): nothing is read ahead meanwhile."""
-        """Bumped by every draft and turn: a draft's prompt read for an older one is dropped."""
 
     # -- public ------------------------------------------------------------
     def embed_later(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -481,8 +481,10 @@ class Agent:
 
         Called after each turn and after each summary pass (which changes the
         head); *session_id* None means the last one talked in, any other is
-        left alone.  See :mod:`agent.read_ahead`.  Returns at once; a model
-        that cannot read ahead (a server, a test double) is left alone.
+        left alone.  A draft being typed (:meth:`draft_changed`) is read
+        instead, in its own session; nothing while a turn or a summary pass
+        runs.  See :mod:`agent.read_ahead`.  Returns at once; a model that
+        cannot read ahead (a server, a test double) is left alone.
         """
         if not isinstance(self.model, ReadsAhead) or self._turns_running or self._passes:
             return
@@ -530,7 +532,8 @@ class Agent:
             self.read_ahead_later()
 
     def stop_reading_ahead(self) -> None:
-        """Call off a read-ahead (a summary pass is about to change the head it reads)."""
+        """Call off a read-ahead (a turn starts, or a summary pass is about to change the head
+        it reads); what it read stays in the cache."""
         if isinstance(self.model, ReadsAhead):
             self.model.stop_reading_ahead()
 
@@ -558,7 +561,7 @@ class Agent:
         draft = Message(DRAFT_MESSAGE_ID, "user", text, self.store.clock())
         token = current_session.set(session_id)
         try:
-            turn = _Turn(self, session_id, _ignore, asyncio.Event(), draft=True)
+            turn = _Turn(self, session_id, _ignore, asyncio.Event(), drafting=True)
             start = await turn.first_prompt(draft)
         except Exception:  # reading ahead is a saving, never a condition
             log.debug("could not prepare the prompt of a draft", exc_info=True)
@@ -662,7 +665,7 @@ class _Turn:
         emit: EventSink,
         stop: asyncio.Event,
         *,
-        draft: bool = False,
+        drafting: bool = False,
     ) -> None:
         self.agent = agent
         self.sid = session_id
@@ -710,7 +713,7 @@ class _Turn:
             ),
             session_id=session_id,
             stop=stop,
-            translate=not draft,
+            translate=not drafting,
         )
         """The turn's first stage: what memory holds for the message (``agent/turn_memory``)."""
         self.tool_calls = ToolCallRunner(

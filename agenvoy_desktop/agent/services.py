@@ -86,16 +86,9 @@ class ModelSwitchError(KnownError, RuntimeError):
     """The chosen chat model could not be opened; the previous one is still in use."""
 
 
-class CountingAgent(Agent):
-    """An :class:`Agent` that knows whether a turn is running.
-
-    A model switch hands new turns to a new agent at once, but closes the
-    old model only once the old agent's running turns ended, so a turn
-    finishes on the model it started with.
-    """
-
-    running_turns = 0
-    _no_turns: asyncio.Event | None = None
+class WindowAgent(Agent):
+    """An :class:`Agent` whose turns and drafts leave out what the window has in an undo
+    window (a session being removed or reset, a message being deleted)."""
 
     def __init__(
         self, *args: Any, withheld: Callable[[], Withheld] | None = None, **kwargs: Any
@@ -113,10 +106,6 @@ class CountingAgent(Agent):
         stop: asyncio.Event | None = None,
         asked: Message | None = None,
     ) -> TurnResult:
-        if self._no_turns is None:
-            self._no_turns = asyncio.Event()
-        self._no_turns.clear()
-        self.running_turns += 1
         token = turn_withheld.set(self.withheld)  # read by the turn's memory lookup
         try:
             return await super().run_turn(
@@ -124,9 +113,6 @@ class CountingAgent(Agent):
             )
         finally:
             turn_withheld.reset(token)
-            self.running_turns -= 1
-            if not self.running_turns:
-                self._no_turns.set()
 
     async def _read_draft(self, session_id: str, text: str, seq: int) -> None:
         """A draft's prompt is built as a turn's: what is in an undo window is left out."""
@@ -135,11 +121,6 @@ class CountingAgent(Agent):
             await super()._read_draft(session_id, text, seq)
         finally:
             turn_withheld.reset(token)
-
-    async def turns_done(self) -> None:
-        """Return once no turn is running."""
-        if self.running_turns and self._no_turns is not None:
-            await self._no_turns.wait()
 
 
 class AppServices:
@@ -364,7 +345,7 @@ class AppServices:
             self.summarizer, idle_seconds=memory.summary_idle_seconds, clock=self.clock
         )
         error_memory = ErrorMemoryHints(self.errors)
-        self.agent = CountingAgent(
+        self.agent = WindowAgent(
             self.storage,
             self.store,
             model,
@@ -470,7 +451,7 @@ class AppServices:
         self.set_chat_model(model)
         if running:
             self.start_background()
-        if isinstance(old_agent, CountingAgent):
+        if old_agent is not None:
             await old_agent.turns_done()
         await asyncio.to_thread(_close_models, old)
 

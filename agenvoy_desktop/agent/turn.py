@@ -261,6 +261,8 @@ class Agent:
         """The tools each session's last turn was first offered (assumed for its next)."""
         self._last_session: str | None = None
         self._turns_running = 0
+        self._no_turns = asyncio.Event()
+        self._no_turns.set()
         self._draft: tuple[str, str] | None = None
         """The session and message being typed (:meth:`draft_changed`), until a turn starts."""
         self._draft_seq = 0
@@ -363,6 +365,11 @@ class Agent:
         if not task.cancelled() and (exc := task.exception()) is not None:
             log.warning("after-answer work failed (embedding is retried at start-up)", exc_info=exc)
 
+    async def turns_done(self) -> None:
+        """Return once no turn is running (a model switch closes the old model then, so a
+        turn finishes on the model it started with)."""
+        await self._no_turns.wait()
+
     async def idle(self) -> None:
         """Wait for background work of finished turns (embedding); for shutdown and tests."""
         while self._background:
@@ -458,6 +465,7 @@ class Agent:
         turn = _Turn(self, session_id, on_event or _ignore, stop or asyncio.Event())
         token = current_session.set(session_id)
         self._turns_running += 1
+        self._no_turns.clear()
         self._draft, self._draft_seq = None, self._draft_seq + 1
         self.stop_reading_ahead()  # what it read stays; it must not resume between rounds
         try:
@@ -465,6 +473,8 @@ class Agent:
                 result = await turn.run(text, asked)
         finally:
             self._turns_running -= 1
+            if not self._turns_running:
+                self._no_turns.set()
             current_session.reset(token)
         if self.after_turn is not None:
             try:

@@ -15,7 +15,7 @@ import pytest
 
 from agenvoy_desktop.agent.never_said import never_said
 from agenvoy_desktop.agent.recall import find_block, withholding
-from agenvoy_desktop.agent.services import CountingAgent
+from agenvoy_desktop.agent.services import WindowAgent
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import AgentConfig, TurnResult
@@ -94,7 +94,7 @@ def _turn(store: MemoryStore, withheld: Withheld) -> TurnResult:
     model = ScriptedChatModel([["You have 3 autographed baseballs."], ["3."]])
     storage = Storage()
     try:
-        agent = CountingAgent(
+        agent = WindowAgent(
             storage,
             store,
             model,

@@ -15,7 +15,7 @@ import pytest
 from agenvoy_desktop.agent import number_answers
 from agenvoy_desktop.agent.builtin_tools import search_tool
 from agenvoy_desktop.agent.recall import DEFAULT_FLOOR, withheld_now, withholding
-from agenvoy_desktop.agent.services import CountingAgent
+from agenvoy_desktop.agent.services import WindowAgent
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import AgentConfig
@@ -83,7 +83,7 @@ def turn_prompts(
         [search_tool(storage, store, lambda: 6, withheld=withheld)]  # as the services build it
     )
     model = ScriptedChatModel(script)
-    agent = CountingAgent(
+    agent = WindowAgent(
         storage, store, model, tools, config=AgentConfig(window_messages=6), withheld=withheld
     )
     sid = store.create_session("now")

@@ -53,6 +53,7 @@ from agenvoy_desktop.agent.context import (
     to_chat_message,
     turn_note_index,
 )
+from agenvoy_desktop.agent.read_ahead import note_opening
 from agenvoy_desktop.agent.recall import RecallItem, format_block
 from agenvoy_desktop.core.history import take_window
 from agenvoy_desktop.core.messages import Message
@@ -299,12 +300,12 @@ async def measure_deep(model: Path, rounds: int) -> dict[str, Any]:
 
 
 async def read_ahead(engine: ChatEngine, history: list[Message], now_ns: int) -> None:
-    """Read the next turn's prompt start (up to its note) and wait until it is read:
-    the person reads the answer meanwhile (``agent/read_ahead.py``)."""
+    """Read the next turn's prompt start (up to its note, and the opening of a recall block)
+    and wait until it is read: the person reads the answer meanwhile (``agent/read_ahead.py``)."""
     upcoming = new_layout(history, "", now_ns)
     note = turn_note_index(new_layout(history, "- a recalled line", now_ns))
     assert note is not None
-    engine.read_ahead(upcoming[:note])
+    engine.read_ahead([*upcoming[:note], note_opening(history)])
     await read(engine)
 
 

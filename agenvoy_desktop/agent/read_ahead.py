@@ -12,9 +12,13 @@ that start into its KV cache right away, giving way to every real call;
 the next turn then evaluates its note and message only — also after the
 window's start moved on or a summary pass rewrote the summary, the turns
 that otherwise read their whole prompt again (``benchmarks/session_walk.py``).
+Of the note, the opening of a recall block is read too (:func:`note_opening`),
+a system message the engine's template closes where the real note goes on;
+the cache keeps the tokens both share.
 
 What is built here must be exactly the start of what :func:`build_messages`
-builds for the next turn; a mismatch costs nothing but the work done ahead.
+builds for the next turn, but for the note's opening; a mismatch costs nothing
+but the work done ahead.
 
 The note and the message follow once the person pauses typing: the turn's
 own preparation (``Agent.draft_changed``, ``_Turn.first_prompt``) builds the
@@ -28,13 +32,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agenvoy_desktop.agent.context import build_messages, tool_guidance
+from agenvoy_desktop.agent.recall import block_opening
 from agenvoy_desktop.core.history import take_window
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.session_settings import session_settings
 from agenvoy_desktop.core.store import MemoryStore
 
-__all__ = ["DRAFT_MESSAGE_ID", "PromptStart", "ReadsAhead", "next_prompt_start"]
+__all__ = ["DRAFT_MESSAGE_ID", "PromptStart", "ReadsAhead", "next_prompt_start", "note_opening"]
 
 NEXT_MESSAGE_ID = "read-ahead-next"
 """Stands for the message not yet typed while the next window is taken."""
@@ -72,12 +77,15 @@ def next_prompt_start(
     window: tuple[int, int],
     offered: Sequence[str],
     specs: Sequence[dict[str, Any]],
+    recalls: bool = False,
 ) -> PromptStart | None:
     """Storage thread: the head and history the next turn's first prompt will start with.
 
     *window* is (messages, step) as the turn takes it; *offered* the tool
-    names assumed for that turn, *specs* the registry's specs.  None when
-    the session has no history yet (the note would then join the head).
+    names assumed for that turn, *specs* the registry's specs; *recalls*: a
+    recall block opens the note when the turn has one (a small model's note
+    carries no clock line), so that opening is read too.  None when the
+    session has no history yet (the note would then join the head).
     """
     history = store.history(session_id).messages
     if not history:
@@ -97,4 +105,19 @@ def next_prompt_start(
         return None
     names = set(offered)
     tools = [s for s in specs if str(s.get("function", {}).get("name", "")) in names]
-    return PromptStart(messages[:-1], tools)
+    start = messages[:-1]
+    if recalls and settings.tools:  # the session's tools off: no recall
+        start.append(note_opening(history))
+    return PromptStart(start, tools)
+
+
+def note_opening(history: Sequence[Message]) -> ChatMessage:
+    """The start of the next turn's note, as far as it can be known: a recall block's
+    opening in the language the person last wrote in (:func:`recall.block_opening`).
+
+    The note follows the window; with a recall block, the most common note of
+    a turn deep in a session, it starts with these ~26 tokens, which the
+    turn then does not evaluate before its first token.
+    """
+    said = next((m.content for m in reversed(history) if m.role == "user"), "")
+    return {"role": "system", "content": block_opening(said)}

@@ -557,6 +557,7 @@ class Agent:
             window=(self.config.window_messages, self.config.window_step),
             offered=self._offered.get(session_id, ()),
             specs=self.tools.specs(),
+            recalls=self.config.small_model and self.config.proactive_recall,
         )
         if start is None or session_id != self._last_session:
             return

@@ -10,6 +10,7 @@ import pytest
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, TurnEvent
+from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.store import MemoryStore
 from tests.agent.test_read_ahead import ReadingModel
 from tests.conftest import SECOND, T0, conversation
@@ -35,6 +36,12 @@ def _session(store: MemoryStore) -> str:
     today = store.create_session("today")
     store.append(today, conversation(["Hi there", "Hello!"], start=T0 + 10 * DAY))
     return today
+
+
+def _said(read: list[ChatMessage]) -> object:
+    """The last message read that is not a system one: a draft's message, or the answer an
+    ordinary read-ahead ends with (before the opening of the note it reads too)."""
+    return next(m["content"] for m in reversed(read) if m["role"] != "system")
 
 
 def _agent(
@@ -67,6 +74,30 @@ def test_the_draft_read_is_the_first_prompt_its_turn_sends(
     assert tools == first.tools
     assert read[-1] == {"role": "user", "content": QUESTION}
     assert any("penicillin" in str(m["content"]) for m in read[:-1])  # the recall note
+
+
+def test_the_read_ahead_ends_with_the_opening_of_the_next_recall_note(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """Sent without a pause in typing, a turn that recalls something finds the head, the
+    history and the opening of its note read already: only the rest is new."""
+    sid = _session(store)
+    agent, model = _agent(storage, store, [["Hello again."], ["Yes: penicillin."]])
+
+    async def main() -> None:
+        await agent.run_turn(sid, "Good morning")
+        await agent.idle()
+        await agent.run_turn(sid, QUESTION)
+
+    asyncio.run(main())
+    (read, _tools), prompt = model.read[-1], list(model.seen[-1].messages)
+    *known, opening = read
+    assert opening["role"] == "system"
+    assert prompt[: len(known)] == known
+    note = prompt[len(known)]
+    assert note["role"] == "system"
+    assert "penicillin" in str(note["content"])
+    assert str(note["content"]).startswith(str(opening["content"]))
 
 
 def test_a_newer_draft_replaces_an_older_one(storage: Storage, store: MemoryStore) -> None:
@@ -120,7 +151,7 @@ def test_an_emptied_composer_brings_back_the_ordinary_read_ahead(
         await agent.idle()
 
     asyncio.run(main())
-    contents = [read[-1]["content"] for read, _tools in model.read]
+    contents = [_said(read) for read, _tools in model.read]
     assert contents == ["Morning!", QUESTION, "Morning!"]
 
 

@@ -14,6 +14,7 @@ from agenvoy_desktop.agent.recall import (
     RecallFloor,
     RecallItem,
     apply_floor,
+    block_opening,
     clip,
     content_terms,
     discloses,
@@ -249,6 +250,18 @@ def test_the_header_follows_the_messages_script(monkeypatch: pytest.MonkeyPatch)
     assert block.text.splitlines()[0] == BLOCK_HEADERS["zh"]
     monkeypatch.setattr(recall_module, "LOCALISED_HEADER", False)
     assert header_for("我的电动车锁密码是多少？") == BLOCK_HEADER
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["What is my bike lock code?", "我的电动车锁密码是多少？", "ジムのロッカー番号は何番ですか？"],
+)
+def test_a_block_starts_with_the_opening_read_ahead_of_it(asked: str) -> None:
+    """What the next turn's note is read ahead with (agent/read_ahead.py) opens every block
+    of a message in that script that does not ask for advice."""
+    block = format_block([_item(text="4721")], header=header_for(asked), now_ns=T0)
+    assert block.text.startswith(block_opening(asked))
+    assert block_opening(asked).startswith(header_for(asked))
 
 
 def test_block_is_labelled_dated_and_bounded() -> None:

@@ -13,6 +13,8 @@ turn checks each final answer that memory informed (:func:`check`):
 
 - **a tool call as prose**: the answer quotes a tool's JSON or names a
   tool being called;
+- **the notes copied**: the answer is the recall block itself, its header
+  or its dated lines (:func:`copies_notes`);
 - **polarity**: a yes/no question ("Am I / Do I / Have I …", 吗, か,
   "Bin ich …") whose words one remembered line holds: the line's polarity
   (negated or not, in the clause that holds them) is the expected answer,
@@ -55,7 +57,7 @@ from agenvoy_desktop.agent.recall import (
 from agenvoy_desktop.agent.recall_lines import focus, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
-from agenvoy_desktop.language import FALLBACK, language
+from agenvoy_desktop.language import FALLBACK, language, languages
 from agenvoy_desktop.language.patterns import (
     alternatives,
     compiled,
@@ -70,7 +72,14 @@ from agenvoy_desktop.language.patterns import (
 
 Polarity = Literal["yes", "no"]
 Problem = Literal[
-    "", "tool call", "never told", "contradicts", "older value", "not drawn", "not worked out"
+    "",
+    "tool call",
+    "copied notes",
+    "never told",
+    "contradicts",
+    "older value",
+    "not drawn",
+    "not worked out",
 ]
 
 
@@ -156,6 +165,15 @@ def check(
             fallback = quoted(question, line) if line is not None else _reply(question, "no_words")
         return Verdict(
             "tool call", "Answer in plain words; do not write a tool call or JSON.", fallback
+        )
+    if copies_notes(answer):
+        if never:
+            return _never_told(question, never_said)
+        fallback = quoted(question, line) if line is not None else _reply(question, "no_words")
+        return Verdict(
+            "copied notes",
+            "Answer the user's message in your own words; do not copy the notes above.",
+            fallback,
         )
     if never and not admits_not_knowing(answer):
         return _never_told(question, never_said)
@@ -808,6 +826,46 @@ _CALL_WORDS = re.compile(
 _TOOL_ERROR_ECHO = re.compile(
     r"\bunknown tool\b.{0,80}\bavailable tools\b", re.IGNORECASE | re.DOTALL
 )
+
+
+def copies_notes(answer: str) -> bool:
+    """The answer copies the recall block instead of answering: its header's bracket, or a
+    line's dated opening ("On 2023-01-20 (3 years ago) you said: …").
+
+    Seen in a 16-turn walk: "Remind me, where am I going next month?" was answered
+    "Based on your message (from past conversations; use it only if it answers your
+    message): - On 2023-01-20 (3 years ago) you said: 'Yeah definitely! …'" — the
+    block's lines with "the user" turned to "you", which the other checks let through.
+    """
+    return _BLOCK_LINE.search(answer) is not None or any(
+        bracket in answer for bracket in _HEADER_BRACKETS
+    )
+
+
+_BLOCK_LINE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}\s*\((?:[^()\n]{0,40})\)\s*(?:the user|you|I)\s+"
+    r"(?:said|had said|went on|replied)\s*:",
+    re.IGNORECASE,
+)
+
+
+def _header_brackets() -> frozenset[str]:
+    """What the recall blocks' headers say in brackets, in every language, up to the first
+    semicolon or full stop inside: "from past conversations;", "过去的对话；"
+    (a plain "from past conversations" is an answer's own words)."""
+    found: set[str] = set()
+    for lang in languages():
+        for key in ("recall.header", "recall.advice_header", "recap.header"):
+            header = lang.text(key) or ""
+            inside = re.search(r"[(（]([^)）]+)[)）]", header)
+            if inside is None:
+                continue
+            cut = re.search(r"[;；。]", inside.group(1))
+            found.add(inside.group(1)[: cut.end()] if cut else inside.group(1))
+    return frozenset(b for b in found if len(b) >= 5)
+
+
+_HEADER_BRACKETS = _header_brackets()
 
 
 def tool_call_as_prose(answer: str, tool_names: Sequence[str] = ()) -> bool:

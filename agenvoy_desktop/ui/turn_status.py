@@ -140,6 +140,7 @@ def done_text(result: TurnResult) -> str:
 
 CHECK_PROBLEMS = {
     "tool call": "wrote a tool call out as text",
+    "copied notes": "copied its notes instead of answering",
     "never told": "claimed something you never told",
     "contradicts": "contradicted what you told",
     "older value": "used an older value than the latest you told",

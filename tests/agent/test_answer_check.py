@@ -11,6 +11,7 @@ from agenvoy_desktop.agent.answer_check import (
     answer_polarity,
     asks_yes_no,
     check,
+    copies_notes,
     draws_on,
     polarity_of,
     quoted,
@@ -152,6 +153,26 @@ def test_a_tool_error_echoed_as_the_answer_is_caught() -> None:
 
     verdict = check("How many days between them?", '{"name": "date_calc", "arguments": {}}', [])
     assert verdict.problem == "tool call"
+
+
+def test_an_answer_that_copies_the_recall_block_is_caught() -> None:
+    """Seen in a walk: the starter answered with the block itself, "the user" turned "you"."""
+    echo = (
+        "Based on your message (from past conversations; use it only if it answers your "
+        'message):\n\n- On 2023-01-20 (3 years ago) you said: "Yeah definitely!"'
+    )
+    assert copies_notes(echo)
+    assert copies_notes('- On 2023-03-27 (1 month ago) the user said: "I am allergic."')
+    assert copies_notes("用户以前告诉过你（来自过去的对话；只在能回答用户的消息时使用）：")
+    assert not copies_notes('You told me on 2023-03-27: "I\'m allergic to penicillin."')
+    assert not copies_notes("I know from past conversations that you like tea.")
+    assert not copies_notes("On 2023-03-27 (a Monday) I went to Paris.")
+
+    line = '- On 2023-11-14 (today) the user said: "I\'m allergic to penicillin."'
+    verdict = check("Am I allergic to anything?", line, [PENICILLIN])
+    assert verdict.problem == "copied notes"
+    assert "penicillin" in verdict.fallback  # the line, quoted and dated
+    assert check("Where am I going?", echo, []).fallback.startswith("I couldn't put")
 
 
 def test_quoted_names_who_said_it() -> None:

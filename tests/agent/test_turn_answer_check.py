@@ -88,6 +88,18 @@ def test_a_second_try_that_agrees_is_kept(store: MemoryStore) -> None:
     assert result.answer == "Yes, to penicillin."
 
 
+def test_an_answer_that_copies_the_recall_block_is_asked_again(store: MemoryStore) -> None:
+    _plant(store, ALLERGY)
+    echo = f'- On 2023-11-14 (today) the user said: "{ALLERGY}"'
+    script: list[list[object]] = [[echo], ["Yes, you are allergic to penicillin."]]
+    result, model, _events = _turn(store, "Am I allergic to anything?", script)
+    assert result.checked == "copied notes"
+    assert result.answer_from == "second try"
+    assert result.answer == "Yes, you are allergic to penicillin."
+    second = "\n".join(str(m["content"]) for m in model.seen[1].messages)
+    assert "do not copy the notes above" in second
+
+
 def test_an_answer_that_agrees_is_not_touched(store: MemoryStore) -> None:
     _plant(store, ALLERGY)
     result, model, events = _turn(store, "Am I allergic to anything?", [["Yes: penicillin."]])

@@ -38,6 +38,9 @@ class ModelSettings:
     of -1 offloads everything where llama.cpp was built with GPU support and
     is ignored otherwise.  ``load_at_start`` loads a local chat model as soon
     as the window is up, so the first message does not wait for it.
+    ``read_ahead``: a local chat model reads the next prompt's start after an
+    answer, and a message's prompt while it is typed, so answers start sooner
+    (the CPU works between messages; off for a laptop that should rest).
     """
 
     chat_model: str = ""
@@ -48,6 +51,7 @@ class ModelSettings:
     temperature: float = 0.7
     max_answer_tokens: int = 1024
     load_at_start: bool = True
+    read_ahead: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,6 +280,7 @@ class AppServices:
             small_model=self.model_profile.small,
             proactive_recall=self.settings.memory.proactive_recall,
             recall_floor=floor_for(self.store.model_name),
+            read_ahead=models.read_ahead,
             system_prompt=SMALL_MODEL_SYSTEM_PROMPT
             if self.model_profile.small
             else DEFAULT_SYSTEM_PROMPT,
@@ -557,6 +558,8 @@ class AppServices:
         self.store.max_history_bytes = memory.max_history_bytes
         if self.agent is not None:
             self.agent.config = self._agent_config()
+            if not self.agent.config.read_ahead:
+                self.agent.stop_reading_ahead()
         self._apply_sampling()
         if self.summarizer is not None:
             self.summarizer.window_messages = memory.window_messages

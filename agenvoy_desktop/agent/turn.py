@@ -216,6 +216,9 @@ class AgentConfig:
     """Shape turns for a small model (``agent/policy.py``); from the model's GGUF profile."""
     proactive_recall: bool = True
     recall_floor: RecallFloor = DEFAULT_FLOOR
+    read_ahead: bool = True
+    """A local model reads the next prompt's start after an answer and a typed message's
+    prompt while idle (:meth:`Agent.read_ahead_later`); off, every turn reads its own."""
 
 
 class Agent:
@@ -497,6 +500,8 @@ class Agent:
         cannot read ahead (a server, a test double) is left alone.
         """
         if not isinstance(self.model, ReadsAhead) or self._turns_running or self._passes:
+            return
+        if not self.config.read_ahead:
             return
         if self._draft is not None:  # what is being typed: its prompt starts with the head
             self._later(self._read_draft(*self._draft, self._draft_seq))

@@ -96,6 +96,7 @@ class SettingsForm:
     proactive_recall: bool = True
     documents_enabled: bool = False
     load_at_start: bool = True
+    read_ahead: bool = True
     theme: str = "system"
     font_size: int = 0
 
@@ -117,6 +118,7 @@ class SettingsForm:
             proactive_recall=memory.proactive_recall,
             documents_enabled=settings.documents.enabled,
             load_at_start=models.load_at_start,
+            read_ahead=models.read_ahead,
             theme=settings.appearance.theme,
             font_size=settings.appearance.font_size,
         )
@@ -136,6 +138,7 @@ class SettingsForm:
         models.max_answer_tokens = self.max_answer_tokens
         models.gpu_layers = self.gpu_layers
         models.load_at_start = self.load_at_start
+        models.read_ahead = self.read_ahead
         settings.allowed_folders = list(self.allowed_folders)
         settings.appearance.theme = self.theme
         settings.appearance.font_size = self.font_size
@@ -404,6 +407,14 @@ class SettingsDialog(QDialog):
             "The first answer then does not wait for the model to load (the first start also "
             "measures this computer's speed then). Off: it loads with the first message.",
         )
+        self.read_ahead_check = QCheckBox("Read ahead while you type and read")
+        _add_row(
+            form,
+            "Between messages:",
+            self.read_ahead_check,
+            "The model reads the conversation and your message as you type it, so the answer "
+            "starts sooner. Off: the computer rests between messages. Applies at once.",
+        )
         form.addRow(_note(RESTART_NOTE))
         return _page(form)
 
@@ -477,6 +488,7 @@ class SettingsDialog(QDialog):
         self.temperature_spin.setValue(form.temperature)
         self.gpu_spin.setValue(form.gpu_layers)
         self.load_at_start_check.setChecked(form.load_at_start)
+        self.read_ahead_check.setChecked(form.read_ahead)
         self.folder_list.clear()
         self.folder_list.addItems(form.allowed_folders)
         index = self.theme_combo.findData(form.theme)
@@ -499,6 +511,7 @@ class SettingsDialog(QDialog):
             proactive_recall=self.recall_check.isChecked(),
             documents_enabled=self.documents_check.isChecked(),
             load_at_start=self.load_at_start_check.isChecked(),
+            read_ahead=self.read_ahead_check.isChecked(),
             theme=str(self.theme_combo.currentData()),
             font_size=_font_size(self.font_spin),
         )

@@ -213,3 +213,23 @@ def test_each_draft_is_its_turns_first_prompt_over_a_jumping_window(
     assert len(drafts) == 6
     assert drafts == [list(seen.messages) for seen in model.seen]
     assert len({len(draft) for draft in drafts}) > 1  # the window's start moved
+
+
+def test_with_reading_ahead_off_nothing_is_read(storage: Storage, store: MemoryStore) -> None:
+    """Settings → Models: a laptop that should rest between messages."""
+    sid = _session(store)
+    model = ReadingModel([["Morning!"], ["Yes: penicillin."]])
+    config = AgentConfig(small_model=True, read_ahead=False)
+    agent = Agent(storage, store, model, ToolRegistry(), config=config)
+
+    async def main() -> None:
+        await agent.run_turn(sid, "Good morning")
+        await agent.idle()
+        agent.draft_changed(sid, QUESTION)
+        await agent.idle()
+        await agent.run_turn(sid, QUESTION)
+        await agent.idle()
+
+    asyncio.run(main())
+    assert model.read == []
+    assert len(model.seen) == 2

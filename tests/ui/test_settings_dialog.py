@@ -70,6 +70,8 @@ def test_changes_persist_across_a_restart(qtbot: QtBot, paths: AppPaths, tmp_pat
     dialog.temperature_spin.setValue(0.3)
     assert dialog.load_at_start_check.isChecked()  # on by default
     dialog.load_at_start_check.setChecked(False)
+    assert dialog.read_ahead_check.isChecked()  # on by default
+    dialog.read_ahead_check.setChecked(False)
     assert dialog.add_folder(str(allowed))
     assert not dialog.add_folder(str(allowed) + "/")  # listed once
     with qtbot.waitSignal(dialog.accepted):
@@ -77,6 +79,7 @@ def test_changes_persist_across_a_restart(qtbot: QtBot, paths: AppPaths, tmp_pat
     assert dialog.result() == QDialog.DialogCode.Accepted
     assert services.agent is not None
     assert services.agent.config.window_messages == 8
+    assert services.agent.config.read_ahead is False  # at once
     services.close()
 
     reopened = AppServices.open(paths, embedder=HashingEmbedder(64))
@@ -89,6 +92,7 @@ def test_changes_persist_across_a_restart(qtbot: QtBot, paths: AppPaths, tmp_pat
         assert settings.models.context_size == 8192
         assert settings.models.temperature == pytest.approx(0.3)
         assert settings.models.load_at_start is False
+        assert settings.models.read_ahead is False
         assert settings.allowed_folders == [str(allowed.resolve())]
     finally:
         reopened.close()

@@ -93,6 +93,8 @@ def next_prompt_start(
     upcoming = Message(NEXT_MESSAGE_ID, "user", "", history[-1].time_ns)
     taken = take_window([*history, upcoming], *window)
     settings = session_settings(store, session_id)
+    if not settings.tools:  # the session's tools are off: its turns are offered none
+        offered = ()
     messages = build_messages(
         base_prompt=settings.base_prompt(default_prompt),
         summary_text=summary_text(session_id),

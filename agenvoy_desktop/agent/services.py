@@ -486,6 +486,8 @@ class AppServices:
         except Exception:  # the first turn says why, in the window
             log.warning("loading the chat model at start failed", exc_info=True)
             return False
+        if self.agent is not None:  # the session opened meanwhile: its next prompt
+            self.agent.read_ahead_later()
         return True
 
     async def _purge_daily(self) -> None:

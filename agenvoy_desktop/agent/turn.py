@@ -263,6 +263,7 @@ class Agent:
         self._offered: dict[str, list[str]] = {}
         """The tools each session's last turn was first offered (assumed for its next)."""
         self._last_session: str | None = None
+        """The session whose next prompt is read ahead: the one last talked in or opened."""
         self._turns_running = 0
         self._no_turns = asyncio.Event()
         self._no_turns.set()
@@ -511,6 +512,18 @@ class Agent:
             return
         self._later(self._read_ahead(session_id, self.model))
 
+    def session_opened(self, session_id: str) -> None:
+        """The person opened *session_id* (the window shows it): its next turn is the likely
+        one, so its prompt start is read now — at the app's start and after a switch, the
+        first turn there would otherwise read its whole prompt (600–1,000 tokens deep in a
+        session, 6–10 s on 2 cores without AVX-512) before its first token.  A model still
+        loading reads nothing; :meth:`read_ahead_later` once it has loaded does.  The
+        session last talked in was read after its turn (the window shows it again then)."""
+        if session_id == self._last_session:
+            return
+        self._last_session = session_id
+        self.read_ahead_later(session_id)
+
     def draft_changed(self, session_id: str, text: str) -> None:
         """The person paused typing *text* (empty: nothing) as the next message of *session_id*.
 
@@ -553,6 +566,10 @@ class Agent:
             self.model.stop_reading_ahead()
 
     async def _read_ahead(self, session_id: str, model: ReadsAhead) -> None:
+        specs = self.tools.specs()
+        offered = self._offered.get(session_id)
+        if offered is None:  # not talked in since the start: what a first round is offered
+            offered = [] if self.config.small_model else [str(s["function"]["name"]) for s in specs]
         start = await self.storage.run(
             next_prompt_start,
             self.store,
@@ -560,8 +577,8 @@ class Agent:
             default_prompt=self.config.system_prompt,
             summary_text=self.summary_text,
             window=(self.config.window_messages, self.config.window_step),
-            offered=self._offered.get(session_id, ()),
-            specs=self.tools.specs(),
+            offered=offered,
+            specs=specs,
             recalls=self.config.small_model and self.config.proactive_recall,
         )
         if start is None or session_id != self._last_session:

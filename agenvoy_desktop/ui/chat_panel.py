@@ -430,6 +430,8 @@ class ChatPanel(QWidget):
         self.view.set_actions_enabled(not self._busy_here())
         if not self._busy_here():
             self.message_actions.load_versions(sid, generation)
+        if self.services.agent is not None:  # shown: its next prompt is read meanwhile
+            self.services.agent.session_opened(sid)
 
     # -- recall chips and the undo window ---------------------------------------------------
     def hide_withheld_recall(self) -> Operation | None:

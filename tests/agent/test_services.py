@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,9 @@ from agenvoy_desktop.agent import document_recall
 from agenvoy_desktop.agent import services as services_module
 from agenvoy_desktop.agent.recall import DEFAULT_FLOOR, E5_FLOOR
 from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.paths import AppPaths
-from tests.conftest import SECOND, T0
+from tests.conftest import SECOND, T0, conversation
 from tests.fakes import HashingEmbedder
 from tests.scripted_chat import ScriptedChatModel
 
@@ -185,6 +187,45 @@ def test_the_chat_model_loads_at_start_unless_turned_off(services: AppServices) 
     services.settings.models.load_at_start = False
     assert asyncio.run(services.preload_chat_model()) is False
     assert idle.loads == 0
+
+
+class _LoadableReader(_LoadableModel):
+    """A loadable model that reads ahead only once loaded, as the engine does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[list[ChatMessage]] = []
+
+    def read_ahead(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[dict[str, Any]] | None = None
+    ) -> None:
+        if self.loaded:
+            self.read.append(list(messages))
+
+    def stop_reading_ahead(self) -> None:
+        pass
+
+
+def test_the_session_opened_while_the_model_loads_is_read_once_it_has(
+    services: AppServices,
+) -> None:
+    sid = services.store.create_session("today")
+    services.store.append(sid, conversation(["Good morning", "Morning!"]))
+    model = _LoadableReader()
+    services.set_chat_model(model)
+    assert services.agent is not None
+    agent = services.agent
+
+    async def main() -> None:
+        agent.session_opened(sid)  # the window shows it before the model has loaded
+        await agent.idle()
+        assert model.read == []
+        assert await services.preload_chat_model()
+        await agent.idle()
+
+    asyncio.run(main())
+    assert len(model.read) == 1
+    assert "Morning!" in [m["content"] for m in model.read[0]]
 
 
 def test_a_model_without_loading_or_failing_to_load_is_left_to_the_first_turn(

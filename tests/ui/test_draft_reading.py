@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.ui.chat_panel import DRAFT_PAUSE_MS
 from tests.agent.test_read_ahead import ReadingModel
 from tests.conftest import T0, conversation
@@ -14,8 +15,35 @@ QUESTION = "Where do I live?"
 
 
 def _drafts(model: ReadingModel) -> list[str]:
-    """The last message of each prompt read ahead."""
-    return [str(read[-1]["content"]) for read, _tools in model.read]
+    """The message of each draft's prompt read ahead (a session's prompt start, read when it
+    is opened, ends with its last answer and the opening of a note instead)."""
+    return [str(read[-1]["content"]) for read, _tools in model.read if read[-1]["role"] == "user"]
+
+
+def test_the_session_opened_is_read_before_anything_is_typed(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """At the app's start or after a switch, the first turn in a session does not read its
+    whole prompt: the window's opening it hands the session to the agent."""
+    model = ReadingModel([["Fine, thanks."]])
+    services = make_services(model)
+    other = seed(services, "other", conversation(["Hi", "Hello!"]))
+    sid = seed(services, "today", conversation(["Good morning", "Morning!"], start=T0 + 10**12))
+    window = make_window(services)
+    window.select_session(other)
+    window.select_session(sid)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == 2)
+
+    def said(read: list[ChatMessage]) -> object:
+        return next(m["content"] for m in reversed(read) if m["role"] != "system")
+
+    qtbot.waitUntil(lambda: bool(model.read) and said(model.read[-1][0]) == "Morning!")
+    start = model.read[-1][0]
+    if start[-1]["role"] == "system":  # a small model's: the opening of the note
+        start = start[:-1]
+    window.chat.send("How are you?")
+    qtbot.waitUntil(lambda: not window.chat.busy and len(window.chat.bubbles()) == 4)
+    assert list(model.seen[0].messages[: len(start)]) == start
 
 
 def test_a_typed_question_is_read_before_it_is_sent(

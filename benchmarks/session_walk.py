@@ -14,8 +14,15 @@ word of each message (the window hands the words so far to the agent after
 a pause: ``Agent.draft_changed``); the walk waits until the model has read
 that draft's prompt, then sends the whole message.
 
+``--restart`` then starts the app again on the walked session, twice, and
+sends one more message at once, with no pause in typing: once as the
+window does since the session it opens is read ahead (``Agent.session_opened``,
+the walk waiting until it is read: the person looks at the window), once
+sent right after the model loaded with nothing read, as before.  What the
+first turn after a start evaluates, and its first token.
+
     .venv/bin/python benchmarks/session_walk.py [--quick] [--read] [--typing] [--no-read-ahead]
-        [--tag NAME]
+        [--restart] [--tag NAME]
 """
 
 from __future__ import annotations
@@ -89,10 +96,11 @@ async def reading(services: AppServices) -> float:
     return round(time.perf_counter() - began, 2)
 
 
-async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> list[dict[str, Any]]:
-    agent, store, storage = services.agent, services.store, services.storage
+async def walk(
+    services: AppServices, sid: str, messages: tuple[str, ...], args: Any
+) -> list[dict[str, Any]]:
+    agent = services.agent
     assert agent is not None
-    sid = await storage.run(store.create_session, "session-walk")
     rows = []
     for index, text in enumerate(messages):
         typed_s = 0.0
@@ -115,6 +123,7 @@ async def walk(services: AppServices, messages: tuple[str, ...], args: Any) -> l
             "recall_chars": len(result.recall_text or ""),
             "answer": result.answer[:300],
             "answer_from": result.answer_from,
+            "tools_offered": list(result.tools_offered),
             "recall": result.recall_text or "",
             "then_busy_s": read_s,
             "read_while_typed_s": typed_s,
@@ -139,9 +148,14 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
     services = await asyncio.to_thread(memory_qa.open_services, paths, 0)
     try:
         _planted, setup = await memory_qa.prepare(services, facts, 0)
-        rows = await walk(services, MESSAGES[:6] if args.quick else MESSAGES, args)
+        sid = await services.storage.run(services.store.create_session, "session-walk")
+        rows = await walk(services, sid, MESSAGES[:6] if args.quick else MESSAGES, args)
     finally:
         await asyncio.to_thread(services.close)
+    restarts = []
+    if args.restart:
+        for opened, text in ((True, AFTER_RESTART[0]), (False, AFTER_RESTART[1])):
+            restarts.append(await first_turn_after_start(paths, sid, text, opened=opened))
     later = [r for r in rows[1:] if r["first_token_s"] is not None]
     ttfts = sorted(r["first_token_s"] for r in later)
     totals = {
@@ -156,7 +170,45 @@ async def run(args: Any, paths: AppPaths) -> dict[str, Any]:
         "median_model_s": round(statistics.median(r["model_s"] for r in rows[1:]), 2),
     }
     print(totals, file=sys.stderr)
-    return {"setup": setup, "totals": totals, "turns": rows}
+    return {"setup": setup, "totals": totals, "turns": rows, "after_restart": restarts}
+
+
+AFTER_RESTART = ("What is my bike lock code again?", "And where am I going next month?")
+"""Sent at once after the app started again (two: each start adds one exchange)."""
+
+
+async def first_turn_after_start(
+    paths: AppPaths, sid: str, text: str, *, opened: bool
+) -> dict[str, Any]:
+    """Start the app again on *sid*; send *text* at once (see ``--restart``)."""
+    services = await asyncio.to_thread(memory_qa.open_services, paths, 0)
+    try:
+        agent = services.agent
+        assert agent is not None
+        await services.preload_chat_model()  # as the window does once it is usable
+        read_s = 0.0
+        if opened:
+            agent.session_opened(sid)
+            await agent.idle()
+            read_s = await reading(services)
+        else:
+            agent.read_ahead_later = lambda session_id=None: None  # type: ignore[method-assign]
+        EVALUATED[0] = 0
+        result = await agent.run_turn(sid, text)
+        row = {
+            "session_read_ahead": opened,
+            "read_while_looking_s": read_s,
+            "message": text,
+            "evaluated": EVALUATED[0],
+            "first_token_s": result.first_token_s,
+            "model_s": round(result.model_s, 2),
+            "tools_offered": list(result.tools_offered),
+            "answer": result.answer[:300],
+        }
+    finally:
+        await asyncio.to_thread(services.close)
+    print(f"after a restart: {row}", file=sys.stderr, flush=True)
+    return row
 
 
 def main() -> None:
@@ -167,6 +219,11 @@ def main() -> None:
         help="after each answer wait until the model is idle (the person reads meanwhile)",
     )
     ap.add_argument("--no-read-ahead", action="store_true", help="turn reading ahead off")
+    ap.add_argument(
+        "--restart",
+        action="store_true",
+        help="then start again on the session and send one message at once (twice)",
+    )
     ap.add_argument(
         "--typing",
         action="store_true",

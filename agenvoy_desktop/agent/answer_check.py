@@ -843,9 +843,9 @@ def copies_notes(answer: str) -> bool:
 
 
 _BLOCK_LINE = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}\s*\((?:[^()\n]{0,40})\)\s*(?:the user|you|I)\s+"
+    r"(?:\b\d{4}-\d{2}-\d{2}\s*\((?:[^()\n]{0,40})\)|^\W*the same day)\s*(?:the user|you|I)\s+"
     r"(?:said|had said|went on|replied)\s*:",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
 
 

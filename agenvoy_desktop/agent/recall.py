@@ -911,14 +911,35 @@ def format_block(
     latest = latest_ids(
         [(i.message_id, i.time_ns, i.text) for i in chosen if i.role == "user"], query_terms
     )
-    lines = [header, *(format_line(i, now_ns, latest=i.message_id in latest) for i in chosen)]
+    lines = [header]
+    for index, item in enumerate(chosen):
+        marked = item.message_id in latest
+        same_day = (
+            index > 0
+            and not marked
+            and local_date(item.time_ns) == local_date(chosen[index - 1].time_ns)
+        )
+        lines.append(format_line(item, now_ns, latest=marked, same_day=same_day))
     return RecallBlock(chosen, "\n".join(lines), latest)
 
 
-def format_line(item: RecallItem, now_ns: int | None = None, *, latest: bool = False) -> str:
+SAME_DAY = "The same day"
+"""Opens a line said on the day of the line above (a marked latest line keeps its date)."""
+
+
+def format_line(
+    item: RecallItem, now_ns: int | None = None, *, latest: bool = False, same_day: bool = False
+) -> str:
     """``- On 2026-03-14 (3 weeks ago) the user said: "..."``, then what its neighbours add,
-    one indented line each."""
-    said = when(item.time_ns, now_ns, latest=latest)
+    one indented line each; *same_day*: ``- The same day the user said: "..."``.
+
+    The block is read before a turn's first token (``prompt_reuse.py --deep``):
+    a line's date and age are 23 tokens (Qwen spells digits one token each),
+    "The same day" 9, and lines of one day are common — recall takes the
+    messages of one conversation together.  The budget is counted with the
+    full form, so the lines chosen do not depend on it.
+    """
+    said = SAME_DAY if same_day else when(item.time_ns, now_ns, latest=latest)
     who = _SPEAKER.get(item.role, item.role)
     lines = [f'- {said} {who}: "{clip(item.text)}"']
     for near in item.neighbours:

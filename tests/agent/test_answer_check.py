@@ -163,6 +163,8 @@ def test_an_answer_that_copies_the_recall_block_is_caught() -> None:
     )
     assert copies_notes(echo)
     assert copies_notes('- On 2023-03-27 (1 month ago) the user said: "I am allergic."')
+    assert copies_notes('Sure.\n- The same day the user said: "I am allergic."')
+    assert not copies_notes("I went there the same day you said: come over.")
     assert copies_notes("用户以前告诉过你（来自过去的对话；只在能回答用户的消息时使用）：")
     assert not copies_notes('You told me on 2023-03-27: "I\'m allergic to penicillin."')
     assert not copies_notes("I know from past conversations that you like tea.")

@@ -264,6 +264,19 @@ def test_a_block_starts_with_the_opening_read_ahead_of_it(asked: str) -> None:
     assert block_opening(asked).startswith(header_for(asked))
 
 
+def test_a_line_said_the_day_of_the_line_above_says_so_instead_of_its_date() -> None:
+    day = 86400 * SECOND
+    items = [
+        _item(message_id="a", time_ns=T0, text="I booked the flight to Lisbon."),
+        _item(message_id="b", time_ns=T0 + 60 * SECOND, text="It leaves at 7 am."),
+        _item(message_id="c", time_ns=T0 + 2 * day, text="I packed my bag."),
+    ]
+    lines = format_block(items, now_ns=T0 + 9 * day).text.splitlines()
+    assert lines[1].startswith('- On 2023-11-14 (9 days ago) the user said: "I booked')
+    assert lines[2] == '- The same day the user said: "It leaves at 7 am."'
+    assert lines[3].startswith("- On 2023-11-16 (7 days ago) the user said:")
+
+
 def test_block_is_labelled_dated_and_bounded() -> None:
     items = [
         _item(message_id=str(i), time_ns=T0 + (5 - i) * 86400 * SECOND, text=f"word{i} " * 200)

@@ -35,12 +35,18 @@ def texts(window: MainWindow) -> list[str]:
 
 
 def click(qtbot: QtBot, bubble: ChatBubble, action: str) -> None:
-    """Reach the action the keyboard way: focus the bubble, then press its button."""
+    """Reach the action the keyboard way: focus the bubble, then press its button with Space.
+
+    Not a mouse click: QTest hit-tests one at the button's centre against its
+    geometry, which a row shown a moment ago may not have settled yet — the suspect
+    for a delete click lost once in a loaded run (the message stayed on screen).
+    Space presses the button whatever its geometry.
+    """
     bubble.setFocus(Qt.FocusReason.TabFocusReason)
     button = bubble.action_row.buttons[action]
     qtbot.waitUntil(button.isVisible)
     assert button.isEnabled(), action
-    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(button, Qt.Key.Key_Space)
 
 
 def open_seeded(

@@ -418,9 +418,8 @@ class Agent:
             moved = {m.id for m in inline_results}
             window = [m for m in window if m.id not in moved]
             note = tool_results_note(inline_results)
-        if offered is None:  # a small model's tools depend on the message: none until then
-            specs = [] if self.config.small_model or not settings.tools else self.tools.specs()
-            offered = [str(spec["function"]["name"]) for spec in specs]
+        if offered is None:
+            offered = self._unplanned_tools() if settings.tools else []
         return build_messages(
             base_prompt=settings.base_prompt(self.config.system_prompt),
             summary_text=summary,
@@ -565,11 +564,17 @@ class Agent:
         if isinstance(self.model, ReadsAhead):
             self.model.stop_reading_ahead()
 
+    def _unplanned_tools(self) -> list[str]:
+        """The tools a first round is offered before its message is known: none for a small
+        model (its tools depend on the message), every tool otherwise."""
+        if self.config.small_model:
+            return []
+        return [str(spec["function"]["name"]) for spec in self.tools.specs()]
+
     async def _read_ahead(self, session_id: str, model: ReadsAhead) -> None:
-        specs = self.tools.specs()
         offered = self._offered.get(session_id)
-        if offered is None:  # not talked in since the start: what a first round is offered
-            offered = [] if self.config.small_model else [str(s["function"]["name"]) for s in specs]
+        if offered is None:  # not talked in since the start (the session's tools off: none)
+            offered = self._unplanned_tools()
         start = await self.storage.run(
             next_prompt_start,
             self.store,
@@ -578,7 +583,7 @@ class Agent:
             summary_text=self.summary_text,
             window=(self.config.window_messages, self.config.window_step),
             offered=offered,
-            specs=specs,
+            specs=self.tools.specs(),
             recalls=self.config.small_model and self.config.proactive_recall,
         )
         if start is None or session_id != self._last_session:

@@ -10,12 +10,9 @@ The profile is the one ``memory_qa.py`` builds (earlier LoCoMo sessions with
 planted facts, real MiniLM, the starter model with the app's settings and a
 fixed seed), so recall runs over real memory.  Messages, each in a new
 session, once per variant (``off``: no exchange; ``example``: as shipped;
-``always``, not shipped and not run unless asked: the exchange even when
-recall put something in the prompt; ``one-way``: as shipped, but an English
-question is not translated into the archive's other languages, as before
-2026-12-02; ``weak``: the exchange also when no recalled line clears the
-stricter floor of a translated search), the variants interleaved message by
-message:
+``one-way``: as shipped, but an English question is not translated into the
+archive's other languages, as before 2026-12-02), the variants interleaved
+message by message:
 
 - ``unknown``: the 20 questions of ``memory_facts.UNKNOWN_FACTS`` (English,
   Chinese, German, Japanese), whose answers were never told;
@@ -28,7 +25,9 @@ message:
 
 Reported per variant and set: answers that admit not knowing (``admits``),
 turns that showed the exchange, memory answers right, the median answer
-length, tool calls and median model seconds.
+length, tool calls and median model seconds.  (The exchange shown even beside a
+recall block, or beside weak evidence only, was measured here too and not
+shipped: benchmarks/RESULTS.md.)
 
     .venv/bin/python benchmarks/unknown_facts.py [--quick] [--variants A,B] [--sets S] [--tag X]
 """
@@ -48,7 +47,7 @@ from statement_echo import words_in
 from agenvoy_desktop.agent import not_remembered, query_translation
 from agenvoy_desktop.agent.services import AppServices
 
-VARIANTS: tuple[str, ...] = ("off", "example", "always", "one-way", "weak")
+VARIANTS: tuple[str, ...] = ("off", "example", "one-way")
 QUICK_PER_SET = 4
 SETS = ("unknown", "advice", "memory", "multi")
 ADMITS = re.compile(
@@ -71,25 +70,13 @@ def admits(answer: str) -> bool:
 
 @contextmanager
 def variant(name: str) -> Iterator[None]:
-    shipped = (
-        not_remembered.SHOW_EXAMPLE,
-        not_remembered.EVEN_WITH_RECALL,
-        query_translation.FROM_ENGLISH,
-        not_remembered.WITH_WEAK_RECALL,
-    )
+    shipped = (not_remembered.SHOW_EXAMPLE, query_translation.FROM_ENGLISH)
     not_remembered.SHOW_EXAMPLE = name != "off"
-    not_remembered.WITH_WEAK_RECALL = name == "weak"
-    not_remembered.EVEN_WITH_RECALL = name == "always"
     query_translation.FROM_ENGLISH = name != "one-way"
     try:
         yield
     finally:
-        (
-            not_remembered.SHOW_EXAMPLE,
-            not_remembered.EVEN_WITH_RECALL,
-            query_translation.FROM_ENGLISH,
-            not_remembered.WITH_WEAK_RECALL,
-        ) = shipped
+        not_remembered.SHOW_EXAMPLE, query_translation.FROM_ENGLISH = shipped
 
 
 def messages(quick: bool, sets: Sequence[str] = SETS) -> list[tuple[str, str, tuple[Any, ...]]]:

@@ -50,11 +50,6 @@ from agenvoy_desktop.language.patterns import alternatives, compiled, either, wh
 
 SHOW_EXAMPLE = True
 """Whether turns show the exchange at all (benchmarks switch it)."""
-EVEN_WITH_RECALL = False
-"""Show it even when recall put something in the prompt (measured, not shipped)."""
-WITH_WEAK_RECALL = False
-"""Show it when everything recall put in the prompt is weak evidence: no line clears
-the stricter floor of a translated search (``query_translation.stricter``)."""
 Example = tuple[tuple[str, str], ...]
 """The made-up exchanges: (question, answer) pairs."""
 

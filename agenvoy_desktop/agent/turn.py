@@ -54,11 +54,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from agenvoy_desktop.agent import (
-    answer_check,
-    not_remembered,
-    query_translation,
-)
+from agenvoy_desktop.agent import answer_check, not_remembered
 from agenvoy_desktop.agent.answer_loops import LoopWatch
 from agenvoy_desktop.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
@@ -98,10 +94,8 @@ from agenvoy_desktop.agent.recall import (
     RecallBlock,
     RecallFloor,
     asks_about_assistant,
-    clears,
     content_terms,
     gathers,
-    query_kind,
 )
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.told_in_window import told_in_window
@@ -816,7 +810,7 @@ class _Turn:
             user.content, small_model=config.small_model, recalled=bool(self.recall.items)
         )
         text = self.recall_text
-        if self._recall_leaves_it_open(user) and await self._shows_not_remembered(user):
+        if not text and await self._shows_not_remembered(user):
             self.example = example_for(user.content)
             self.result.not_remembered = True
         if (text or self.example is not None) and self.draft is None:
@@ -852,18 +846,6 @@ class _Turn:
     def recall_text(self) -> str:
         """What proactive recall adds to the system prompt: remembered messages, then passages."""
         return "\n\n".join(t for t in (self.recall.text, self.passages.text) if t)
-
-    def _recall_leaves_it_open(self, user: Message) -> bool:
-        """Recall put nothing in the prompt, or (when switched on) only weak evidence."""
-        if not self.recall_text or not_remembered.EVEN_WITH_RECALL:
-            return True
-        if not not_remembered.WITH_WEAK_RECALL or self.passages.text:
-            return False
-        kind = query_kind(user.content)
-        if kind == "cjk":  # a bigram share does not tell weak from strong here
-            return False
-        floor = query_translation.stricter(self.agent.config.recall_floor)
-        return not any(clears(item, floor, kind) for item in self.recall.items)
 
     async def _shows_not_remembered(self, user: Message) -> bool:
         """Whether this turn shows the model how to say "I don't know" (see the module).

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from agenvoy_desktop.agent.context import Clock
 from agenvoy_desktop.agent.speech_act import only_tells
+from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.language.patterns import alternatives, compiled, cue, either, every, group
 
 SEARCH_TOOL = "search_chat_history"
@@ -216,6 +217,15 @@ def filter_specs(specs: Sequence[dict[str, object]], plan: TurnPlan) -> list[dic
     if plan.tools is None:
         return list(specs)
     return [s for s in specs if _name(s) in plan.tools]
+
+
+def unplanned_tools(tools: ToolRegistry, *, small_model: bool) -> list[str]:
+    """The tools a first round is offered before its message is known (the Context tab's
+    prompt, the read-ahead of a session not talked in since the start): none for a small
+    model (its tools depend on the message), every tool otherwise."""
+    if small_model:
+        return []
+    return [str(spec["function"]["name"]) for spec in tools.specs()]
 
 
 def _name(spec: dict[str, object]) -> str:

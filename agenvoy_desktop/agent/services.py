@@ -29,6 +29,7 @@ from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_recall import floor_for as document_floor_for
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
+from agenvoy_desktop.agent.read_ahead import PromptStart
 from agenvoy_desktop.agent.recall import floor_for
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -114,11 +115,11 @@ class WindowAgent(Agent):
         finally:
             turn_withheld.reset(token)
 
-    async def _read_draft(self, session_id: str, text: str, seq: int) -> None:
+    async def _draft_prompt(self, session_id: str, draft: Message) -> PromptStart:
         """A draft's prompt is built as a turn's: what is in an undo window is left out."""
         token = turn_withheld.set(self.withheld)
         try:
-            await super()._read_draft(session_id, text, seq)
+            return await super()._draft_prompt(session_id, draft)
         finally:
             turn_withheld.reset(token)
 

@@ -19,9 +19,10 @@ The stages of a turn, in order, and where each lives:
    (system prompt + rolling summary), the window's history (a last-N window
    that moves in steps, so its prefix stays in the KV cache), then the turn
    note (clock, tool results, recall block) just before that user message
-   and any tool traffic of this turn (``agent/context.py``); a small
-   model's round that only "calls" made-up tools named like words of an
-   answer is dropped and the model asked for the answer without tools;
+   and any tool traffic of this turn (``agent/context.py``, built by
+   ``agent/session_prompt.py``); a small model's round that only "calls"
+   made-up tools named like words of an answer is dropped and the model
+   asked for the answer without tools (``agent/made_up_calls.py``);
 5. **Tool calls** (``agent/turn_tools.py``: ``ToolCallRunner``): the calls
    and their results are persisted as tool traffic (the timeline shows
    them, search skips them by default); a failed call (error or empty
@@ -33,8 +34,11 @@ The stages of a turn, in order, and where each lives:
    once more with a sharper instruction, and else quotes the remembered line;
 7. **Finish** (here, ``_Turn._save_answer``): the answer is persisted with
    its document sources; a cancelled answer is kept, marked interrupted.
-   Off the user's path afterwards (``Agent.embed_later``) the turn's
-   messages are embedded and its failed tool calls go to the error memory.
+
+Around its turns the agent (:class:`Agent`; settings: ``agent/agent_config.py``) does
+what is no stage of one: after the answer, off the user's path, it embeds the turn's
+messages and remembers its failed tool calls (``agent/after_answer.py``); between turns
+it has a local model read the next prompt's start, or a draft's (``agent/between_turns.py``).
 
 Events (``agent/turn_events.py``) go to ``on_event`` as they happen (the CLI
 prints them, the window turns them into signals).  Stopping — the ``stop``
@@ -46,31 +50,25 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import difflib
 import logging
 import re
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 from agenvoy_desktop.agent import answer_check, not_remembered
+from agenvoy_desktop.agent.after_answer import Background, FailureRecorder, after_answer
+from agenvoy_desktop.agent.agent_config import DEFAULT_MAX_ROUNDS, AgentConfig
 from agenvoy_desktop.agent.answer_loops import LoopWatch
-from agenvoy_desktop.agent.context import (
-    DEFAULT_SYSTEM_PROMPT,
-    WINDOW_STEP,
-    Clock,
-    build_messages,
-    tool_guidance,
-    tool_results_note,
-)
+from agenvoy_desktop.agent.between_turns import ReadingAhead
+from agenvoy_desktop.agent.context import Clock
 from agenvoy_desktop.agent.document_recall import DocumentPassages, with_sources
+from agenvoy_desktop.agent.made_up_calls import answer_in_disguise
 from agenvoy_desktop.agent.not_remembered import (
     Example,
     asks_for_own_fact,
     example_for,
-    example_from_json,
-    example_messages,
     example_to_json,
     window_may_answer,
 )
@@ -83,20 +81,14 @@ from agenvoy_desktop.agent.policy import (
     filter_specs,
     plan_turn,
 )
-from agenvoy_desktop.agent.read_ahead import (
-    DRAFT_MESSAGE_ID,
-    PromptStart,
-    ReadsAhead,
-    next_prompt_start,
-)
+from agenvoy_desktop.agent.read_ahead import PromptStart
 from agenvoy_desktop.agent.recall import (
-    DEFAULT_FLOOR,
     RecallBlock,
-    RecallFloor,
     asks_about_assistant,
     content_terms,
     gathers,
 )
+from agenvoy_desktop.agent.session_prompt import last_recall, next_messages
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.told_in_window import told_in_window
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -118,7 +110,6 @@ from agenvoy_desktop.agent.turn_tools import HintSource, ToolCallRunner
 from agenvoy_desktop.agent.voice import Voice, VoiceStream
 from agenvoy_desktop.agent.worked_out import WorkedOut
 from agenvoy_desktop.core.errors import KnownError
-from agenvoy_desktop.core.history import take_window
 from agenvoy_desktop.core.message_edit import question_to_answer
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import (
@@ -138,9 +129,10 @@ from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.core.summary_facts import Fact
 from agenvoy_desktop.llm.endpoints import answered_by
 
-# The events (``agent/turn_events.py``) and the error memory's hint source
-# (``agent/turn_tools.py``) are named here too: the window, the CLI and the tools import
-# them from the turn.
+# The events (``agent/turn_events.py``), the error memory's hint source
+# (``agent/turn_tools.py``) and failure recorder (``agent/after_answer.py``), the agent's
+# settings (``agent/agent_config.py``) and the last turn's recall (``agent/session_prompt.py``)
+# are named here too: the window, the CLI and the tools import them from the turn.
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "FACT_ANSWER_TOKENS",
@@ -166,7 +158,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_ROUNDS = 5
 ROUNDS_EXHAUSTED = "(I stopped after {rounds} rounds of tool calls without reaching an answer.)"
 FACT_ANSWER_TOKENS = 200
 """A small model's answer to a question about what the user told it, with the lines in its
@@ -177,42 +168,6 @@ SECOND_TRY_TOKENS = 120
 
 current_session: contextvars.ContextVar[str] = contextvars.ContextVar("current_session")
 """The session whose turn is running (tools such as search_chat_history read it)."""
-
-
-class FailureRecorder(Protocol):
-    """Remembers a failed tool call in the error memory (runs on the storage thread)."""
-
-    def record_failure(
-        self,
-        tool: str,
-        error_text: str,
-        arguments: dict[str, Any],
-        session_id: str,
-        resolution: dict[str, Any] | None = None,
-    ) -> int | None:
-        """Add or renew the record for this failure; its id (None when not recorded).
-
-        *resolution*: the arguments of a later call of the same tool that worked.
-        """
-        ...
-
-
-@dataclass(slots=True)
-class AgentConfig:
-    window_messages: int = 16
-    window_step: int = WINDOW_STEP
-    """The window's start moves this many messages at a time (``take_window``; 0: every turn)."""
-    max_rounds: int = DEFAULT_MAX_ROUNDS
-    max_answer_tokens: int | None = None
-    temperature: float | None = None
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    small_model: bool = False
-    """Shape turns for a small model (``agent/policy.py``); from the model's GGUF profile."""
-    proactive_recall: bool = True
-    recall_floor: RecallFloor = DEFAULT_FLOOR
-    read_ahead: bool = True
-    """A local model reads the next prompt's start after an answer and a typed message's
-    prompt while idle (:meth:`Agent.read_ahead_later`); off, every turn reads its own."""
 
 
 class Agent:
@@ -253,115 +208,34 @@ class Agent:
         self.documents = documents
         """Passages of the user's documents for a message (worker thread; see
         :mod:`agent.document_recall`), or None without collections."""
-        self._background: set[asyncio.Task[None]] = set()
-        self._offered: dict[str, list[str]] = {}
-        """The tools each session's last turn was first offered (assumed for its next)."""
-        self._last_session: str | None = None
-        """The session whose next prompt is read ahead: the one last talked in or opened."""
+        self._background = Background()
         self._turns_running = 0
         self._no_turns = asyncio.Event()
         self._no_turns.set()
-        self._draft: tuple[str, str] | None = None
-        """The session and message being typed (:meth:`draft_changed`), until a turn starts."""
-        self._draft_seq = 0
-        """Bumped by every draft and turn: a draft's prompt read for an older one is dropped."""
-        self._passes = 0
-        """Summary passes running (:meth:`summary_running`): nothing is read ahead meanwhile."""
+        self._reading = ReadingAhead(
+            self,
+            later=self._background.later,
+            turn_running=lambda: bool(self._turns_running),
+            draft_prompt=self._draft_prompt,
+        )
+        """When the model reads the next prompt ahead (``agent/between_turns.py``)."""
 
     # -- public ------------------------------------------------------------
     def embed_later(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Embed a finished turn's messages on the storage thread, after the answer.
-
-        Embedding four messages costs tens of ms on a laptop CPU; nothing in
-        the turn needs the vectors (the window is never searched), so the
-        answer does not wait for them.  A crash before this runs is repaired
-        by start-up reconciliation, which embeds what lacks a vector.  Then
-        :attr:`settle` runs (database checkpoints), also while the user reads.
-        """
+        """Embed a finished turn's messages and remember its failed tool calls on the storage
+        thread, after the answer; then :attr:`settle` runs (``agent/after_answer.py``)."""
         if not messages:
             return
-        task = asyncio.get_running_loop().create_task(
-            self.storage.run(self._after_answer, session_id, list(messages))
+        self._background.later(
+            self.storage.run(
+                after_answer,
+                self.store,
+                session_id,
+                list(messages),
+                failures=self.failures,
+                settle=self.settle,
+            )
         )
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-
-    def _after_answer(self, session_id: str, messages: list[Message]) -> None:
-        """Storage thread: the work of :meth:`embed_later`, then failures are remembered."""
-        try:
-            self.store.index_messages(session_id, messages)
-        finally:
-            try:
-                self._remember_failures(session_id, messages)
-            finally:
-                if self.settle is not None:
-                    self.settle()
-
-    def _remember_failures(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Storage thread: every tool error of the turn goes to the error memory.
-
-        Off the answer's path (an error record is embedded: milliseconds the
-        user would wait for).  An error that a later call of the same tool
-        in this turn got past is remembered as resolved, with that call as
-        the fix; one that never recovered, as failed.  A repeated call adds
-        nothing; a failure to record is logged and the next failure tries again.
-        """
-        if self.failures is None:
-            return
-        for message, args, fix in self._failures_and_fixes(messages):
-            tool = str(message.extra.get("name", ""))
-            try:
-                if fix is None:  # without the keyword: a recorder need not know about fixes
-                    record_id = self.failures.record_failure(
-                        tool, message.content, args, session_id
-                    )
-                else:
-                    record_id = self.failures.record_failure(
-                        tool, message.content, args, session_id, resolution=fix
-                    )
-            except Exception:
-                log.warning("could not remember the failure of %s", tool, exc_info=True)
-                continue
-            if record_id is not None:
-                outcome = "failed" if fix is None else "resolved"
-                detail = {"record_id": record_id, "tool": tool, "outcome": outcome, "auto": True}
-                self.store.archive.add_event(session_id, message.time_ns, "error_memory", detail)
-
-    @staticmethod
-    def _failures_and_fixes(
-        messages: Sequence[Message],
-    ) -> list[tuple[Message, dict[str, Any], dict[str, Any] | None]]:
-        """Each tool error of a turn, its arguments, and those of the first later call
-        of the same tool that worked (None when none did).
-
-        Worked: no error, a non-empty result, and a call that really ran (not
-        a repeat, not one skipped because the user stopped the turn).
-        """
-
-        def args_of(message: Message) -> dict[str, Any]:
-            arguments = message.extra.get("arguments")
-            return dict(arguments) if isinstance(arguments, dict) else {}
-
-        def worked(message: Message) -> bool:
-            extra = message.extra
-            skipped = message.content.startswith("not run:")
-            return not (extra.get("is_error") or extra.get("empty") or skipped)
-
-        calls = [m for m in messages if m.role == "tool" and not m.extra.get("repeated")]
-        found: list[tuple[Message, dict[str, Any], dict[str, Any] | None]] = []
-        for place, message in enumerate(calls):
-            if not message.extra.get("is_error"):
-                continue
-            name = message.extra.get("name")
-            later = (m for m in calls[place + 1 :] if m.extra.get("name") == name and worked(m))
-            fix = next(later, None)
-            found.append((message, args_of(message), None if fix is None else args_of(fix)))
-        return found
-
-    def _background_done(self, task: asyncio.Task[None]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            log.warning("after-answer work failed (embedding is retried at start-up)", exc_info=exc)
 
     async def turns_done(self) -> None:
         """Return once no turn is running (a model switch closes the old model then, so a
@@ -370,8 +244,7 @@ class Agent:
 
     async def idle(self) -> None:
         """Wait for background work of finished turns (embedding); for shutdown and tests."""
-        while self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._background.idle()
 
     async def context_messages(
         self,
@@ -385,64 +258,19 @@ class Agent:
         settings: SessionSettings | None = None,
         clock: Clock | None = None,
     ) -> list[ChatMessage]:
-        """Exactly what the model would receive next (the inspector's Context tab).
-
-        ``upcoming`` is a message not stored yet that ends the window (a draft's
-        prompt, :meth:`draft_changed`).  ``inline_results`` is this turn's tool
-        traffic, moved from the message list into the turn note for the answer round (see
-        :func:`context.tool_results_note`; the layout: :mod:`agent.context`).
-        ``offered`` names the tools of this round (None: every available tool,
-        or none for a small model, whose tools are chosen per message).
-        ``recall`` is this turn's recall block and ``example`` its made-up
-        exchange (:mod:`agent.not_remembered`); a None recall shows the block
-        and the exchange sent with the session's last turn while that turn is
-        still in the window.  ``settings`` are the session's own (persona,
-        tools on or off); None reads them in the same storage hop.  ``clock``
-        is this turn's (:func:`~agenvoy_desktop.agent.policy.clock_in_prompt`);
-        None shows what a message without a time cue would get.
-        """
-        window, summary, (last_recall, last_example), stored = await self.storage.run(
-            self._prompt_parts, session_id, recall is None, upcoming
-        )
-        if recall is None:
-            recall, example = last_recall, last_example
-        settings = stored if settings is None else settings
-        note = ""
-        if inline_results:
-            moved = {m.id for m in inline_results}
-            window = [m for m in window if m.id not in moved]
-            note = tool_results_note(inline_results)
-        if offered is None:
-            offered = self._unplanned_tools() if settings.tools else []
-        return build_messages(
-            base_prompt=settings.base_prompt(self.config.system_prompt),
-            summary_text=summary,
-            window=window,
-            now_ns=self.store.clock(),
-            extra_system=note,
-            guidance=tool_guidance(offered),
+        """Exactly what the model would receive next: each round of a turn sends it, the
+        inspector's Context tab shows it (``agent/session_prompt.py``)."""
+        return await next_messages(
+            self,
+            session_id,
+            upcoming=upcoming,
+            inline_results=inline_results,
+            offered=offered,
             recall=recall,
-            examples=example_messages(example),
-            clock=clock_in_prompt("", small_model=self.config.small_model)
-            if clock is None
-            else clock,
+            example=example,
+            settings=settings,
+            clock=clock,
         )
-
-    def _prompt_parts(
-        self, session_id: str, with_last_recall: bool, upcoming: Message | None = None
-    ) -> tuple[list[Message], str, tuple[str, Example | None], SessionSettings]:
-        """Storage thread, one hop: window (ending with *upcoming*, if any), summary,
-        (optionally) last recall, session settings."""
-        size, step = self.config.window_messages, self.config.window_step
-        if upcoming is None:
-            window = self.store.window(session_id, size, step)
-        else:
-            window = take_window([*self.store.history(session_id).messages, upcoming], size, step)
-        settings = session_settings(self.store, session_id)
-        recall: tuple[str, Example | None] = ("", None)
-        if with_last_recall and self.config.proactive_recall and settings.tools:
-            recall = last_recall(self.store, session_id, window)
-        return window, self.summary_text(session_id), recall, settings
 
     async def run_turn(
         self,
@@ -463,7 +291,7 @@ class Agent:
         token = current_session.set(session_id)
         self._turns_running += 1
         self._no_turns.clear()
-        self._draft, self._draft_seq = None, self._draft_seq + 1
+        self._reading.turn_starts()
         self.stop_reading_ahead()  # what it read stays; it must not resume between rounds
         try:
             with self.store.turns.turn(session_id):
@@ -478,130 +306,49 @@ class Agent:
                 self.after_turn(session_id)
             except Exception:  # a summary trigger must never fail a finished turn
                 log.warning("after-turn hook failed", exc_info=True)
-        self._offered[session_id] = list(result.tools_offered)
-        self._last_session = session_id
+        self._reading.turn_answered(session_id, result.tools_offered)
         self.read_ahead_later(session_id)
         return result
 
     def read_ahead_later(self, session_id: str | None = None) -> None:
-        """Let a local model read the next turn's prompt start of the session last talked in.
-
-        Called after each turn and after each summary pass (which changes the
-        head); *session_id* None means the last one talked in, any other is
-        left alone.  A draft being typed (:meth:`draft_changed`) is read
-        instead, in its own session; nothing while a turn or a summary pass
-        runs.  See :mod:`agent.read_ahead`.  Returns at once; a model that
-        cannot read ahead (a server, a test double) is left alone.
-        """
-        if not isinstance(self.model, ReadsAhead) or self._turns_running or self._passes:
-            return
-        if not self.config.read_ahead:
-            return
-        if self._draft is not None:  # what is being typed: its prompt starts with the head
-            self._later(self._read_draft(*self._draft, self._draft_seq))
-            return
-        session_id = session_id or self._last_session
-        if session_id is None or session_id != self._last_session:
-            return
-        self._later(self._read_ahead(session_id, self.model))
+        """Let a local model read the next turn's prompt start of the session last talked in
+        (*session_id* None), or a draft's (``ReadingAhead.read_later``)."""
+        self._reading.read_later(session_id)
 
     def session_opened(self, session_id: str) -> None:
-        """The person opened *session_id* (the window shows it): its next turn is the likely
-        one, so its prompt start is read now — at the app's start and after a switch, the
-        first turn there would otherwise read its whole prompt (600–1,000 tokens deep in a
-        session, 6–10 s on 2 cores without AVX-512) before its first token.  A model still
-        loading reads nothing; :meth:`read_ahead_later` once it has loaded does.  The
-        session last talked in was read after its turn (the window shows it again then)."""
-        if session_id == self._last_session:
-            return
-        self._last_session = session_id
-        self.read_ahead_later(session_id)
+        """The window shows *session_id*: its prompt start is read now, unless it is the one
+        last talked in (``ReadingAhead.opened``)."""
+        if self._reading.opened(session_id):
+            self.read_ahead_later(session_id)
 
     def draft_changed(self, session_id: str, text: str) -> None:
-        """The person paused typing *text* (empty: nothing) as the next message of *session_id*.
-
-        A local model reads the first prompt that message would get now —
-        head, history, turn note with what recall finds for it, the message
-        itself — so a turn sent with these words evaluates only the answer's
-        opening, and one sent with more words only what changed: the note and
-        message that stay after a read-ahead (150-250 tokens, ~2 s on 2 cores
-        without AVX-512) are read while the person types.  Nothing is stored,
-        shown or asked of the model but the reading, which gives way to every
-        real call; none starts while a turn runs (the turn's end reads the
-        draft then).  Returns at once.
-        """
-        text = text.strip()
-        self._draft = (session_id, text) if text else None
-        self._draft_seq += 1
-        if self._draft is not None:
+        """The person paused typing *text* as the next message of *session_id*: the first
+        prompt it would get is read (``ReadingAhead.draft_changed``).  Returns at once."""
+        if self._reading.draft_changed(session_id, text):
             self.read_ahead_later()
 
-    def _later(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run *work* off the turn's path (awaited by :meth:`idle`)."""
-        task = asyncio.get_running_loop().create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-
     def summary_running(self, running: bool) -> None:
-        """A summary pass started (True) or ended: it rewrites the head every prompt starts
-        with, so nothing is read meanwhile (a draft typed then would be read with the old
-        head, between the pass's own calls); once no pass runs, the next prompt is read."""
-        self._passes = max(0, self._passes + (1 if running else -1))
+        """A summary pass started (True) or ended: it rewrites the head, so a read is called
+        off, and once no pass runs the next prompt is read (``ReadingAhead.summary_running``)."""
+        self._reading.summary_running(running)
         if running:
             self.stop_reading_ahead()
         else:
             self.read_ahead_later()
 
     def stop_reading_ahead(self) -> None:
-        """Call off a read-ahead (a turn starts, or a summary pass is about to change the head
-        it reads); what it read stays in the cache."""
-        if isinstance(self.model, ReadsAhead):
-            self.model.stop_reading_ahead()
+        """Call off a read-ahead; what it read stays in the cache (``ReadingAhead.stop``)."""
+        self._reading.stop()
 
-    def _unplanned_tools(self) -> list[str]:
-        """The tools a first round is offered before its message is known: none for a small
-        model (its tools depend on the message), every tool otherwise."""
-        if self.config.small_model:
-            return []
-        return [str(spec["function"]["name"]) for spec in self.tools.specs()]
-
-    async def _read_ahead(self, session_id: str, model: ReadsAhead) -> None:
-        offered = self._offered.get(session_id)
-        if offered is None:  # not talked in since the start (the session's tools off: none)
-            offered = self._unplanned_tools()
-        start = await self.storage.run(
-            next_prompt_start,
-            self.store,
-            session_id,
-            default_prompt=self.config.system_prompt,
-            summary_text=self.summary_text,
-            window=(self.config.window_messages, self.config.window_step),
-            offered=offered,
-            specs=self.tools.specs(),
-            recalls=self.config.small_model and self.config.proactive_recall,
-        )
-        if start is None or session_id != self._last_session:
-            return
-        if self._draft is None and not (self._turns_running or self._passes):  # else read later
-            model.read_ahead(start.messages, tools=start.tools or None)
-
-    async def _read_draft(self, session_id: str, text: str, seq: int) -> None:
-        """Read the first prompt a turn would send for *text* (see :meth:`draft_changed`)."""
-        model = self.model
-        if not isinstance(model, ReadsAhead):
-            return
-        draft = Message(DRAFT_MESSAGE_ID, "user", text, self.store.clock())
+    async def _draft_prompt(self, session_id: str, draft: Message) -> PromptStart:
+        """The first prompt a turn would send for *draft*, prepared as the turn prepares it
+        (reading ahead: :meth:`draft_changed`)."""
         token = current_session.set(session_id)
         try:
             turn = _Turn(self, session_id, _ignore, asyncio.Event(), drafting=True)
-            start = await turn.first_prompt(draft)
-        except Exception:  # reading ahead is a saving, never a condition
-            log.debug("could not prepare the prompt of a draft", exc_info=True)
-            return
+            return await turn.first_prompt(draft)
         finally:
             current_session.reset(token)
-        if seq == self._draft_seq and not (self._turns_running or self._passes):
-            model.read_ahead(start.messages, tools=start.tools or None)
 
     async def regenerate(
         self,
@@ -620,38 +367,6 @@ class Agent:
         return await self.run_turn(
             session_id, user.content, on_event=on_event, stop=stop, asked=user
         )
-
-
-def last_recall(
-    store: MemoryStore, session_id: str, window: Sequence[Message]
-) -> tuple[str, Example | None]:
-    """Storage thread: the newest turn's recall block and example, if its message is in *window*."""
-    event = store.archive.last_event(session_id, "recall")
-    if event is None:
-        return "", None
-    detail = event[1]
-    if detail.get("message_id") not in {m.id for m in window}:
-        return "", None
-    shown = example_from_json(detail.get("example"))
-    return str(detail.get("text", "")), shown
-
-
-_TOOL_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
-"""A name shaped like a tool's (``read_file``), not like words of an answer ("Sintra")."""
-_NAME_PART = re.compile(r"[_.-]")
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def named_after_message(name: str, message: str, offered: Sequence[str]) -> bool:
-    """A made-up tool *name* is the topic of the user's *message*, not a misspelt tool: at
-    least half of its parts of four letters or more are words of the message, and no
-    *offered* tool is spelt close to it (``search_history`` is a misspelt
-    ``search_chat_history`` even when the message says "search my history")."""
-    parts = [p for p in _NAME_PART.split(name.casefold()) if len(p) >= 4]
-    if not parts or difflib.get_close_matches(name, offered, n=1, cutoff=0.6):
-        return False
-    said = {w.casefold() for w in _WORD.findall(message)}
-    return 2 * sum(p in said for p in parts) >= len(parts)
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)|\n")
@@ -1121,32 +836,10 @@ class _Turn:
         return text[: self.loop_cut].rstrip()
 
     def _answer_in_disguise(self, text: str, calls: Sequence[ToolCallRequest]) -> bool:
-        """A small model's round that is only calls to tools it was never offered.
-
-        The starter writes its answer as a call to a made-up tool
-        (``{"name": "Our Lisbon plan", "arguments": {"date": …}}``); told
-        "unknown tool", it wrote the error back as JSON, and that became the
-        answer.  Such a round is dropped and the next one offers no tools,
-        so the model answers in words from the same context (nothing of the
-        dropped round is stored or shown).  A misspelt tool (``read_clock``:
-        a snake_case name) is not a disguise: it hears "unknown tool …;
-        available tools: …" and may call the right one — unless it is named
-        after the user's own words and like no tool offered
-        (``theme_park_weekend`` for "I am planning another theme park
-        weekend…": told "unknown tool", the starter called it again and then
-        the clock, three rounds and 60–98 s on an AMD EPYC).
-        """
-        return (
-            self.agent.config.small_model
-            and not text.strip()
-            and all(
-                call.name not in self.offered
-                and (
-                    not _TOOL_LIKE.fullmatch(call.name)
-                    or named_after_message(call.name, self.question, self.offered)
-                )
-                for call in calls
-            )
+        """A small model's round that is only calls to tools it was never offered, under names
+        that are words (``agent/made_up_calls.py``): dropped, and the next round offers none."""
+        return self.agent.config.small_model and answer_in_disguise(
+            text, calls, offered=self.offered, question=self.question
         )
 
     def _cited(self, text: str) -> str:

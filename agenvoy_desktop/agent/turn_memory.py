@@ -83,7 +83,7 @@ class Remembered:
 
 @dataclass(frozen=True, slots=True)
 class LookupSettings:
-    """The agent's settings the lookup reads (``turn.AgentConfig``'s)."""
+    """The agent's settings the lookup reads (``agent_config.AgentConfig``'s)."""
 
     small_model: bool
     floor: RecallFloor

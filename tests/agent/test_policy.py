@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agenvoy_desktop.agent.context import SEARCH_GUIDANCE, tool_guidance
+from agenvoy_desktop.agent.made_up_calls import named_after_message
 from agenvoy_desktop.agent.policy import (
     FILE_TOOLS,
     FULL,
@@ -29,7 +30,6 @@ from agenvoy_desktop.agent.turn import (
     ToolCallStarted,
     TurnEvent,
     TurnStatus,
-    named_after_message,
 )
 from agenvoy_desktop.core.store import MemoryStore
 from agenvoy_desktop.llm.model_profile import ModelProfile

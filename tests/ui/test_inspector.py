@@ -66,6 +66,7 @@ def test_summary_tab_shows_sections_cursor_and_history(
     assert "Last pass:" in info
     assert "Waiting:</b> 2 older messages" in info
     assert tab.history.rowCount() == 3  # newest first
+    assert tab.history_empty.isHidden()
     assert tab.history.item(0, 0).text().splitlines()[0] == "Pass"
     assert tab.history.item(1, 0).text().splitlines()[0] == "Failed"
     assert tab.history.item(1, 1).text().startswith("model answer: empty summary")
@@ -640,6 +641,7 @@ def test_panel_loads_tabs_lazily_and_refreshes_on_switch(
     assert panel.summary_tab.snapshot is not None
     assert panel.summary_tab.snapshot.session_id == inspected.other
     assert panel.summary_tab.empty_label.isVisible()
+    assert not panel.summary_tab.history_empty.isHidden()  # no passes: says so
     panel.set_session(None)
     assert panel.summary_tab.snapshot is None
     assert "Choose a session" in panel.summary_tab.empty_label.text()

@@ -370,6 +370,12 @@ class SummaryTab(InspectorTab):
         column = QVBoxLayout(box)
         column.setContentsMargins(0, 4, 0, 0)
         column.addWidget(heading("Pass history"))
+        self.history_empty = QLabel(
+            "No passes yet. Each pass that folds messages into the summary is listed here, "
+            "newest first."
+        )
+        self.history_empty.setWordWrap(True)
+        column.addWidget(self.history_empty)
         column.addWidget(self.history, 1)
         return box
 
@@ -464,6 +470,7 @@ class SummaryTab(InspectorTab):
         self.info_label.setText("")
         self.raw_view.setPlainText("")
         self.history.setRowCount(0)
+        self.history_empty.show()
         self._update_buttons()
 
     def _show_snapshot(self, snapshot: SummarySnapshot) -> None:
@@ -671,6 +678,7 @@ class SummaryTab(InspectorTab):
     def _fill_history(self, records: list[PassRecord]) -> None:
         newest = list(reversed(records))
         self.history.setRowCount(len(newest))
+        self.history_empty.setVisible(not newest)
         for row, record in enumerate(newest):
             for col, (value, tip) in enumerate(_history_cells(record)):
                 cell = QTableWidgetItem(value)

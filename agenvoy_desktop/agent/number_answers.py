@@ -140,7 +140,7 @@ def number_for(line: str, thing: str, unit: str, *, money: bool) -> Number | Non
     found = [
         (m, Number(float(m["value"].replace(",", "")), m.group(0))) for m in _NUMBER.finditer(best)
     ]
-    found = [(m, n) for m, n in found if not _is_date_or_time(best, m)]
+    found = [(m, n) for m, n in found if not is_date_or_time(best, m)]
     if not found:
         return None
     unit_words = [_stem(w) for w in unit.split()]
@@ -185,7 +185,7 @@ _DATE_AFTER = compiled(rf"^{_ORDINAL}?\s+(?:{_OF}\s+)?{_MONTH}(?:\s|$|[,.])")
 _TIME_AFTER = compiled(rf"^\s*{_one_of('numbers.day_halves')}\b|^:\d\d")
 
 
-def _is_date_or_time(sentence: str, match: re.Match[str]) -> bool:
+def is_date_or_time(sentence: str, match: re.Match[str]) -> bool:
     """The number is part of a date ("May 3", "the 10th of April", "2023") or a time."""
     before = sentence[max(0, match.start() - 12) : match.start()].lower()
     after = sentence[match.end() : match.end() + 14].lower()

@@ -1,7 +1,8 @@
-"""The result code works out for a question, added to the recall block (one place for both kinds).
+"""The result code works out for a question, added to the recall block (one place for every kind).
 
-A question about time (``agent/date_answers.py``) or a total or difference
-of two remembered numbers (``agent/number_answers.py``) gets its lines and
+A question about time (``agent/date_answers.py``), a total or difference
+of two remembered numbers (``agent/number_answers.py``) or which way a
+remembered amount changed (``agent/change_answers.py``) gets its lines and
 the result at the end of the block; the answer check then holds the answer
 to the result (``agent/answer_check.py``).  The turn and the benchmarks
 call this one function, so they show the model the same block.
@@ -9,11 +10,13 @@ call this one function, so they show the model the same block.
 
 from __future__ import annotations
 
-from agenvoy_desktop.agent import date_answers, number_answers
+from agenvoy_desktop.agent import change_answers, date_answers, number_answers
 from agenvoy_desktop.agent.recall import RecallBlock, RecallFloor, with_result
 from agenvoy_desktop.core.store import MemoryStore
 
-WorkedOut = date_answers.WorkedOut | number_answers.NumbersWorkedOut
+WorkedOut = (
+    date_answers.WorkedOut | number_answers.NumbersWorkedOut | change_answers.ChangeWorkedOut
+)
 
 
 def add_worked_out(
@@ -49,4 +52,9 @@ def add_worked_out(
         result = f"{number_answers.WORKED_OUT} {summed.sentence}"
         merged = with_result(text, block, summed.items, result, header=header, now_ns=now_ns)
         return merged, summed
+    changed = change_answers.work_out(text, block.items)
+    if changed is not None:
+        result = f"{number_answers.WORKED_OUT} {changed.sentence}"
+        merged = with_result(text, block, changed.items, result, header=header, now_ns=now_ns)
+        return merged, changed
     return block, None

@@ -124,6 +124,8 @@ SCHEMA: dict[str, Kind] = {
     "numbers.ordinal_suffixes": "words",
     "numbers.day_halves": "words",
     "numbers.yours": "pairs",
+    # which way a remembered amount changed (agent/change_answers.py)
+    "numbers.opposites": "pairs",
     # a number or a time in a sentence next to a remembered line (agent/recall_lines.py)
     "values.time_words": "words",
     "values.counts": "words",

@@ -5,7 +5,10 @@ calls, results and error-memory hints go to stderr, so
 ``agenvoy-desktop chat "…" > answer.txt`` keeps only the answer.  Ctrl+C
 stops the answer; what was said so far is kept, marked interrupted.  SIGTERM
 (a logout, a shutdown, ``kill``) takes the same path and exits with status
-143.  Everything printed is shown with control characters escaped
+143; so does SIGHUP (the terminal window closed), with status 129, unless
+the command was started to ignore it (``nohup``).  A new session is named
+after its first message even when the answer failed or was stopped, as the
+window names it.  Everything printed is shown with control characters escaped
 (:mod:`~agenvoy_desktop.cli.safe_text`): a model can be led to write escapes.  The
 command returns as soon as the answer is stored and embedded: a summary pass
 the turn may have started is stopped, not awaited (the next start, or the
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import signal
 import sys
@@ -84,55 +89,73 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 TERMINATED_STATUS = 128 + signal.SIGTERM
 """143: the status of a program ended by SIGTERM, as a shell reports it."""
+ENDING_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""What ends ``chat`` as Ctrl+C does: SIGTERM (a shutdown, ``kill``) and, where there is
+one, SIGHUP (the terminal closed, a logout); the status is 128 plus its number."""
+_SAID = {"SIGTERM": "terminated", "SIGHUP": "the terminal hung up"}
 
 
 async def _until_terminated(work: Coroutine[Any, Any, int]) -> int:
-    """Run *work*; SIGTERM cancels it as Ctrl+C does, so the answer so far is kept.
+    """Run *work*; SIGTERM or SIGHUP cancels it as Ctrl+C does, so the answer so far is kept.
 
     Cancelling the running turn is what ``asyncio.run`` does on Ctrl+C: the
     turn stores its partial answer, marked interrupted, before it ends.  A
-    second SIGTERM while that happens is ignored (it would cut the saving).
+    second signal while that happens is ignored (it would cut the saving).
     """
     main = asyncio.current_task()
     assert main is not None
-    terminated = asyncio.Event()
+    ended_by: list[signal.Signals] = []
 
-    def stop() -> None:
-        if not terminated.is_set():
-            terminated.set()
+    def stop(signum: signal.Signals) -> None:
+        if not ended_by:
+            ended_by.append(signum)
             main.cancel()
 
-    restore = _on_sigterm(asyncio.get_running_loop(), stop)
+    restore = _on_ending_signals(asyncio.get_running_loop(), stop)
     try:
         return await work
     except asyncio.CancelledError:
-        if not terminated.is_set():
+        if not ended_by:
             raise  # Ctrl+C: asyncio.run turns it into KeyboardInterrupt
         main.uncancel()
-        print("\nagenvoy-desktop: terminated; the answer so far is kept", file=sys.stderr)
-        return TERMINATED_STATUS
+        said = _SAID.get(ended_by[0].name, ended_by[0].name)
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no more text
+            print(f"agenvoy-desktop: {said}; the answer so far is kept", file=sys.stderr)
+        return 128 + int(ended_by[0])
     finally:
         restore()
 
 
-def _on_sigterm(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> Callable[[], object]:
-    """Call *stop* on the loop at SIGTERM; returns what puts the old handling back.
+def _on_ending_signals(
+    loop: asyncio.AbstractEventLoop, stop: Callable[[signal.Signals], None]
+) -> Callable[[], object]:
+    """Call *stop* on the loop at :data:`ENDING_SIGNALS`; returns what puts the old handling back.
 
-    Only the main thread can take a signal (a test may run the command in
-    another; it then keeps the default).  Windows' loop has no signal
-    handlers: there ``signal.signal`` hands it over.
+    A signal the command was started to ignore (``nohup`` ignores SIGHUP)
+    stays ignored.  Only the main thread can take a signal (a test may run
+    the command in another; it then keeps the default).  Windows' loop has
+    no signal handlers: there ``signal.signal`` hands it over.
     """
-    try:
-        loop.add_signal_handler(signal.SIGTERM, stop)
-        return lambda: loop.remove_signal_handler(signal.SIGTERM)
-    except NotImplementedError:
-        pass
-    except (RuntimeError, ValueError):  # not the main thread
-        return lambda: None
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = signal.signal(signal.SIGTERM, lambda _sig, _frame: loop.call_soon_threadsafe(stop))
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    undo: list[Callable[[], object]] = []
+    for signum in ENDING_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue
+        try:
+            loop.add_signal_handler(signum, stop, signum)
+            undo.append(functools.partial(loop.remove_signal_handler, signum))
+            continue
+        except NotImplementedError:
+            pass
+
+        def handler(_sig: int, _frame: object, signum: signal.Signals = signum) -> None:
+            loop.call_soon_threadsafe(stop, signum)
+
+        undo.append(functools.partial(signal.signal, signum, signal.signal(signum, handler)))
+    return lambda: [step() for step in reversed(undo)]
 
 
 async def _chat(services: AppServices, session: str | None, message: str) -> int:
@@ -145,9 +168,14 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
     if sid is None or not await services.storage.run(store.exists, sid):
         sid = (await services.storage.run(create_session, store, None, sid)).value
         print(f"session {sid}", file=sys.stderr)
-    result = await agent.run_turn(sid, message, on_event=_print_event)
-    sys.stdout.write("\n")
-    await services.storage.run(auto_title, store, sid)  # as the window names a new session
+    try:
+        result = await agent.run_turn(sid, message, on_event=_print_event)
+    finally:
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no more text
+            sys.stdout.write("\n")  # the answer (so far) ends its line; a failure follows
+        # As the window names a new session after any turn (answered, stopped or failed):
+        # its question is kept, so the session is not left without a name.
+        await asyncio.shield(services.storage.run(auto_title, store, sid))
     if result.interrupted:
         print("(answer interrupted)", file=sys.stderr)
     await agent.idle()  # the turn's messages are embedded after the answer (milliseconds)

@@ -2,8 +2,10 @@
 
 It used to wait for the summary pass the turn triggered, which on a small
 CPU took minutes (300 s in the bug report); a summary can run next time.
-Ended mid-answer by Ctrl+C or by SIGTERM (a logout, a shutdown), it keeps
-what the model had written, marked interrupted.
+Ended mid-answer by Ctrl+C, by SIGTERM (a logout, a shutdown) or by SIGHUP
+(the terminal window closed), it keeps what the model had written, marked
+interrupted; under ``nohup`` SIGHUP stays ignored.  A new session whose
+answer failed is named after its question all the same.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,8 +25,9 @@ import pytest
 from agenvoy_desktop import cli
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.cli.output_guard import READER_GONE_STATUS
-from agenvoy_desktop.core.model_api import ChatMessage, JsonCompletion, StopWhen
+from agenvoy_desktop.core.model_api import ChatEvent, ChatMessage, JsonCompletion, StopWhen
 from agenvoy_desktop.core.startup import open_memory
+from agenvoy_desktop.llm.openai_wire import EndpointError
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import conversation
 from tests.fakes import HashingEmbedder
@@ -69,6 +73,35 @@ def test_chat_does_not_wait_for_the_summary_it_triggered(
     assert not worker.is_alive(), "chat kept waiting after its answer"
     assert result == [0]
     assert capsys.readouterr().out == "the answer\n"
+
+
+class FailingChat(ScriptedChatModel):
+    """A model whose server breaks before it says anything."""
+
+    async def chat(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatEvent]:
+        raise EndpointError("the server went away", "refused")
+        yield  # pragma: no cover - makes this an async generator
+
+
+def test_a_new_session_whose_answer_failed_is_named_all_the_same(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The question is kept: the sessions list shows it, not a blank title (as the window)."""
+
+    def start(cls: type[AppServices], /, paths: AppPaths, **_: object) -> AppServices:
+        return cls.open(paths, embedder=HashingEmbedder(), chat_model=FailingChat([]))
+
+    monkeypatch.setattr(AppServices, "start", classmethod(start))
+    profile = tmp_path / "profile"
+    argv = ["chat", "What is my front tyre pressure?", "--data-dir", str(profile)]
+    assert cli.main(argv) == 1
+    assert "the server went away" in capsys.readouterr().err
+    with open_memory(app_paths(profile)) as store:
+        (session,) = store.sessions()
+        assert session.title == "What is my front tyre pressure?"
+        assert [m.content for m in store.history(session.session_id).messages] == [
+            "What is my front tyre pressure?"
+        ]
 
 
 def test_a_new_chat_session_is_named_after_its_first_message(
@@ -122,7 +155,17 @@ sys.exit(cli.main([arg for arg in sys.argv[1:] if arg != "--wait"]))
 
 @pytest.mark.skipif(os.name != "posix", reason="signals to a child are POSIX")
 @pytest.mark.parametrize(
-    ("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"]
+    ("signum", "status"),
+    [
+        pytest.param(signal.SIGTERM, 143, id="term"),
+        pytest.param(signal.SIGINT, 130, id="int"),
+        pytest.param(
+            getattr(signal, "SIGHUP", 1),
+            129,
+            id="hup",
+            marks=pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP"),
+        ),
+    ],
 )
 def test_a_signal_mid_answer_keeps_the_answer_so_far(
     tmp_path: Path, signum: signal.Signals, status: int
@@ -158,6 +201,36 @@ def test_a_signal_mid_answer_keeps_the_answer_so_far(
         answer = store.history("s1").messages[-1]
     assert (answer.role, answer.content) == ("assistant", "the partial answer")
     assert answer.extra.get("interrupted") is True
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP")
+def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
+    """``nohup agenvoy-desktop chat …`` outlives the terminal: SIGHUP must not end it."""
+    profile = tmp_path / "profile"
+    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
+    ignore_hup = "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", ignore_hup + CHILD, "--wait", *argv],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stderr is not None
+        _read_until(child.stderr, WAITING)
+        child.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=1.0)  # still answering: the hangup was ignored
+        child.send_signal(signal.SIGTERM)
+        _out, err = child.communicate(timeout=HANG_GUARD_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 143, err
+    assert "hung up" not in err
 
 
 def _read_until(stream: IO[str], marker: str) -> str:

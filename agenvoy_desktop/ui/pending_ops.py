@@ -23,6 +23,7 @@ closing the window is not an undo.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Literal
@@ -55,6 +56,8 @@ class PendingOp:
     """The message a ``delete_message`` deletes."""
     clear_summary: bool = False
     """A ``reset`` that clears the session's summary too (the user chose it)."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set once the store work ended (done or failed): what :meth:`PendingOps.flush` awaits."""
 
     @property
     def key(self) -> str:
@@ -96,6 +99,8 @@ class PendingOps(QObject):
         self._ops: dict[str, PendingOp] = {}
         self._deleted: set[str] = set()
         """Messages whose delete has run (a few ids per deleted message, for the app's life)."""
+        self._running: set[PendingOp] = set()
+        """Operations whose window ended and whose store work has not finished yet."""
 
     # -- queries -------------------------------------------------------------------
     def pending_for(self, session_id: str) -> PendingOp | None:
@@ -194,9 +199,21 @@ class PendingOps(QObject):
             op.timer.start()
 
     async def flush(self, session_id: str | None = None) -> None:
-        """Run pending operations now (all, or one session's): quit, or a send into a reset."""
-        ops = [op for op in self.pending() if session_id is None or op.session_id == session_id]
-        for op in ops:
+        """Finish operations now (all, or one session's): quit, or a send into a reset.
+
+        Pending ones run at once; one whose window ended a moment ago already
+        runs (queued behind other work on the storage thread) and is waited
+        for.  Returning earlier would let a send start its turn first: the
+        turn's lock then refuses the delete, and the deleted message reaches
+        the model and stays.
+        """
+
+        def chosen(op: PendingOp) -> bool:
+            return session_id is None or op.session_id == session_id
+
+        for op in [op for op in self._running if chosen(op)]:
+            await op.ended.wait()
+        for op in [op for op in self.pending() if chosen(op)]:
             op.timer.stop()
             await self._run(op)
 
@@ -209,6 +226,14 @@ class PendingOps(QObject):
         if op.state != "pending":
             return
         op.state = "running"
+        self._running.add(op)
+        try:
+            await self._perform(op)
+        finally:
+            self._running.discard(op)
+            op.ended.set()
+
+    async def _perform(self, op: PendingOp) -> None:
         try:
             changes = await self.services.storage.run(self._action, op)
         except Exception as exc:  # the window shows it; the session comes back

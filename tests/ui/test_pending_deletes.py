@@ -4,15 +4,22 @@ The chat hides the bubble at once and the store deletes the message ten
 seconds later.  Meanwhile the inspector's Context and Recall tabs and the
 timeline read the store: they must leave the message out as the chat does,
 show it again on Undo, and keep it out once the delete has run.  A turn in
-any session must not see it either (proactive recall searches every session).
+any session must not see it either (proactive recall searches every session),
+also when the window ended a moment before the send and the delete is still
+queued on the storage thread.
 """
 
 from __future__ import annotations
+
+import asyncio
+import threading
 
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.context import build_messages
+from agenvoy_desktop.agent.services import AppServices
+from agenvoy_desktop.core.locks import LOCK_DIR, FileLock, StoreBusyError
 from agenvoy_desktop.operations.context import ContextView
 from agenvoy_desktop.ui.inspector.context_tab import ContextTab, leave_out
 from agenvoy_desktop.ui.inspector.recall_tab import RecallTab
@@ -147,6 +154,71 @@ def test_a_send_in_another_session_ends_pending_deletes_first(
     sent = "\n".join(str(m.get("content")) for m in model.seen[0].messages)
     assert "lock code is 4512" not in sent
     assert not window.chat.pending.deleting(first)
+
+
+class WatchedEvent(asyncio.Event):
+    """An event that tells whether anyone waits on it."""
+
+    waited = False
+
+    async def wait(self) -> bool:
+        self.waited = True
+        return await super().wait()
+
+
+def turn_running(services: AppServices, sid: str) -> bool:
+    """Whether a turn holds *sid*'s turn lock (a probe; call only while the store is idle)."""
+    lock = FileLock(services.store.paths.memory_dir / LOCK_DIR / f"turn-{sid}.lock", sid, "test")
+    try:
+        lock.acquire("probe", shared=False, wait_s=0.0)
+    except StoreBusyError:
+        return True
+    lock.release()
+    return False
+
+
+def test_a_send_waits_for_a_delete_whose_window_just_ended(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """The window ended just before the send: the delete runs, queued behind other work on
+    the storage thread.  The send waits for it; a turn started first held the session's turn
+    lock, which refused the delete: the message stayed, and the model was sent it."""
+    model = ScriptedChatModel([["Fine."]])
+    services = make_services(model)
+    sid, window = opened_on_qa_with(qtbot, make_window, services)
+    chat = window.chat
+    busy, release = threading.Event(), threading.Event()
+
+    def other_work() -> None:  # an embedding, a reload: the storage thread is busy
+        busy.set()
+        release.wait(60)
+
+    window.runner.run(services.storage.run(other_work), what="other work")
+    qtbot.waitUntil(busy.is_set)
+    chat.pending.delay_ms = 1
+    op = chat.message_actions.delete(chat.bubbles()[2])  # the second question
+    assert op is not None
+    op.ended = ended = WatchedEvent()
+    qtbot.waitUntil(lambda: op.state == "running")  # its window ended: the delete is queued
+    chat.send("next")
+    # the send either waits for the delete, or (the bug) has started its turn
+    qtbot.waitUntil(lambda: ended.waited or turn_running(services, sid))
+    release.set()
+    qtbot.waitUntil(lambda: not chat.busy)
+    assert op.state == "done"
+    history = services.storage.run_sync(lambda: services.store.history(sid).messages)
+    assert [m.content for m in history] == [QA[0], QA[1], QA[3], "next", "Fine."]
+    sent = [m.get("content") for m in model.seen[0].messages]
+    assert "second question" not in sent
+
+
+def opened_on_qa_with(
+    qtbot: QtBot, make_window: WindowFactory, services: AppServices
+) -> tuple[str, MainWindow]:
+    sid = seed(services, "chat", conversation(QA))
+    window = make_window(services)
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == len(QA))
+    return sid, window
 
 
 def test_leave_out_builds_the_prompt_of_the_window_after_the_delete() -> None:

@@ -108,6 +108,25 @@ def profile_paths(args: argparse.Namespace) -> AppPaths:
     return app_paths(getattr(args, "data_dir", None))
 
 
+def writable_profile(args: argparse.Namespace) -> AppPaths:
+    """The profile, for a command about to write into it outside the memory store.
+
+    As :func:`~agenvoy_desktop.core.startup.open_memory` does it: owner-only
+    (0700 / 0600, not the umask's 0644), and stamped with its format, an
+    older profile backed up first.  A profile first written by ``errors`` or
+    ``models use`` was left readable by others and unstamped, so the next
+    command took it for one from before the stamp: "This profile was
+    upgraded" on a brand-new profile, and a backup of nothing to upgrade.
+    """
+    from agenvoy_desktop.core.profile import prepare_profile
+
+    paths = profile_paths(args).ensure()
+    backup = prepare_profile(paths)
+    if backup is not None:
+        notice(f"This profile was upgraded; its earlier files are kept in {backup}.")
+    return paths
+
+
 def settings_of(args: argparse.Namespace) -> Settings:
     """The profile's settings.json, as the window reads it (defaults when absent)."""
     return load_settings(profile_paths(args).settings_file)

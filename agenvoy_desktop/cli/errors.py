@@ -104,7 +104,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
 def _memory(
     args: argparse.Namespace, embedder: TextEmbedder | None = None
 ) -> Iterator[ErrorMemory]:
-    path = error_db_path(common.profile_paths(args))
+    path = error_db_path(common.writable_profile(args))  # the store may create or migrate it
     memory, notice = open_error_memory(path, embedder, purge_on_open=False)
     if notice:
         common.notice(notice)

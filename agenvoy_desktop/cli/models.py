@@ -431,7 +431,7 @@ def cmd_models_add_endpoint(args: argparse.Namespace) -> int:
         raise CliError(REMOTE_REFUSAL.format(url=url))
     key = _api_key(args)
     model = _pick_model(ep.probe(url, key, timeout=args.timeout), args.model, url)
-    registry = ep.EndpointRegistry(common.profile_paths(args).models_dir)
+    registry = ep.EndpointRegistry(common.writable_profile(args).models_dir)
     endpoint = registry.add(
         url,
         model.id,
@@ -469,7 +469,7 @@ def cmd_models_remove_endpoint(args: argparse.Namespace) -> int:
     settings = common.settings_of(args)
     if settings.models.chat_model == endpoint.choice:
         settings.models.chat_model = ""
-        save_settings(paths.settings_file, settings)
+        save_settings(common.writable_profile(args).settings_file, settings)
         print("it was the chat model: the starter chat model is used again")
     return 0
 
@@ -514,7 +514,7 @@ def cmd_models_use(args: argparse.Namespace) -> int:
     choice, shown = _chat_choice(args.name, paths.models_dir)
     settings = common.settings_of(args)
     settings.models.chat_model = choice
-    save_settings(paths.settings_file, settings)
+    save_settings(common.writable_profile(args).settings_file, settings)
     print(f"chat model: {shown}")
     return 0
 

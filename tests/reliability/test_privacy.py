@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from agenvoy_desktop import cli
 from agenvoy_desktop.core.atomic import atomic_write_text
+from agenvoy_desktop.core.profile import BACKUPS_DIR, read_stamp
 from agenvoy_desktop.core.startup import open_memory
 from agenvoy_desktop.paths import app_paths, secure_tree
 from agenvoy_desktop.settings import Settings, save_settings
@@ -58,6 +60,42 @@ def test_a_new_profile_is_private(tmp_path: Path) -> None:
     assert _loose(paths.config_dir) == []
     assert _loose(paths.data_dir) == []
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        [
+            "errors",
+            "add",
+            "--tool",
+            "shell",
+            "--symptom",
+            "card 4111 refused",
+            "--outcome",
+            "failed",
+        ],
+        ["errors", "list"],
+        ["models", "use", "default"],
+    ],
+    ids=["errors-add", "errors-list", "models-use"],
+)
+def test_a_profile_a_command_outside_the_memory_starts_is_private_and_stamped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], first: list[str]
+) -> None:
+    """``errors`` left errors.sqlite3 0644 in 0755 folders, and with ``models use`` no stamp:
+    the next command said "This profile was upgraded" of a brand-new profile."""
+    root = tmp_path / "profile"
+    data_dir = ["--data-dir", str(root)]
+    assert cli.main([*first, *data_dir]) == 0
+    paths = app_paths(root)
+    assert _loose(paths.config_dir) == []
+    assert _loose(paths.data_dir) == []
+    assert read_stamp(paths) is not None
+    capsys.readouterr()
+    assert cli.main(["sessions", *data_dir]) == 0
+    assert "upgraded" not in capsys.readouterr().err
+    assert not (paths.config_dir / BACKUPS_DIR).exists()
 
 
 def test_an_old_readable_profile_is_fixed_on_start(tmp_path: Path) -> None:

@@ -194,6 +194,10 @@ class FaultHandler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/v1/models":
             self._json(404, {"error": "not found"})
             return
+        if self.server.listing is not None:  # the model list misbehaves too
+            with contextlib.suppress(OSError):
+                self.server.listing(self, self.server.stopping)
+            return
         self._json(200, {"object": "list", "data": [{"id": FAULT_MODEL, "object": "model"}]})
 
     def do_POST(self) -> None:
@@ -230,8 +234,9 @@ class _FaultTCP(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
 
-    def __init__(self, behaviour: Behaviour) -> None:
+    def __init__(self, behaviour: Behaviour, listing: Behaviour | None = None) -> None:
         self.behaviour = behaviour
+        self.listing = listing
         self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         super().__init__((HOST, 0), FaultHandler)
@@ -251,9 +256,14 @@ class FaultServer:
 
 
 @contextlib.contextmanager
-def fault_server(behaviour: Behaviour) -> Iterator[FaultServer]:
-    """Serve ``behaviour`` on a free loopback port until the block ends."""
-    httpd = _FaultTCP(behaviour)
+def fault_server(
+    behaviour: Behaviour, *, listing: Behaviour | None = None
+) -> Iterator[FaultServer]:
+    """Serve ``behaviour`` on a free loopback port until the block ends.
+
+    *listing*: how ``GET /v1/models`` answers instead of listing :data:`FAULT_MODEL`.
+    """
+    httpd = _FaultTCP(behaviour, listing)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -341,6 +351,21 @@ def endless_stream(*, interval_s: float = 0.0, total: int = 50 * MB) -> Behaviou
             sent += len(event)
             if interval_s:
                 stopping.wait(interval_s)
+
+    return answer
+
+
+def trickle(*, interval_s: float = 0.05, prefix: bytes = b'{"data": [') -> Behaviour:
+    """``prefix``, then one space every ``interval_s`` until the client hangs up: the read
+    timeout never fires, and the body never ends."""
+
+    def answer(handler: FaultHandler, stopping: threading.Event) -> None:
+        handler.start("application/json")
+        handler.wfile.write(prefix)
+        while not stopping.is_set():
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            stopping.wait(interval_s)
 
     return answer
 

@@ -12,7 +12,9 @@ httpx; :mod:`agenvoy_desktop.llm.endpoints` calls in here when asked; both share
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,6 +32,12 @@ from agenvoy_desktop.llm.openai_servers import (
 )
 
 log = logging.getLogger(__name__)
+
+PROBE_BODY_BYTES = 4 << 20
+"""The most one probe request reads: model lists and server facts are kilobytes."""
+PROBE_DEADLINE_S = 10.0
+"""Seconds one probe request may take in all: a server that trickles bytes is never caught
+by the read timeout (``models add-endpoint`` waited on one forever)."""
 
 
 def probe_server(base_url: str, api_key: str | None, timeout: float) -> list[RemoteModel]:
@@ -51,26 +59,51 @@ def probe_server(base_url: str, api_key: str | None, timeout: float) -> list[Rem
     return [RemoteModel(model_id, sizes.get(model_id), weights.get(model_id)) for model_id in ids]
 
 
+def _fetch(client: httpx.Client, method: str, url: str, body: Any = None) -> tuple[int, bytes]:
+    """One request read whole: its status and at most :data:`PROBE_BODY_BYTES` of body,
+    within :data:`PROBE_DEADLINE_S`; EndpointError past either."""
+    ends = time.monotonic() + PROBE_DEADLINE_S
+    with client.stream(method, url, json=body) as response:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > PROBE_BODY_BYTES:
+                raise _error(
+                    "oversize",
+                    f"{url} sent more than {PROBE_BODY_BYTES >> 20} MB — reading stopped "
+                    "there; is it an OpenAI-compatible server?",
+                )
+            if time.monotonic() > ends:
+                raise _error(
+                    "deadline",
+                    f"{url} was still sending after {PROBE_DEADLINE_S:g} s — reading stopped "
+                    "there; is it an OpenAI-compatible server?",
+                )
+            chunks.append(chunk)
+        return response.status_code, b"".join(chunks)
+
+
 def _get_json(client: httpx.Client, url: str) -> Any:
     """GET *url* as JSON; EndpointError with a one-line reason on any failure."""
     try:
-        response = client.get(url)
+        status, raw = _fetch(client, "GET", url)
     except httpx.ConnectError as exc:
         raise _error("refused", f"cannot connect to {url}: is the server running? ({exc})") from exc
     except httpx.TimeoutException as exc:
         raise _error("timeout", f"{url} did not answer in time") from exc
     except httpx.HTTPError as exc:
         raise _error("http", f"{url}: {exc}") from exc
-    if response.status_code in (401, 403):
+    if status in (401, 403):
         raise _error(
             "auth",
-            f"{url} refused the API key (HTTP {response.status_code}); "
+            f"{url} refused the API key (HTTP {status}); "
             "check the key in the keyring or the environment variable",
         )
-    if response.status_code >= 400:
-        raise _error("http", f"{url} answered HTTP {response.status_code}")
+    if status >= 400:
+        raise _error("http", f"{url} answered HTTP {status}")
     try:
-        return response.json()
+        return json.loads(raw)
     except ValueError as exc:
         raise _error("malformed", f"{url} did not answer with JSON") from exc
 
@@ -105,11 +138,11 @@ def _context_sizes(
 def _try_json(client: httpx.Client, method: str, url: str, body: Any = None) -> Any:
     """A best-effort request for optional facts: None on any failure."""
     try:
-        response = client.request(method, url, json=body)
-        if response.status_code >= 400:
+        status, raw = _fetch(client, method, url, body)
+        if status >= 400:
             return None
-        return response.json()
-    except (httpx.HTTPError, ValueError):
+        return json.loads(raw)
+    except (httpx.HTTPError, ValueError, EndpointError):
         return None
 
 

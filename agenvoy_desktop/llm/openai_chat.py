@@ -62,6 +62,12 @@ __all__ = ["EndpointChatModel", "EndpointError", "ErrorKind"]
 
 log = logging.getLogger(__name__)
 
+SIDE_BODY_BYTES = 4 << 20
+"""The most a request beside the answer may send (a model list, ``/props``, a tokenization,
+an error page): those are kilobytes; megabytes are not what was asked for."""
+SIDE_DEADLINE_S = 30.0
+"""Seconds such a request may take in all: a server that trickles bytes is never caught by
+the read timeout (a model list trickled forever kept ``chat`` waiting forever)."""
 DEFAULT_CONTEXT = 4096
 """Context assumed when neither the caller nor the server says (a common server default)."""
 DEFAULT_ANSWER_TOKENS = 1024
@@ -99,6 +105,23 @@ def _ssl_context() -> ssl.SSLContext:
 def _is_loopback(base_url: str) -> bool:
     host = (httpx.URL(base_url).host or "").lower()
     return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+async def _capped(response: httpx.Response, base_url: str) -> bytes:
+    """The body of a streamed *response*, refused past :data:`SIDE_BODY_BYTES` (decoded)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > SIDE_BODY_BYTES:
+            raise EndpointError(
+                f"The server at {base_url} sent more than {SIDE_BODY_BYTES >> 20} MB for "
+                f"{response.request.url} — reading stopped there; is it an OpenAI-compatible "
+                "server?",
+                "oversize",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _json_or_text(raw: bytes) -> object:
@@ -488,22 +511,45 @@ class EndpointChatModel:
             raise transport_error(exc, self.base_url, self._timeout) from exc
         if response.status_code < 300:
             return response
-        try:
-            raw = await response.aread()
-        except httpx.TransportError:
+        try:  # what the error page says, as far as it is a page
+            raw = await asyncio.wait_for(_capped(response, self.base_url), SIDE_DEADLINE_S)
+        except (httpx.TransportError, EndpointError, TimeoutError):
             raw = b""
         finally:
             await response.aclose()
         raise http_error(response.status_code, _json_or_text(raw), self.base_url, self.model)
 
-    async def _get_json(self, client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    async def _side_request(
+        self, client: httpx.AsyncClient, method: str, url: str, body: Any = None
+    ) -> tuple[int, bytes]:
+        """A request beside the answer, read whole: its status and at most
+        :data:`SIDE_BODY_BYTES` of body, within :data:`SIDE_DEADLINE_S`."""
+
+        async def read() -> tuple[int, bytes]:
+            request = client.build_request(method, url, json=body)
+            response = await client.send(request, stream=True)
+            try:
+                return response.status_code, await _capped(response, self.base_url)
+            finally:
+                await response.aclose()
+
         try:
-            response = await client.get(url)
+            return await asyncio.wait_for(read(), SIDE_DEADLINE_S)
+        except TimeoutError:
+            raise EndpointError(
+                f"The server at {self.base_url} was still sending {url} after "
+                f"{SIDE_DEADLINE_S:g} s — it is too slow or stuck; reading stopped there. "
+                "Is it an OpenAI-compatible server?",
+                "deadline",
+            ) from None
         except httpx.TransportError as exc:
             raise transport_error(exc, self.base_url, self._timeout) from exc
-        body = _json_or_text(response.content)
-        if response.status_code >= 300:
-            raise http_error(response.status_code, body, self.base_url, self.model)
+
+    async def _get_json(self, client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+        status, raw = await self._side_request(client, "GET", url)
+        body = _json_or_text(raw)
+        if status >= 300:
+            raise http_error(status, body, self.base_url, self.model)
         if not isinstance(body, dict):
             raise EndpointError(
                 f"The server at {self.base_url} answered {url} with something other than JSON — "
@@ -537,13 +583,10 @@ class EndpointChatModel:
 
     async def _tokenize(self, client: httpx.AsyncClient, route: str, text: str) -> list[Any]:
         body = {"input": text} if route == "/extras/tokenize" else {"content": text}
-        try:
-            response = await client.post(f"{self.root_url}{route}", json=body)
-        except httpx.TransportError as exc:
-            raise transport_error(exc, self.base_url, self._timeout) from exc
-        parsed = _json_or_text(response.content)
-        if response.status_code >= 300:
-            raise http_error(response.status_code, parsed, self.base_url, self.model)
+        status, raw = await self._side_request(client, "POST", f"{self.root_url}{route}", body)
+        parsed = _json_or_text(raw)
+        if status >= 300:
+            raise http_error(status, parsed, self.base_url, self.model)
         tokens = parsed.get("tokens") if isinstance(parsed, dict) else None
         if not isinstance(tokens, list):
             raise EndpointError(f"{self.root_url}{route} gave no token list", "malformed")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig
 from agenvoy_desktop.core.model_api import ChatEvent, ChatFinished, TextDelta, ToolCallRequest
 from agenvoy_desktop.core.store import MemoryStore
+from agenvoy_desktop.llm import endpoint_probe, openai_chat
 from agenvoy_desktop.llm.openai_chat import EndpointChatModel, EndpointError
 from agenvoy_desktop.llm.openai_stream import CHARS_PER_TOKEN_CEILING, MAX_BODY_BYTES, SLACK_TOKENS
 from agenvoy_desktop.llm.openai_wire import parse_chunk, parse_completion
@@ -34,6 +36,7 @@ from tests.endpoint_server import (
     huge_body,
     loopback_only,
     sse,
+    trickle,
     whole_answer,
 )
 from tests.llm.test_openai_chat import HELLO, SCHEMA, WEATHER_TOOL
@@ -80,6 +83,71 @@ def failure_from(behaviour: Behaviour, **chat: Any) -> tuple[list[ChatEvent], En
 
 def text_of(events: list[ChatEvent]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+# -- a model list that never ends, or runs to megabytes ------------------------------------------
+GUARD_S = 60.0
+"""Only so a regression fails instead of hanging the suite."""
+
+
+def failure_before_answering(listing: Behaviour) -> EndpointError:
+    async def ask(server: FaultServer) -> tuple[list[ChatEvent], EndpointError | None]:
+        return await asyncio.wait_for(read_all(model_for(server)), GUARD_S)
+
+    with fault_server(whole_answer("never reached"), listing=listing) as server:
+        events, error = asyncio.run(ask(server))
+        assert server.requests == []  # the chat request was never sent
+    assert events == []
+    assert error is not None
+    assert " — " in str(error)
+    return error
+
+
+def test_a_model_list_that_trickles_forever_ends_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The read timeout never fires on a trickle: only an overall deadline ends it."""
+    monkeypatch.setattr(openai_chat, "SIDE_DEADLINE_S", 1.0)
+    error = failure_before_answering(trickle())
+    assert error.kind == "deadline"
+    assert "/v1/models after 1 s" in str(error)
+
+
+def test_a_model_list_of_megabytes_is_not_read_whole() -> None:
+    error = failure_before_answering(huge_body(prefix=b'{"data": ['))
+    assert error.kind == "oversize"
+    assert "more than 4 MB" in str(error)
+
+
+def probe_failure(listing: Behaviour) -> EndpointError:
+    """What ``models add-endpoint`` (its probe) says of a server with this model list.
+
+    The probe runs on a thread so a regression fails after GUARD_S; leaving the
+    server's block stops it, which ends the probe's request too.
+    """
+    with (
+        ThreadPoolExecutor(1) as pool,
+        fault_server(whole_answer("unused"), listing=listing) as server,
+    ):
+        probed = pool.submit(endpoint_probe.probe_server, server.base_url, None, 3.0)
+        with pytest.raises(EndpointError) as caught:
+            probed.result(timeout=GUARD_S)
+    assert " — " in str(caught.value)
+    return caught.value
+
+
+def test_adding_an_endpoint_whose_model_list_trickles_ends_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(endpoint_probe, "PROBE_DEADLINE_S", 1.0)
+    error = probe_failure(trickle())
+    assert error.kind == "deadline"
+    assert "still sending after 1 s" in str(error)
+
+
+def test_adding_an_endpoint_whose_model_list_is_megabytes_is_refused() -> None:
+    error = probe_failure(huge_body(prefix=b'{"data": ['))
+    assert error.kind == "oversize"
 
 
 # -- a finished answer where a stream was asked for ------------------------------------------

@@ -152,16 +152,20 @@ class Message:
     def from_json(cls, data: Mapping[str, Any]) -> Message:
         """Parse our own history.json element (see :mod:`importers` for foreign ones).
 
-        A time the archive cannot store raises ValueError: a history file
-        written before times were checked then loads without that element
-        (the history loader keeps the original file) instead of failing every
-        command that reads the session.
+        A time the archive cannot store, or a role the app does not know,
+        raises ValueError: a history file written before times were checked
+        (or edited by hand) then loads without that element (the history
+        loader keeps the original file) instead of failing every command that
+        reads the session — or sending a server a role it refuses.
         """
         extra = {k: v for k, v in data.items() if k not in _CORE_KEYS}
         ref = data.get("ref")
+        role = data["role"]
+        if not isinstance(role, str) or role not in ROLES:
+            raise ValueError(f"'role' must be one of {sorted(ROLES)}, got {role!r}")
         return cls(
             id=str(data["id"]),
-            role=str(data["role"]),
+            role=role,
             content=content_text(data.get("content")),
             time_ns=check_time_ns(parse_iso(str(data["time"])), str(data["time"])),
             ref=None if ref is None else str(ref),

@@ -403,6 +403,20 @@ def test_unreadable_elements_are_never_lost(hist_path: Path) -> None:
     assert [m.content for m in HistoryFile(hist_path, T0).messages] == ["readable"]
 
 
+def test_an_element_of_ours_with_a_role_we_do_not_know_is_left_out(hist_path: Path) -> None:
+    """An id and a time made it pass as ours unchecked: the role reached the server as it was
+    (``"us\\x1b[2Jer"``), which refuses the whole request."""
+    good = msg("user", "kept", T0).to_json()
+    bad = {**msg("user", "odd", T0 + SECOND).to_json(), "role": "us\x1b[2Jer"}
+    write_json(hist_path, [good, bad, {**bad, "role": ["user"]}])
+    original = hist_path.read_bytes()
+    hist = HistoryFile(hist_path, T0)
+    assert [(m.role, m.content) for m in hist.messages] == [("user", "kept")]
+    assert hist.last_report.skipped == 2
+    assert hist.last_report.original_kept_at is not None
+    assert hist.last_report.original_kept_at.read_bytes() == original
+
+
 def test_migration_without_skips_keeps_no_copy(hist_path: Path) -> None:
     write_json(hist_path, REFERENCE)
     hist = HistoryFile(hist_path, T0)

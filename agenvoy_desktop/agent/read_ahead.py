@@ -39,7 +39,14 @@ from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.core.session_settings import session_settings
 from agenvoy_desktop.core.store import MemoryStore
 
-__all__ = ["DRAFT_MESSAGE_ID", "PromptStart", "ReadsAhead", "next_prompt_start", "note_opening"]
+__all__ = [
+    "DRAFT_MESSAGE_ID",
+    "ForgetsPrompts",
+    "PromptStart",
+    "ReadsAhead",
+    "next_prompt_start",
+    "note_opening",
+]
 
 NEXT_MESSAGE_ID = "read-ahead-next"
 """Stands for the message not yet typed while the next window is taken."""
@@ -56,6 +63,15 @@ class ReadsAhead(Protocol):
     ) -> None: ...
 
     def stop_reading_ahead(self) -> None: ...
+
+
+@runtime_checkable
+class ForgetsPrompts(Protocol):
+    """A model that keeps what it read of earlier prompts in memory (a local engine's KV
+    cache and saved states) and can empty it: after a reset, a remove or a message
+    delete (``AppServices.forget_prompts``).  Queues the work and returns at once."""
+
+    def forget_prompts(self) -> object: ...
 
 
 class PromptStart:

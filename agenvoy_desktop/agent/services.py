@@ -29,7 +29,7 @@ from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_recall import floor_for as document_floor_for
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
-from agenvoy_desktop.agent.read_ahead import PromptStart
+from agenvoy_desktop.agent.read_ahead import ForgetsPrompts, PromptStart
 from agenvoy_desktop.agent.recall import floor_for
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -374,6 +374,16 @@ class AppServices:
         :mod:`agent.read_ahead`)."""
         if self.agent is not None:
             self.agent.summary_running(folding)
+
+    def forget_prompts(self) -> None:
+        """A reset, a remove or a message delete has run: the chat model forgets every
+        prompt it read (its KV cache and saved states, a read-ahead), so none of the
+        text stays in memory.  Queued behind the model's running call; returns at once.
+        A model that keeps nothing of the kind (a server, a test double) is left alone;
+        the next turn reads its whole prompt again."""
+        model = self.chat_model
+        if isinstance(model, ForgetsPrompts):
+            model.forget_prompts()
 
     def _checkpoint(self) -> None:
         """Storage thread, after each answer: fold both write-ahead logs into their files."""

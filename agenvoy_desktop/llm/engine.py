@@ -426,6 +426,42 @@ class ChatEngine:
                 self._reading.cancel.set()
                 self._reading = None
 
+    def forget_prompts(self) -> concurrent.futures.Future[None]:
+        """Forget every prompt read so far: a session was reset or removed, or a message
+        deleted, and nothing of its text may stay in the model's memory.
+
+        Calls off the read-ahead, then queues on the worker, in order with the
+        other calls (a running one finishes first), a job that empties the
+        chat context's KV cache and the saved states
+        (:meth:`LlamaModel.forget_prompts`); the next prompt is read from its
+        first token.  A model not loaded holds nothing and is not loaded for
+        it; a closed engine has freed its model.  Returns at once: the future
+        ends once the caches are empty (a failure is also logged).
+        """
+        self.stop_reading_ahead()
+        forgotten: concurrent.futures.Future[None] = concurrent.futures.Future()
+        request = _Request()
+
+        def check() -> None:
+            if self._model is None:
+                raise _Cancelled  # nothing loaded: nothing held
+
+        def settle(job: concurrent.futures.Future[None]) -> None:
+            error = None if job.cancelled() else job.exception()
+            if error is None or isinstance(error, _Cancelled):
+                forgotten.set_result(None)
+                return
+            log.warning("%s: forgetting the prompts read failed", self.name, exc_info=error)
+            forgotten.set_exception(error)
+
+        try:
+            job = self._submit(lambda model: model.forget_prompts(), request, check=check)
+        except ModelClosedError:
+            forgotten.set_result(None)
+            return forgotten
+        job.add_done_callback(settle)
+        return forgotten
+
     def _queue_read_ahead(self, request: _ReadAhead) -> None:
         def check() -> None:
             if request.cancelled() or self._model is None:

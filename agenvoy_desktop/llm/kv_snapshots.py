@@ -65,7 +65,10 @@ class KvSnapshots:
         """States copied back so far (for tests and logs)."""
 
     def clear(self) -> None:
-        """Forget every state (the context was rebuilt or wiped)."""
+        """Forget every state (the context was rebuilt or wiped), zeroing its bytes first:
+        they are a session's text in another form, and freed memory is not overwritten."""
+        for state in self._states:
+            ctypes.memset(state.data, 0, ctypes.sizeof(state.data))
         self._states.clear()
 
     @property

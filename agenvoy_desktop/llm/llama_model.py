@@ -426,6 +426,22 @@ class LlamaModel:
         self._past = list(saved)
         return True
 
+    def forget_prompts(self) -> None:
+        """Empty the chat context's KV cache and the saved states (a session was reset or
+        removed, or a message deleted: nothing of its text may stay in memory).
+
+        ``llama_memory_clear`` with its data zeroes the cells as well; the saved
+        states are zeroed before they are dropped.  The next prompt evaluates from
+        its first token.  The embedding context keeps no prompt between calls
+        (each text clears its cells first), but the last text's cells stay until
+        the next one: they are cleared too.
+        """
+        llama_cpp.llama_memory_clear(self._memory, True)
+        self._past.clear()
+        self._snapshots.clear()
+        if self._embed_ctx is not None and (memory := llama_cpp.llama_get_memory(self._embed_ctx)):
+            llama_cpp.llama_memory_clear(memory, True)
+
     def use_prompt_batch(self, batch: int) -> None:
         """Evaluate prompts *batch* tokens at a time from now on (a new chat context)."""
         self.use_settings(batch, self.flash_attn)

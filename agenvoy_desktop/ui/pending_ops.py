@@ -17,6 +17,11 @@ leaves it out as well: they ask :meth:`PendingOps.deleted_messages` which
 messages to skip and follow :attr:`PendingOps.changed`, so Undo brings the
 message back everywhere at once.
 
+Once the store work has run, the chat model forgets every prompt it read
+(:meth:`AppServices.forget_prompts`: a local engine's KV cache and saved
+states), so the text gone from the store is gone from memory too; while the
+undo window is open nothing is forgotten, and Undo leaves all as it was.
+
 Quitting finalises every pending operation (:meth:`PendingOps.flush`):
 closing the window is not an undo.
 """
@@ -250,6 +255,7 @@ class PendingOps(QObject):
         if self._ops.get(op.key) is op:
             del self._ops[op.key]
         log.info("%s of %s done", op.kind, op.key)
+        self.services.forget_prompts()  # before a turn that waited for it queues its prompt
         self.runner.broadcast(changes)
         self.executed.emit(op)
 

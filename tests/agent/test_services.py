@@ -237,3 +237,25 @@ def test_a_model_without_loading_or_failing_to_load_is_left_to_the_first_turn(
     assert asyncio.run(services.preload_chat_model()) is False
     assert broken.loads == 1
     assert "loading the chat model at start failed" in caplog.text
+
+
+class _ForgettingModel(ScriptedChatModel):
+    def __init__(self) -> None:
+        super().__init__([])
+        self.forgets = 0
+
+    def forget_prompts(self) -> None:
+        self.forgets += 1
+
+
+def test_forget_prompts_asks_a_model_that_can_and_leaves_others_alone(
+    services: AppServices,
+) -> None:
+    services.forget_prompts()  # scripted: keeps no prompts, has nothing to forget
+    model = _ForgettingModel()
+    services.set_chat_model(model)
+    services.forget_prompts()
+    assert model.forgets == 1
+    services.set_chat_model(None)
+    services.forget_prompts()  # no chat model
+    assert model.forgets == 1

@@ -1,4 +1,5 @@
-"""ChatEngine.read_ahead on the real llama.cpp path (the tiny random-weight GGUF)."""
+"""ChatEngine.read_ahead and forget_prompts on the real llama.cpp path (the tiny random-weight
+GGUF)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import llama_cpp
 import pytest
 
-from agenvoy_desktop.core.model_api import ChatMessage
+from agenvoy_desktop.agent.read_ahead import ForgetsPrompts
+from agenvoy_desktop.core.model_api import ChatFinished, ChatMessage
 from agenvoy_desktop.llm.engine import READ_AHEAD_CHUNK, ChatEngine
 from agenvoy_desktop.llm.llama_model import LlamaModel
 from tests.tiny_gguf import write_tiny_llama
@@ -160,3 +163,113 @@ def test_a_newer_read_ahead_replaces_the_queued_one(engine: ChatEngine) -> None:
     model = engine._model
     assert model is not None
     assert model._past == _start_tokens(engine, START[:1])
+
+
+OTHER: list[ChatMessage] = [
+    {"role": "system", "content": "Fold these messages into a summary. " * 12},
+    {"role": "user", "content": "A note about the red pen."},
+]
+
+
+def _cells_hold_nothing(context: Any) -> bool:
+    return int(llama_cpp.llama_memory_seq_pos_max(llama_cpp.llama_get_memory(context), 0)) < 0
+
+
+def test_forgetting_empties_the_cache_and_the_saved_states(
+    engine: ChatEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(_answer(engine, NEXT))
+    asyncio.run(_answer(engine, OTHER))  # NEXT's state is saved before it is dropped
+    asyncio.run(engine.embed(["the weather in Graz"]))
+    model = engine._model
+    assert model is not None
+    assert model._past
+    assert model._snapshots.held == 1
+    saved = model._snapshots._states[0].data
+    assert any(bytes(saved))
+    assert not _cells_hold_nothing(model.context)
+    assert not _cells_hold_nothing(model._embed_ctx)
+
+    engine.forget_prompts().result(timeout=60)
+    assert model._past == []
+    assert model._snapshots.held == 0
+    assert not any(bytes(saved))  # zeroed, not only dropped
+    assert _cells_hold_nothing(model.context)
+    assert _cells_hold_nothing(model._embed_ctx)
+
+    counts = _count_evaluated(engine, monkeypatch)
+    asyncio.run(_answer(engine, NEXT))
+    assert counts == [len(model.prompt_tokens(model.template.render(NEXT)))]  # from zero
+    assert model._snapshots.restored == 0
+
+
+def test_a_queued_forget_waits_for_the_running_call(
+    engine: ChatEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(engine.load())
+    started, gate = threading.Event(), threading.Event()
+    order: list[str] = []
+    generate, forget = LlamaModel.generate, LlamaModel.forget_prompts
+
+    def held_generate(self: LlamaModel, *args: Any, **kwargs: Any) -> Any:
+        started.set()
+        gate.wait(30)
+        result = generate(self, *args, **kwargs)
+        order.append("answered")
+        return result
+
+    def noted_forget(self: LlamaModel) -> None:
+        order.append("forgot")
+        forget(self)
+
+    monkeypatch.setattr(LlamaModel, "generate", held_generate)
+    monkeypatch.setattr(LlamaModel, "forget_prompts", noted_forget)
+
+    async def main() -> ChatFinished:
+        finished: list[ChatFinished] = []
+
+        async def answer() -> None:
+            async for event in engine.chat(NEXT, max_tokens=2, temperature=0.0):
+                if isinstance(event, ChatFinished):
+                    finished.append(event)
+
+        asked = asyncio.create_task(answer())
+        assert await asyncio.to_thread(started.wait, 30)  # the answer is being written
+        forgotten = engine.forget_prompts()
+        assert not forgotten.done()
+        gate.set()
+        await asked
+        await asyncio.wrap_future(forgotten)
+        return finished[0]
+
+    finished = asyncio.run(main())
+    assert finished.finish_reason != "cancelled"  # the running call was not cut short
+    assert order == ["answered", "forgot"]
+    model = engine._model
+    assert model is not None
+    assert model._past == []
+
+
+def test_a_read_ahead_queued_before_the_forget_reads_nothing(engine: ChatEngine) -> None:
+    asyncio.run(engine.load())
+    gate = threading.Event()
+    busy = engine._worker.submit(lambda _model: gate.wait(30))
+    engine.read_ahead(START)
+    forgotten = engine.forget_prompts()
+    gate.set()
+    busy.result(timeout=30)
+    forgotten.result(timeout=60)
+    _drain(engine)
+    model = engine._model
+    assert model is not None
+    assert model._past == []
+
+
+def test_nothing_is_loaded_to_forget_and_a_closed_engine_forgets_at_once(
+    tiny_model: Path,
+) -> None:
+    with ChatEngine(tiny_model, context_size=1024, calibrate=False) as engine:
+        assert isinstance(engine, ForgetsPrompts)  # what AppServices.forget_prompts asks
+        engine.forget_prompts().result(timeout=60)
+        assert not engine.loaded
+    assert engine.forget_prompts().result(timeout=0) is None

@@ -137,12 +137,14 @@ def test_a_waiting_call_goes_first_and_the_read_ahead_resumes_after_it(
     assert model._past == _start_tokens(engine, START)  # and finished after the call
 
 
-def test_a_stopped_read_ahead_reads_nothing(engine: ChatEngine) -> None:
+@pytest.mark.parametrize("stop", ["stop_reading_ahead", "forget_prompts"])
+def test_a_stopped_read_ahead_reads_nothing(engine: ChatEngine, stop: str) -> None:
+    """Called off, or forgotten (a reset ran) while it waited behind a busy worker."""
     asyncio.run(engine.load())
     gate = threading.Event()
     busy = engine._worker.submit(lambda _model: gate.wait(30))
     engine.read_ahead(START)
-    engine.stop_reading_ahead()
+    getattr(engine, stop)()
     gate.set()
     busy.result(timeout=30)
     _drain(engine)
@@ -245,21 +247,6 @@ def test_a_queued_forget_waits_for_the_running_call(
     finished = asyncio.run(main())
     assert finished.finish_reason != "cancelled"  # the running call was not cut short
     assert order == ["answered", "forgot"]
-    model = engine._model
-    assert model is not None
-    assert model._past == []
-
-
-def test_a_read_ahead_queued_before_the_forget_reads_nothing(engine: ChatEngine) -> None:
-    asyncio.run(engine.load())
-    gate = threading.Event()
-    busy = engine._worker.submit(lambda _model: gate.wait(30))
-    engine.read_ahead(START)
-    forgotten = engine.forget_prompts()
-    gate.set()
-    busy.result(timeout=30)
-    forgotten.result(timeout=60)
-    _drain(engine)
     model = engine._model
     assert model is not None
     assert model._past == []

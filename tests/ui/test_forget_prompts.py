@@ -37,14 +37,16 @@ class ForgettingModel(ScriptedChatModel):
 
 
 def opened(
-    make_services: ServicesFactory, make_window: WindowFactory, undo_ms: int
+    qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory, undo_ms: int
 ) -> tuple[ForgettingModel, MainWindow, str]:
+    """A window on "notes", every bubble shown, its model noting forgets."""
     model = ForgettingModel([["fresh answer"]])
     services = make_services(model)
     seed(services, "other", conversation(["x", "y"]))
     sid = seed(services, "notes", conversation(TEXTS))
     window = make_window(services, undo_ms=undo_ms)
     assert window.session_id == sid
+    qtbot.waitUntil(lambda: len(window.chat.bubbles()) == len(TEXTS))
     return model, window, sid
 
 
@@ -57,7 +59,7 @@ def undo(qtbot: QtBot, window: MainWindow) -> None:
 def test_a_reset_or_remove_that_ran_makes_the_model_forget(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory, action: str
 ) -> None:
-    model, window, _sid = opened(make_services, make_window, undo_ms=50)
+    model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=50)
     with qtbot.waitSignal(window.pending.executed, timeout=5000):
         getattr(window, action).trigger()
         assert model.forgot == []  # not while the undo window is open
@@ -67,9 +69,8 @@ def test_a_reset_or_remove_that_ran_makes_the_model_forget(
 def test_a_message_delete_that_ran_makes_the_model_forget(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:
-    model, window, _sid = opened(make_services, make_window, undo_ms=60_000)
+    model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=60_000)
     chat = window.chat
-    qtbot.waitUntil(lambda: len(chat.bubbles()) == len(TEXTS))
     chat.pending.delay_ms = 30  # the chat's own operations (message deletes)
     with qtbot.waitSignal(chat.pending.executed, timeout=5000):
         chat.message_actions.delete(chat.bubbles()[0])
@@ -80,9 +81,8 @@ def test_a_message_delete_that_ran_makes_the_model_forget(
 def test_an_undone_reset_remove_or_delete_forgets_nothing(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:
-    model, window, sid = opened(make_services, make_window, undo_ms=60_000)
+    model, window, sid = opened(qtbot, make_services, make_window, undo_ms=60_000)
     chat = window.chat
-    qtbot.waitUntil(lambda: len(chat.bubbles()) == len(TEXTS))
     with qtbot.waitSignal(chat.pending.undone):
         chat.message_actions.delete(chat.bubbles()[0])
         (toast,) = chat.message_actions.toasts.toasts()
@@ -102,7 +102,7 @@ def test_a_failed_remove_forgets_nothing(
     make_window: WindowFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    model, window, _sid = opened(make_services, make_window, undo_ms=50)
+    model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=50)
 
     def broken(store: MemoryStore, sid: str) -> None:
         raise OSError(13, "Permission denied", str(store.folder(sid)))
@@ -117,7 +117,7 @@ def test_a_send_into_a_reset_session_finds_the_model_forgotten_first(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:
     """The send ends the reset's undo window: the forget is queued before the turn's prompt."""
-    model, window, _sid = opened(make_services, make_window, undo_ms=60_000)
+    model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=60_000)
     window.reset_action.trigger()
     window.chat.send("start again")
     qtbot.waitUntil(lambda: not window.chat.busy and window.pending.pending() == [])

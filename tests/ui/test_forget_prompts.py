@@ -55,26 +55,20 @@ def undo(qtbot: QtBot, window: MainWindow) -> None:
     qtbot.mouseClick(toast.buttons["Undo"], Qt.MouseButton.LeftButton)
 
 
-@pytest.mark.parametrize("action", ["reset_action", "reset_all_action", "remove_action"])
-def test_a_reset_or_remove_that_ran_makes_the_model_forget(
+@pytest.mark.parametrize("action", ["reset_action", "reset_all_action", "remove_action", "delete"])
+def test_a_reset_remove_or_delete_that_ran_makes_the_model_forget(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory, action: str
 ) -> None:
     model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=50)
-    with qtbot.waitSignal(window.pending.executed, timeout=5000):
-        getattr(window, action).trigger()
-        assert model.forgot == []  # not while the undo window is open
-    assert model.forgot == [0]
-
-
-def test_a_message_delete_that_ran_makes_the_model_forget(
-    qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
-) -> None:
-    model, window, _sid = opened(qtbot, make_services, make_window, undo_ms=60_000)
     chat = window.chat
-    chat.pending.delay_ms = 30  # the chat's own operations (message deletes)
-    with qtbot.waitSignal(chat.pending.executed, timeout=5000):
-        chat.message_actions.delete(chat.bubbles()[0])
-        assert model.forgot == []
+    chat.pending.delay_ms = 50  # the chat's own operations (message deletes)
+    pending = chat.pending if action == "delete" else window.pending
+    with qtbot.waitSignal(pending.executed, timeout=5000):
+        if action == "delete":
+            chat.message_actions.delete(chat.bubbles()[0])
+        else:
+            getattr(window, action).trigger()
+        assert model.forgot == []  # not while the undo window is open
     assert model.forgot == [0]
 
 

@@ -379,11 +379,15 @@ class AppServices:
         """A reset, a remove or a message delete has run: the chat model forgets every
         prompt it read (its KV cache and saved states, a read-ahead), so none of the
         text stays in memory.  Queued behind the model's running call; returns at once.
-        A model that keeps nothing of the kind (a server, a test double) is left alone;
-        the next turn reads its whole prompt again."""
+        A model that keeps nothing of the kind (a server, a test double) is left alone.
+        The next prompt's start, read from the store as it is now, is read ahead again
+        behind the forgetting (it was part of what was forgotten), so the next turn does
+        not read its whole prompt after Enter."""
         model = self.chat_model
         if isinstance(model, ForgetsPrompts):
             model.forget_prompts()
+            if self.agent is not None:
+                self.agent.read_ahead_later()
 
     def _checkpoint(self) -> None:
         """Storage thread, after each answer: fold both write-ahead logs into their files."""

@@ -259,3 +259,16 @@ def test_forget_prompts_asks_a_model_that_can_and_leaves_others_alone(
     services.set_chat_model(None)
     services.forget_prompts()  # no chat model
     assert model.forgets == 1
+
+
+def test_what_was_forgotten_is_read_ahead_again_from_the_store_as_it_is(
+    services: AppServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _ForgettingModel()
+    services.set_chat_model(model)
+    assert services.agent is not None
+    asked: list[str | None] = []
+    monkeypatch.setattr(services.agent, "read_ahead_later", lambda sid=None: asked.append(sid))
+    services.forget_prompts()
+    assert model.forgets == 1
+    assert asked == [None]  # the session last talked in or opened, read after the forgetting

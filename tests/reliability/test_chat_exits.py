@@ -171,15 +171,7 @@ def test_a_signal_mid_answer_keeps_the_answer_so_far(
     tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
     profile = tmp_path / "profile"
-    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "--wait", *argv],
-        cwd=Path(__file__).resolve().parents[2],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = _waiting_chat(profile)
     try:
         assert child.stderr is not None
         seen = _read_until(child.stderr, WAITING)
@@ -206,17 +198,8 @@ def test_a_signal_mid_answer_keeps_the_answer_so_far(
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP")
 def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
     """``nohup agenvoy-desktop chat …`` outlives the terminal: SIGHUP must not end it."""
-    profile = tmp_path / "profile"
-    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
     ignore_hup = "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-    child = subprocess.Popen(
-        [sys.executable, "-c", ignore_hup + CHILD, "--wait", *argv],
-        cwd=Path(__file__).resolve().parents[2],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = _waiting_chat(tmp_path / "profile", prelude=ignore_hup)
     try:
         assert child.stderr is not None
         _read_until(child.stderr, WAITING)
@@ -231,6 +214,20 @@ def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
             child.wait()
     assert child.returncode == 143, err
     assert "hung up" not in err
+
+
+def _waiting_chat(profile: Path, prelude: str = "") -> subprocess.Popen[str]:
+    """``chat hello`` in session s1 of *profile*, its model stopped mid-answer (:data:`CHILD`
+    with --wait); *prelude* runs first in the child."""
+    argv = ["chat", "hello", "--session", "s1", "--data-dir", str(profile)]
+    return subprocess.Popen(
+        [sys.executable, "-c", prelude + CHILD, "--wait", *argv],
+        cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _read_until(stream: IO[str], marker: str) -> str:

@@ -171,7 +171,9 @@ def test_a_signal_mid_answer_keeps_the_answer_so_far(
     tmp_path: Path, signum: signal.Signals, status: int
 ) -> None:
     profile = tmp_path / "profile"
-    child = _waiting_chat(profile)
+    # a run under nohup would hand the child an ignored SIGHUP, which chat keeps ignored
+    default_hup = "import signal; signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+    child = _waiting_chat(profile, prelude=default_hup if signum.name == "SIGHUP" else "")
     try:
         assert child.stderr is not None
         seen = _read_until(child.stderr, WAITING)

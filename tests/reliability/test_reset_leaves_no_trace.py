@@ -339,6 +339,9 @@ def test_remove_through_the_undo_window_leaves_no_trace(
         storage = Storage()
         store: MemoryStore
 
+        def forget_prompts(self) -> None:
+            """No chat model here: nothing to forget."""
+
     class Runner:
         def run(self, coro: Any, what: str = "") -> None:
             started.append(coro)

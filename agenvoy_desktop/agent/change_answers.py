@@ -35,7 +35,7 @@ from agenvoy_desktop.agent.recall import RecallItem
 from agenvoy_desktop.agent.speech_act import sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.language import languages
-from agenvoy_desktop.language.patterns import compiled, every, word_pattern
+from agenvoy_desktop.language.patterns import NEVER, alternatives, compiled, every, word_pattern
 
 AFTER_WORDS = 3
 """How many words after the measure may name what is measured ("ounces OF WATER")."""
@@ -66,8 +66,10 @@ _OPPOSITES = {
 """Both orders of every opposite pair, with the direction the first word names."""
 _WORDS = sorted({word for pair in _OPPOSITES for word in pair}, key=len, reverse=True)
 _ALTERNATION = "|".join(word_pattern(word) for word in _WORDS)
+_OR = alternatives(every("numbers.or")) or NEVER
+_ARTICLE = alternatives(every("numbers.determiners")) or NEVER
 _SHAPE = compiled(
-    rf"\b(?P<a>{_ALTERNATION})\b(?P<thing>[^?]*?)[,;]?\s+or\s+(?:(?:a|an|the)\s+)?"
+    rf"\b(?P<a>{_ALTERNATION})\b(?P<thing>[^?]*?)[,;]?\s+(?:{_OR})\s+(?:(?:{_ARTICLE})\s+)?"
     rf"(?P<b>{_ALTERNATION})\b",
     re.IGNORECASE,
 )

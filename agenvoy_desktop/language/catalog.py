@@ -126,6 +126,7 @@ SCHEMA: dict[str, Kind] = {
     "numbers.yours": "pairs",
     # which way a remembered amount changed (agent/change_answers.py)
     "numbers.opposites": "pairs",
+    "numbers.or": "words",
     # a number or a time in a sentence next to a remembered line (agent/recall_lines.py)
     "values.time_words": "words",
     "values.counts": "words",

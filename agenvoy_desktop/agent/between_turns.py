@@ -55,7 +55,8 @@ class ReadingAhead:
         self._draft: tuple[str, str] | None = None
         """The session and message being typed (:meth:`draft_changed`), until a turn starts."""
         self._draft_seq = 0
-        """Bumped by every draft and turn: a draft's prompt read for an older one is dropped."""
+        """Bumped by every draft, turn and forgetting (:meth:`forgotten`): a prompt prepared
+        before the latest of them is dropped, not read."""
         self._passes = 0
         """Summary passes running (:meth:`summary_running`): nothing is read ahead meanwhile."""
 
@@ -81,7 +82,7 @@ class ReadingAhead:
         session_id = session_id or self._last_session
         if session_id is None or session_id != self._last_session:
             return
-        self._later(self._read_next(session_id, model))
+        self._later(self._read_next(session_id, model, self._draft_seq))
 
     def opened(self, session_id: str) -> bool:
         """The person opened *session_id* (the window shows it); whether to read its prompt
@@ -131,6 +132,12 @@ class ReadingAhead:
         if isinstance(model, ReadsAhead):
             model.stop_reading_ahead()
 
+    def forgotten(self) -> None:
+        """The model forgot every prompt it read (a reset, a remove or a message delete
+        ran): a prompt prepared from the store before then may hold the words that went,
+        so it is dropped; the next read prepares its prompt again."""
+        self._draft_seq += 1
+
     def turn_starts(self) -> None:
         """A turn starts: the draft being typed was sent (a read of it now is dropped)."""
         self._draft, self._draft_seq = None, self._draft_seq + 1
@@ -145,7 +152,7 @@ class ReadingAhead:
         """A turn or a summary pass runs: what would be read may change under it."""
         return self._turn_running() or bool(self._passes)
 
-    async def _read_next(self, session_id: str, model: ReadsAhead) -> None:
+    async def _read_next(self, session_id: str, model: ReadsAhead, seq: int) -> None:
         """Read *session_id*'s next prompt start (``read_ahead.next_prompt_start``), unless a
         draft, a turn or a summary pass came meanwhile, or another session was opened."""
         agent = self.agent
@@ -164,8 +171,8 @@ class ReadingAhead:
             specs=agent.tools.specs(),
             recalls=config.small_model and config.proactive_recall,
         )
-        if start is None or session_id != self._last_session:
-            return
+        if start is None or session_id != self._last_session or seq != self._draft_seq:
+            return  # nothing to read, another session opened, or prepared before a change
         if self._draft is None and not self._busy():  # else read later
             model.read_ahead(start.messages, tools=start.tools or None)
 

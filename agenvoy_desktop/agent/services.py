@@ -387,7 +387,7 @@ class AppServices:
         if isinstance(model, ForgetsPrompts):
             model.forget_prompts()
             if self.agent is not None:
-                self.agent.read_ahead_later()
+                self.agent.prompts_forgotten()
 
     def _checkpoint(self) -> None:
         """Storage thread, after each answer: fold both write-ahead logs into their files."""

@@ -340,6 +340,13 @@ class Agent:
         """Call off a read-ahead; what it read stays in the cache (``ReadingAhead.stop``)."""
         self._reading.stop()
 
+    def prompts_forgotten(self) -> None:
+        """The model forgot every prompt it read (``AppServices.forget_prompts``): a read
+        prepared before then is dropped, and the next prompt's start is read again from
+        the store as it is now (``ReadingAhead.forgotten``)."""
+        self._reading.forgotten()
+        self.read_ahead_later()
+
     async def _draft_prompt(self, session_id: str, draft: Message) -> PromptStart:
         """The first prompt a turn would send for *draft*, prepared as the turn prepares it
         (reading ahead: :meth:`draft_changed`)."""

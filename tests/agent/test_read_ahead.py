@@ -160,3 +160,22 @@ def test_a_start_ready_only_once_the_next_turn_began_is_not_read(
     asyncio.run(main())
     assert len(model.read) == 1
     assert "two" in [m["content"] for m in model.read[0][0]]
+
+
+def test_a_start_prepared_before_the_model_forgot_is_not_read(
+    storage: Storage, store: MemoryStore
+) -> None:
+    """A reset or delete ran while a read-ahead's storage hop was out: the start it brings
+    back may hold the words that went, so it is dropped, and the start read instead is
+    prepared again from the store as it is now."""
+    sid = store.create_session("t")
+    agent, model = _agent(storage, store, [["one"]])
+
+    async def main() -> None:
+        await agent.run_turn(sid, "my bike lock code is 4721")  # asks for a read
+        agent.prompts_forgotten()  # before that read's storage hop returns
+        await agent.idle()
+
+    asyncio.run(main())
+    assert len(model.read) == 1  # the read asked for first was dropped, the new one read
+    assert "one" in [m["content"] for m in model.read[0][0]]

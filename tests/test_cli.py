@@ -214,6 +214,12 @@ def test_reset_and_remove(
     code, out, _ = run(capsys, data_dir, "sessions", "--json")
     assert [s["session_id"] for s in json.loads(out)] == ["b"]
     assert archive_counts(paths)["messages"] == 4
+    (paths.sessions_dir / "b" / "summary.json").write_text("{}")
+    code, out, _ = run(capsys, data_dir, "reset", "b", "--clear-summary")
+    assert code == 0
+    assert out.strip() == "reset b and its summary"
+    assert not (paths.sessions_dir / "b" / "summary.json").exists()
+    assert archive_counts(paths)["messages"] == 0
 
 
 def test_doctor(

@@ -44,11 +44,16 @@ def register(add: AddCommand) -> None:
     sts = add("stats", cmd_stats, "memory statistics")
     sts.add_argument("--session")
     sts.add_argument("--json", action="store_true")
-    for name, func, text in (
-        ("reset", cmd_reset, "clear a session's history, vectors and archive (keeps its summary)"),
-        ("remove", cmd_remove, "delete a session and everything of it"),
-    ):
-        add(name, func, text).add_argument("session_id")
+    reset = add(
+        "reset", cmd_reset, "clear a session's history, vectors and archive (keeps its summary)"
+    )
+    reset.add_argument("session_id")
+    reset.add_argument(
+        "--clear-summary",
+        action="store_true",
+        help="clear the session's rolling summary too (the window's Reset, Summary Too)",
+    )
+    add("remove", cmd_remove, "delete a session and everything of it").add_argument("session_id")
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -98,8 +103,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_reset(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        session_ops.reset_session(store, args.session_id)
-    print(f"reset {args.session_id}")
+        session_ops.reset_session(store, args.session_id, clear_summary=args.clear_summary)
+    print(f"reset {args.session_id}{' and its summary' if args.clear_summary else ''}")
     return 0
 
 

@@ -222,6 +222,30 @@ def test_reset_and_remove(
     assert archive_counts(paths)["messages"] == 0
 
 
+def test_reset_and_remove_name_the_copies_set_aside_that_they_leave(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data_dir: Path, paths: AppPaths
+) -> None:
+    """A reset or remove does not change an upgrade backup or a damaged archive kept aside:
+    the person is told which may still hold the words, and nothing is said without one."""
+    _import(capsys, data_dir, _jsonl(tmp_path, ROWS), "--session", "a")
+    _import(capsys, data_dir, _jsonl(tmp_path, ROWS), "--session", "b")
+    code, _out, err = run(capsys, data_dir, "reset", "a")
+    assert code == 0
+    assert "set aside" not in err
+    backup = paths.config_dir / "backups" / "20261201T000000Z-format-3-to-4"
+    backup.mkdir(parents=True)
+    damaged = paths.archive_db.with_name(f"{paths.archive_db.name}.damaged-20261202T000000Z")
+    damaged.write_bytes(b"SQLite format 3\x00")
+    code, out, err = run(capsys, data_dir, "remove", "b")
+    assert code == 0
+    assert out.strip() == "removed b"
+    assert "2 older copies the app set aside" in err
+    assert str(backup) in err
+    assert str(damaged) in err
+    assert backup.is_dir()  # told, never deleted
+    assert damaged.exists()
+
+
 def test_doctor(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, data_dir: Path, paths: AppPaths
 ) -> None:

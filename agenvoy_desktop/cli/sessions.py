@@ -22,12 +22,13 @@ from agenvoy_desktop.cli.common import (
     profile_options,
 )
 from agenvoy_desktop.cli.safe_text import shown, shown_line
+from agenvoy_desktop.core.profile import copies_kept_aside
 from agenvoy_desktop.core.session_settings import SessionSettings
 from agenvoy_desktop.core.store import SessionInfo, check_session_id
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.operations import session_settings as settings_ops
 from agenvoy_desktop.operations import sessions as session_ops
-from agenvoy_desktop.paths import HOME_ENV
+from agenvoy_desktop.paths import HOME_ENV, AppPaths
 
 
 def register(add: AddCommand) -> None:
@@ -104,6 +105,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_reset(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
         session_ops.reset_session(store, args.session_id, clear_summary=args.clear_summary)
+        _tell_copies_kept_aside(store.paths)
     print(f"reset {args.session_id}{' and its summary' if args.clear_summary else ''}")
     return 0
 
@@ -111,8 +113,24 @@ def cmd_reset(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
         session_ops.remove_session(store, args.session_id)
+        _tell_copies_kept_aside(store.paths)
     print(f"removed {args.session_id}")
     return 0
+
+
+def _tell_copies_kept_aside(paths: AppPaths) -> None:
+    """Say (stderr) which copies the app set aside earlier may still hold the words just
+    cleared: a reset or remove does not change them (:func:`profile.copies_kept_aside`)."""
+    copies = copies_kept_aside(paths)
+    if copies:
+        listed = "\n".join(f"  {shown_line(str(path))}" for path in copies)
+        print(
+            f"note: {len(copies)} older cop{'y' if len(copies) == 1 else 'ies'} the app set "
+            "aside (a backup before a format upgrade, a damaged archive) may still hold "
+            f"these words; delete {'it' if len(copies) == 1 else 'them'} by hand if they "
+            f"must go too:\n{listed}",
+            file=sys.stderr,
+        )
 
 
 # -- a session's settings ------------------------------------------------------------

@@ -181,3 +181,20 @@ def prune_backups(root: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
     return gone
+
+
+def copies_kept_aside(paths: AppPaths) -> list[Path]:
+    """The copies of the conversation archive the app set aside earlier: format-upgrade
+    backups (``config/backups/…``) and archives set aside as damaged
+    (``archive.sqlite3.damaged-…``).
+
+    They exist so that nothing is lost to an upgrade or a damaged file, and a
+    reset or remove does not change them: they may still hold what it cleared.
+    Listed so the person can be told, and delete them if they must go too.
+    """
+    backups = paths.config_dir / BACKUPS_DIR
+    kept = sorted(p for p in backups.iterdir() if p.is_dir()) if backups.is_dir() else []
+    archive = paths.archive_db
+    if archive.parent.is_dir():
+        kept += sorted(archive.parent.glob(f"{archive.name}.damaged-*"))
+    return kept

@@ -26,6 +26,7 @@ from agenvoy_desktop.core.import_formats.discover import FoundHistory
 from agenvoy_desktop.core.import_formats.discover import find_histories as discover_histories
 from agenvoy_desktop.core.importers import ImportFormatError
 from agenvoy_desktop.core.messages import message_limit
+from agenvoy_desktop.core.profile import copies_kept_aside
 from agenvoy_desktop.core.store import ImportCount
 from agenvoy_desktop.operations.bulk_import import (
     ImportPlan,
@@ -71,6 +72,9 @@ class SessionHost(Protocol):
 
     def index_for_recall(self, session_ids: list[str]) -> Operation:
         """Embed what an import stored, in the background."""
+
+    def open_data_folder(self) -> None:
+        """Show the profile's folder in the file manager."""
 
 
 class SessionActions(QObject):
@@ -200,6 +204,25 @@ class SessionActions(QObject):
         w = self.window  # the list and the other panels reload from the broadcast
         if op.kind == "reset" and op.session_id == w.session_id:
             w.select_session(op.session_id)
+        if op.kind in ("reset", "remove"):
+            self._tell_copies_kept_aside(op)
+
+    def _tell_copies_kept_aside(self, op: PendingOp) -> None:
+        """Say so when copies the app set aside earlier (an upgrade backup, a damaged
+        archive) may still hold what *op* cleared: it does not change them
+        (:func:`~agenvoy_desktop.core.profile.copies_kept_aside`); the folder is one click
+        away, the copies are the person's to delete."""
+        w = self.window
+        copies = copies_kept_aside(w.services.paths)
+        if not copies:
+            return
+        count = f"{len(copies)} older cop{'y' if len(copies) == 1 else 'ies'}"
+        w.toasts.show_toast(
+            f"{count} the app set aside (a backup before an upgrade, a damaged archive) "
+            f"may still hold what “{op.title}” said. Delete {'it' if len(copies) == 1 else 'them'} "
+            "by hand if it must go too.",
+            [("Show folder", w.open_data_folder)],
+        )
 
     def _on_op_failed(self, op: PendingOp, message: str) -> None:
         w = self.window

@@ -130,6 +130,29 @@ def test_remove_is_final_after_the_undo_window(
     assert archived(services, other) == 2
 
 
+def test_a_copy_set_aside_earlier_is_named_once_a_remove_ran(
+    qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
+) -> None:
+    """A backup made before a format upgrade is not changed by a remove: the person is told
+    it may still hold the words, with the folder one click away; nothing is said without."""
+    services, window, sid, other = setup(make_services, make_window, undo_ms=50)
+    with qtbot.waitSignal(window.pending.executed, timeout=5000):
+        window.reset_action.trigger()
+    qtbot.waitUntil(lambda: window.toasts.toasts() == [])  # the reset's toast went; no other
+    backup = services.paths.config_dir / "backups" / "20261201T000000Z-format-3-to-4"
+    backup.mkdir(parents=True)
+    menu = window.sessions.menu_for(other)
+    remove = next(a for a in menu.actions() if a.data() == "remove")
+    with qtbot.waitSignal(window.pending.executed, timeout=5000):
+        remove.trigger()
+    qtbot.waitUntil(lambda: len(window.toasts.toasts()) == 1)
+    told = toast(window)
+    assert "1 older copy the app set aside" in told.text()
+    assert "Show folder" in told.buttons
+    assert backup.is_dir()  # told, never deleted
+    assert sid in services.storage.run_sync(services.store.session_ids)
+
+
 def test_export_first_from_the_remove_toast(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory, tmp_path: Path
 ) -> None:

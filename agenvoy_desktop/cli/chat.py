@@ -176,8 +176,9 @@ async def _chat(services: AppServices, session: str | None, message: str) -> int
         # As the window names a new session after any turn (answered, stopped or failed):
         # its question is kept, so the session is not left without a name.
         await asyncio.shield(services.storage.run(auto_title, store, sid))
-    if result.interrupted:
-        print("(answer interrupted)", file=sys.stderr)
+    if result.interrupted:  # kept even when empty: the question shows as unanswered
+        said = "answer interrupted" if result.answer.strip() else "stopped before its first word"
+        print(f"({said})", file=sys.stderr)
     await agent.idle()  # the turn's messages are embedded after the answer (milliseconds)
     if services.summary_scheduler is not None:
         # A summary the turn triggered can take minutes on a small CPU; what it

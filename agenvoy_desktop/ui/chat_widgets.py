@@ -49,6 +49,8 @@ ARGS_SUMMARY_CHARS = 60
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 FLASH_MS = 1600
 NO_TEXT = "The model returned no text."
+INTERRUPTED_MARK = "Answer interrupted — what was written so far is kept."
+STOPPED_EMPTY_MARK = "Stopped before the answer's first word — Regenerate asks again."
 
 
 def flash(widget: QWidget) -> None:
@@ -112,7 +114,7 @@ class ChatBubble(QFrame):
         self.header.setMinimumHeight(row_height())  # the row appearing on hover: no jump
         self.view = MarkdownView(links=links)
         self.mark = WrappingLabel()
-        self.mark.setText("Answer interrupted — what was written so far is kept.")
+        self.mark.setText(INTERRUPTED_MARK)
         self.mark.setObjectName("InterruptedMark")
         self.mark.hide()
         self._top = QHBoxLayout()
@@ -174,8 +176,8 @@ class ChatBubble(QFrame):
             f"{ROLE_NAMES.get(self.role, self.role)} · {format_local(message.time_ns)}"
         )
         self.set_text(message.content)
-        self.set_interrupted(bool(message.extra.get("interrupted")))
         empty = not message.content.strip() and not message.extra.get("tool_calls")
+        self.set_interrupted(bool(message.extra.get("interrupted")), empty=empty)
         if self.role == "assistant" and empty and not self.interrupted:
             self.show_problem(NO_TEXT)
         else:
@@ -183,8 +185,11 @@ class ChatBubble(QFrame):
         if self._row is not None:
             self._row.set_state(enabled=self._actions_enabled, saved=True)
 
-    def set_interrupted(self, interrupted: bool) -> None:
+    def set_interrupted(self, interrupted: bool, *, empty: bool = False) -> None:
+        """Mark a stopped answer; one stopped before its first word says so (it is kept,
+        empty, so the question shows as unanswered and Regenerate can ask again)."""
         self.interrupted = interrupted
+        self.mark.setText(STOPPED_EMPTY_MARK if empty else INTERRUPTED_MARK)
         self.mark.setVisible(interrupted)
 
     def show_problem(self, text: str) -> None:

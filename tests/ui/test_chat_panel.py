@@ -157,6 +157,30 @@ def test_escape_stops_and_the_answer_is_marked_interrupted(
     assert not window.stop_action.isEnabled()
 
 
+def test_an_answer_stopped_before_its_first_word_says_so(
+    qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
+) -> None:
+    """Kept, empty, so the question shows as unanswered; the mark does not speak of what
+    "was written so far" when nothing was."""
+    model = ScriptedChatModel([[WAIT, "never"]])
+    services = make_services(model)
+    window = make_window(services)
+    type_and_send(qtbot, window, "tell me more")
+    qtbot.waitUntil(model.waiting.is_set)
+    qtbot.keyClick(window.chat.composer, Qt.Key.Key_Escape)
+    model.gate.set()
+    qtbot.waitUntil(lambda: not window.chat.busy)
+    stored = history(services, window.session_id or "")
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[-1].content == ""
+    assert stored[-1].extra.get("interrupted") is True
+    window.select_session(window.session_id)  # drawn again from the store
+    qtbot.waitUntil(lambda: bool(window.chat.bubbles()) and window.chat.bubbles()[-1].interrupted)
+    answer = window.chat.bubbles()[-1]
+    assert answer.mark.text() == chat_widgets.STOPPED_EMPTY_MARK
+    assert not answer.problem_text
+
+
 def test_a_model_that_ignores_stop_is_cancelled_after_the_grace_period(
     qtbot: QtBot,
     make_window: WindowFactory,

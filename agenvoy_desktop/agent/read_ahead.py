@@ -42,6 +42,7 @@ from agenvoy_desktop.core.store import MemoryStore
 __all__ = [
     "DRAFT_MESSAGE_ID",
     "ForgetsPrompts",
+    "ForgetsTexts",
     "PromptStart",
     "ReadsAhead",
     "next_prompt_start",
@@ -72,6 +73,14 @@ class ForgetsPrompts(Protocol):
     delete (``AppServices.forget_prompts``).  Queues the work and returns at once."""
 
     def forget_prompts(self) -> object: ...
+
+
+@runtime_checkable
+class ForgetsTexts(Protocol):
+    """An embedding model that keeps the last text it embedded in its cells and buffers
+    (the local embedder) and can zero them, at the same moments as :class:`ForgetsPrompts`."""
+
+    def forget_texts(self) -> object: ...
 
 
 class PromptStart:

@@ -29,7 +29,7 @@ from agenvoy_desktop.agent.document_recall import find_passages
 from agenvoy_desktop.agent.document_recall import floor_for as document_floor_for
 from agenvoy_desktop.agent.document_tools import DocumentLibrary, document_tools
 from agenvoy_desktop.agent.error_tools import ErrorMemoryHints, error_tools
-from agenvoy_desktop.agent.read_ahead import ForgetsPrompts, PromptStart
+from agenvoy_desktop.agent.read_ahead import ForgetsPrompts, ForgetsTexts, PromptStart
 from agenvoy_desktop.agent.recall import floor_for
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
@@ -377,12 +377,15 @@ class AppServices:
 
     def forget_prompts(self) -> None:
         """A reset, a remove or a message delete has run: the chat model forgets every
-        prompt it read (its KV cache and saved states, a read-ahead), so none of the
-        text stays in memory.  Queued behind the model's running call; returns at once.
-        A model that keeps nothing of the kind (a server, a test double) is left alone.
+        prompt it read (its KV cache and saved states, a read-ahead), and the embedding
+        model the last text it embedded, so none of the text stays in memory.  Queued
+        behind each model's running call; returns at once.  A model that keeps nothing
+        of the kind (a server, a test double) is left alone.
         The next prompt's start, read from the store as it is now, is read ahead again
         behind the forgetting (it was part of what was forgotten), so the next turn does
         not read its whole prompt after Enter."""
+        if isinstance(self.embedder, ForgetsTexts):
+            self.embedder.forget_texts()
         model = self.chat_model
         if isinstance(model, ForgetsPrompts):
             model.forget_prompts()

@@ -418,6 +418,14 @@ class _EmbeddingModel:
                 raise EmbedderError(f"{self.path}: no pooled embedding for sequence {i}")
             ctypes.memmove(base + i * row_bytes, ptr, row_bytes)
 
+    def forget_texts(self) -> None:
+        """Zero the last batch's cells and token buffers: each text clears the cells
+        before it, but the last one's stay until the next (see :meth:`Embedder.forget_texts`)."""
+        if self._memory:
+            llama_cpp.llama_memory_clear(self._memory, True)
+        self._tokens.fill(0)
+        self._tok_buf.fill(0)
+
     def close(self) -> None:
         if self._ctx is not None:
             llama_cpp.llama_free(self._ctx)
@@ -501,6 +509,12 @@ class Embedder:
     async def aembed(self, texts: Sequence[str]) -> FloatArray:
         """Like :meth:`embed`, awaited without blocking the event loop."""
         return await asyncio.wrap_future(self.submit(texts))
+
+    def forget_texts(self) -> concurrent.futures.Future[None]:
+        """A reset, a remove or a message delete has run: the model's cells and token
+        buffers, which still hold the last text embedded, are zeroed.  Queued behind a
+        running batch; a model not loaded yet is not loaded for it."""
+        return self._worker.submit_if_loaded(lambda model: model.forget_texts())
 
     def close(self) -> None:
         """Stop the worker (queued, not yet started jobs are cancelled) and free the model."""

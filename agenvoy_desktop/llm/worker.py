@@ -59,6 +59,20 @@ class ModelWorker(Generic[_M]):
                 raise ModelClosedError(self._closed_message)
             return self._pool.submit(self._run, job, check)
 
+    def submit_if_loaded(self, job: Callable[[_M], object]) -> concurrent.futures.Future[None]:
+        """Queue *job* for the model only if it is loaded by then (clearing what a model
+        holds need not load one); nothing once the worker is closed."""
+        with self._lock:
+            if self.closed:
+                done: concurrent.futures.Future[None] = concurrent.futures.Future()
+                done.set_result(None)
+                return done
+            return self._pool.submit(self._run_if_loaded, job)
+
+    def _run_if_loaded(self, job: Callable[[_M], object]) -> None:
+        if self.model is not None:
+            job(self.model)
+
     def _run(self, job: Callable[[_M], _T], check: Callable[[], None] | None) -> _T:
         if check is not None:
             check()

@@ -261,6 +261,21 @@ def test_forget_prompts_asks_a_model_that_can_and_leaves_others_alone(
     assert model.forgets == 1
 
 
+class _ForgettingEmbedder:
+    def __init__(self) -> None:
+        self.forgets = 0
+
+    def forget_texts(self) -> None:
+        self.forgets += 1
+
+
+def test_forget_prompts_asks_the_embedding_model_too(services: AppServices) -> None:
+    embedder = _ForgettingEmbedder()
+    services.embedder = embedder  # type: ignore[assignment]
+    services.forget_prompts()
+    assert embedder.forgets == 1
+
+
 def test_what_was_forgotten_is_read_ahead_again_from_the_store_as_it_is(
     services: AppServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -323,6 +323,31 @@ def test_model_loads_lazily_on_the_worker(
     assert threads[0] != threading.current_thread().name
 
 
+def test_forget_texts_zeroes_the_last_text_and_loads_nothing(
+    minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[int] = []
+    real_model = embedder_module._EmbeddingModel
+
+    def counting(*args: Any) -> Any:
+        loads.append(1)
+        return real_model(*args)
+
+    monkeypatch.setattr(embedder_module, "_EmbeddingModel", counting)
+    with Embedder(minilm_gguf, n_threads=1) as emb:
+        emb.forget_texts().result(timeout=30)
+        assert loads == []  # nothing loaded just to be cleared
+        before = emb.embed(["my bike lock code is 4721"])
+        held = emb._run(lambda model: int(np.count_nonzero(model._tokens))).result()
+        assert held > 0
+        emb.forget_texts().result(timeout=30)
+        zeroed = emb._run(lambda model: int(np.count_nonzero(model._tokens))).result()
+        assert zeroed == 0
+        np.testing.assert_allclose(emb.embed(["my bike lock code is 4721"]), before, atol=1e-5)
+    assert loads == [1]
+    emb.forget_texts().result(timeout=30)  # closed: nothing to do, no error
+
+
 def test_close_is_idempotent(minilm_gguf: Path) -> None:
     emb = Embedder(minilm_gguf)
     assert emb.embed(["x"]).shape == (1, DIM)

@@ -19,7 +19,10 @@ of the folder but the session's settings (and the summary's, when it
 stays), a title made from the messages, the timeline's events (but the
 summary's, when it stays); the archive zeroes what it frees, merges its
 full-text index and empties its write-ahead log
-(:meth:`Archive.delete_session_rows`).
+(:meth:`Archive.delete_session_rows`).  The archive copies the app set aside
+earlier (upgrade backups, damaged archives) lose the session too, in the same
+journaled operation (:mod:`set_aside_copies`); one that cannot be read is
+reported (:class:`CopiesReport`), never a reason for the operation to fail.
 
 Message actions (delete, edit, regenerate, fork) journal themselves the same
 way (:mod:`message_edit`); :func:`finish_pending` rolls them forward too.
@@ -41,6 +44,7 @@ from agenvoy_desktop.core.journal import ops_dir
 from agenvoy_desktop.core.locks import StoreBusyError
 from agenvoy_desktop.core.quoted_histories import withdraw_from_histories
 from agenvoy_desktop.core.session_settings import SETTINGS_FILE, keep_title
+from agenvoy_desktop.core.set_aside_copies import CopiesReport, take_session_out
 from agenvoy_desktop.core.store import MemoryStore, check_session_id
 from agenvoy_desktop.core.summary import LOG_FILE, META_FILE, PREVIOUS_FILE, SUMMARY_FILE
 
@@ -63,55 +67,71 @@ KEPT_BY_RESET = (SETTINGS_FILE, SUMMARIZER_LOCK)
 __all__ = ["finish_pending", "ops_dir", "remove_session", "reset_session", "run_operation"]
 
 
-def reset_session(store: MemoryStore, session_id: str, *, clear_summary: bool = False) -> None:
+def reset_session(
+    store: MemoryStore, session_id: str, *, clear_summary: bool = False
+) -> CopiesReport:
     """Clear history, vectors and archive of a session; keep its summary unless *clear_summary*.
 
     The summary stays by default: it is what a person resets for, to go on
-    from the gist without the transcript.
+    from the gist without the transcript.  Returns what became of the copies
+    set aside earlier (:func:`~set_aside_copies.take_session_out`).
     """
     with store.locked(session_id, "reset"):
-        run_operation(store, "reset", store.require(session_id), clear_summary=clear_summary)
+        return run_operation(store, "reset", store.require(session_id), clear_summary=clear_summary)
 
 
-def remove_session(store: MemoryStore, session_id: str) -> None:
-    """Delete a session entirely (folder, archive rows, vectors, summary)."""
+def remove_session(store: MemoryStore, session_id: str) -> CopiesReport:
+    """Delete a session entirely (folder, archive rows, vectors, summary, and its rows in
+    the copies set aside earlier: see the returned report)."""
     with store.locked(session_id, "remove"):
-        run_operation(store, "remove", store.require(session_id))
+        return run_operation(store, "remove", store.require(session_id))
 
 
 def run_operation(
     store: MemoryStore, op: Operation, session_id: str, *, clear_summary: bool = False
-) -> None:
+) -> CopiesReport:
     """Journal, perform and close one reset/remove; the caller holds the session's lock."""
     journal = ops_dir(store) / f"{session_id}.json"
     entry = {"op": op, "session_id": session_id, "time_ns": store.clock()}
     if clear_summary:
         entry["clear_summary"] = True
     atomic_write_text(journal, json.dumps(entry))
-    _perform(store, op, session_id, clear_summary=clear_summary)
+    report = _perform(store, op, session_id, clear_summary=clear_summary)
     journal.unlink(missing_ok=True)
     fsync_dir(journal.parent)
+    return report
 
 
 def _perform(
     store: MemoryStore, op: Operation, session_id: str, *, clear_summary: bool = False
-) -> None:
+) -> CopiesReport:
     folder = store.folder(session_id)
     store.forget_cached(session_id)
     # Other sessions' stored search results quoting these messages lose those lines:
     # the files here, the archive rows in the transaction that deletes.
     withdraw_from_histories(store, store.archive.gone(session_id))
     if op == "remove":
-        trash = folder.with_name(TRASH_PREFIX + session_id)
-        if folder.exists():
-            if trash.exists():
-                shutil.rmtree(trash)
-            folder.replace(trash)
-            fsync_dir(folder.parent)
-        store.archive.delete_session_rows(session_id, drop_session=True)
-        shutil.rmtree(trash, ignore_errors=True)
-        log.info("removed session %s", session_id)
-        return
+        _remove(store, session_id, folder)
+    else:
+        _reset(store, session_id, folder, clear_summary=clear_summary)
+    # Last, the upgrade backups and damaged archives the app set aside: a copy that
+    # cannot be read is reported, and never fails the operation.
+    return take_session_out(store.paths, session_id)
+
+
+def _remove(store: MemoryStore, session_id: str, folder: Path) -> None:
+    trash = folder.with_name(TRASH_PREFIX + session_id)
+    if folder.exists():
+        if trash.exists():
+            shutil.rmtree(trash)
+        folder.replace(trash)
+        fsync_dir(folder.parent)
+    store.archive.delete_session_rows(session_id, drop_session=True)
+    shutil.rmtree(trash, ignore_errors=True)
+    log.info("removed session %s", session_id)
+
+
+def _reset(store: MemoryStore, session_id: str, folder: Path, *, clear_summary: bool) -> None:
     kept_events = frozenset() if clear_summary else SUMMARY_EVENTS
     store.archive.delete_session_rows(session_id, drop_session=False, keep_events=kept_events)
     store.archive.ensure_session(session_id, store.clock())

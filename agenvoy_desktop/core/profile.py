@@ -188,9 +188,10 @@ def copies_kept_aside(paths: AppPaths) -> list[Path]:
     backups (``config/backups/…``) and archives set aside as damaged
     (``archive.sqlite3.damaged-…``).
 
-    They exist so that nothing is lost to an upgrade or a damaged file, and a
-    reset or remove does not change them: they may still hold what it cleared.
-    Listed so the person can be told, and delete them if they must go too.
+    They exist so that nothing is lost to an upgrade or a damaged file; a
+    reset or remove takes its session out of the archives among them
+    (:mod:`~agenvoy_desktop.core.set_aside_copies`), and names those it
+    could not read, for the person to delete.
     """
     backups = paths.config_dir / BACKUPS_DIR
     kept = sorted(p for p in backups.iterdir() if p.is_dir()) if backups.is_dir() else []

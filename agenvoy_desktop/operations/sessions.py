@@ -20,6 +20,7 @@ from agenvoy_desktop.core.archive import first_title
 from agenvoy_desktop.core.export import ExportFormat, write_export
 from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.session_settings import keep_title
+from agenvoy_desktop.core.set_aside_copies import CopiesReport
 from agenvoy_desktop.core.store import (
     Cancelled,
     MemoryStore,
@@ -235,21 +236,24 @@ def auto_title(store: MemoryStore, session_id: str) -> Changed[str | None]:
 
 def reset_session(
     store: MemoryStore, session_id: str, *, clear_summary: bool = False
-) -> MemoryChanges:
+) -> Changed[CopiesReport]:
     """Clear the session's messages, vectors, archive rows and everything made from them.
 
     Its summary stays unless *clear_summary*; a title made from its messages
     goes (one the person typed stays).  No copy of the text is left in the
-    profile's files (:mod:`~agenvoy_desktop.core.lifecycle`).
+    profile's files (:mod:`~agenvoy_desktop.core.lifecycle`) but in an archive
+    copy set aside earlier that could not be read: the value names those
+    (:attr:`CopiesReport.not_cleaned`), for the person to delete.
     """
-    lifecycle.reset_session(store, session_id, clear_summary=clear_summary)
-    return session_changes(session_id)
+    report = lifecycle.reset_session(store, session_id, clear_summary=clear_summary)
+    return Changed(report, session_changes(session_id))
 
 
-def remove_session(store: MemoryStore, session_id: str) -> MemoryChanges:
-    """Delete the session and everything remembered of it, leaving no copy in the profile."""
-    lifecycle.remove_session(store, session_id)
-    return session_changes(session_id)
+def remove_session(store: MemoryStore, session_id: str) -> Changed[CopiesReport]:
+    """Delete the session and everything remembered of it, leaving no copy in the profile
+    (but in the unreadable copies the value names, as for :func:`reset_session`)."""
+    report = lifecycle.remove_session(store, session_id)
+    return Changed(report, session_changes(session_id))
 
 
 def import_conversation(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -38,7 +39,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.core.errors import is_known
 from agenvoy_desktop.core.search import Withheld
-from agenvoy_desktop.operations.changes import MemoryChanges
+from agenvoy_desktop.operations.changes import Changed
 from agenvoy_desktop.operations.sessions import remove_session, reset_session
 from agenvoy_desktop.ui.async_runner import AsyncRunner
 
@@ -61,6 +62,9 @@ class PendingOp:
     """The message a ``delete_message`` deletes."""
     clear_summary: bool = False
     """A ``reset`` that clears the session's summary too (the user chose it)."""
+    not_cleaned: tuple[Path, ...] = ()
+    """Once a reset or remove ran: the archive copies set aside earlier that could not be
+    read, so the session could not be taken out of them (:mod:`core.set_aside_copies`)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     """Set once the store work ended (done or failed): what :meth:`PendingOps.flush` awaits."""
 
@@ -240,7 +244,7 @@ class PendingOps(QObject):
 
     async def _perform(self, op: PendingOp) -> None:
         try:
-            changes = await self.services.storage.run(self._action, op)
+            done = await self.services.storage.run(self._action, op)
         except Exception as exc:  # the window shows it; the session comes back
             op.state = "failed"
             self._ops.pop(op.key, None)
@@ -250,23 +254,27 @@ class PendingOps(QObject):
             self.changed.emit()
             return
         op.state = "done"
+        op.not_cleaned = done.value
         if op.message_id is not None:
             self._deleted.add(op.message_id)
         if self._ops.get(op.key) is op:
             del self._ops[op.key]
         log.info("%s of %s done", op.kind, op.key)
         self.services.forget_prompts()  # before a turn that waited for it queues its prompt
-        self.runner.broadcast(changes)
+        self.runner.broadcast(done.changes)
         self.executed.emit(op)
 
-    def _action(self, op: PendingOp) -> MemoryChanges:
-        """Storage thread: the operation itself."""
+    def _action(self, op: PendingOp) -> Changed[tuple[Path, ...]]:
+        """Storage thread: the operation itself; the value names the copies set aside
+        that it could not clean (a reset or remove)."""
         store = self.services.store
-        if op.kind == "reset":
-            return reset_session(store, op.session_id, clear_summary=op.clear_summary)
-        if op.kind == "remove":
-            return remove_session(store, op.session_id)
+        if op.kind in ("reset", "remove"):
+            if op.kind == "reset":
+                ran = reset_session(store, op.session_id, clear_summary=op.clear_summary)
+            else:
+                ran = remove_session(store, op.session_id)
+            return Changed(ran.value.not_cleaned, ran.changes)
         from agenvoy_desktop.operations.messages import delete_message
 
         assert op.message_id is not None
-        return delete_message(store, op.session_id, op.message_id)
+        return Changed((), delete_message(store, op.session_id, op.message_id))

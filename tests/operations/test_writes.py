@@ -52,9 +52,10 @@ def test_reset_and_remove_change_everything_of_the_session(store: MemoryStore) -
     sid = store.create_session("Notes")
     store.append(sid, conversation(["my bike lock code is 4721", "noted"]))
     reset = session_ops.reset_session(store, sid)
-    assert reset.affects(sid, "messages", "vectors", "timeline", "sessions")
+    assert reset.changes.affects(sid, "messages", "vectors", "timeline", "sessions")
+    assert reset.value.not_cleaned == ()  # no copy set aside that could not be cleaned
     assert store.archive.count(sid) == 0
-    removed = session_ops.remove_session(store, sid)
+    removed = session_ops.remove_session(store, sid).changes
     assert removed.sessions
     assert removed.session_id == sid
     assert session_ops.list_sessions(store) == []

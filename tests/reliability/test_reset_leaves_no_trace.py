@@ -8,7 +8,9 @@ results listed the ids they quote; a summary, and the
 copy of it kept from before the last pass, when the reset clears it) must be gone from
 every file of the profile after the operation: the archive and its
 write-ahead log, the full-text index's segments, SQLite's free pages, the
-session folder, leftovers such as a set-aside history file, and the app's log.
+session folder, leftovers such as a set-aside history file, and the app's log;
+also from the archive copies the app set aside earlier, an upgrade backup of
+an older schema and a damaged archive SQLite still reads (with its log).
 Every other session keeps its messages, title and search hits.
 """
 
@@ -42,6 +44,7 @@ from agenvoy_desktop.operations import sessions as session_ops
 from agenvoy_desktop.paths import AppPaths
 from tests.conftest import SECOND, T0, FakeClock, msg
 from tests.fakes import HashingEmbedder
+from tests.set_aside import damaged_copy, upgrade_backup
 
 SECRET = "quokkalock4721"
 """The planted secret: one token, found nowhere else (not even by chance in a binary file)."""
@@ -218,12 +221,25 @@ def _assert_secret_gone(store: MemoryStore) -> None:
 Operation = Callable[[MemoryStore, str], Any]
 
 
-def _check(paths: AppPaths, operate: Operation, *, removed: bool, legacy: bool = False) -> None:
-    """Plant, *operate*, then look for the secret in every file, app running and closed."""
+def _check(
+    paths: AppPaths,
+    operate: Operation,
+    *,
+    removed: bool,
+    legacy: bool = False,
+    set_aside: bool = False,
+) -> None:
+    """Plant, *operate*, then look for the secret in every file, app running and closed.
+
+    *set_aside*: the profile also holds copies of the archive the app set
+    aside after the secret was planted (:func:`_plant_set_aside`).
+    """
     store = open_memory(paths, HashingEmbedder(dim=32), clock=FakeClock())
     sid, other = _plant(store, legacy=legacy)
     if removed:  # a reset keeps the summary by design; a remove takes it and its copies
         _plant_in_previous_summary(store.folder(sid))
+    if set_aside:
+        _plant_set_aside(paths)
     assert _traces(paths.config_dir)  # the check itself sees the secret before
     operate(store, sid)
     assert store.exists(sid) is not removed
@@ -240,6 +256,23 @@ def _check(paths: AppPaths, operate: Operation, *, removed: bool, legacy: bool =
     finally:
         reopened.close()
     _assert_no_trace(paths)
+
+
+def _plant_set_aside(paths: AppPaths) -> None:
+    """An upgrade backup (the archive of schema 4, as profile.back_up copies it) and a
+    damaged archive SQLite still reads (with its write-ahead log), both holding the secret."""
+    for copy in (upgrade_backup(paths), damaged_copy(paths)):
+        held = [p for p in copy.parent.glob(copy.name + "*") if SECRET.encode() in p.read_bytes()]
+        assert held, copy
+
+
+@pytest.mark.parametrize("removed", [False, True], ids=["reset", "remove"])
+def test_the_copies_set_aside_earlier_keep_no_trace(
+    paths: AppPaths, app_log: Path, removed: bool
+) -> None:
+    """An upgrade backup and a damaged archive lose the session (and others' quotes of it)."""
+    operate = session_ops.remove_session if removed else session_ops.reset_session
+    _check(paths, operate, removed=removed, set_aside=True)
 
 
 def test_reset_leaves_no_trace(paths: AppPaths, app_log: Path) -> None:
@@ -361,9 +394,10 @@ def test_remove_through_the_undo_window_leaves_no_trace(
         qtbot.waitUntil(lambda: bool(started), timeout=10_000)  # the window passed
         asyncio.run(started.pop())
         assert op.state == "done"
+        assert op.not_cleaned == ()  # every copy set aside was read and cleaned
         ops.deleteLater()
 
-    _check(paths, remove_after_the_window, removed=True)
+    _check(paths, remove_after_the_window, removed=True, set_aside=True)
 
 
 def test_the_lock_name_a_reset_keeps_is_the_summarizers() -> None:

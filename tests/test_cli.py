@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from agenvoy_desktop.cli import common
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import archive_counts, write_json
 from tests.fakes import HashingEmbedder
+from tests.set_aside import garbage_copy, upgrade_backup
 
 ROWS = [
     {"role": "user", "content": "we should book a hotel in Kyoto", "id": "r1",
@@ -222,28 +224,49 @@ def test_reset_and_remove(
     assert archive_counts(paths)["messages"] == 0
 
 
-def test_reset_and_remove_name_the_copies_set_aside_that_they_leave(
+def test_reset_and_remove_name_only_the_copies_set_aside_they_could_not_clean(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, data_dir: Path, paths: AppPaths
 ) -> None:
-    """A reset or remove does not change an upgrade backup or a damaged archive kept aside:
-    the person is told which may still hold the words, and nothing is said without one."""
+    """An upgrade backup loses the session without a word; a damaged archive SQLite cannot
+    read is named, with the option that deletes it (remove's too, once the session is gone)."""
     _import(capsys, data_dir, _jsonl(tmp_path, ROWS), "--session", "a")
     _import(capsys, data_dir, _jsonl(tmp_path, ROWS), "--session", "b")
     code, _out, err = run(capsys, data_dir, "reset", "a")
     assert code == 0
     assert "set aside" not in err
-    backup = paths.config_dir / "backups" / "20261201T000000Z-format-3-to-4"
-    backup.mkdir(parents=True)
-    damaged = paths.archive_db.with_name(f"{paths.archive_db.name}.damaged-20261202T000000Z")
-    damaged.write_bytes(b"SQLite format 3\x00")
+    backup = upgrade_backup(paths)
+    garbage = garbage_copy(paths)
     code, out, err = run(capsys, data_dir, "remove", "b")
     assert code == 0
     assert out.strip() == "removed b"
-    assert "2 older copies the app set aside" in err
-    assert str(backup) in err
-    assert str(damaged) in err
-    assert backup.is_dir()  # told, never deleted
-    assert damaged.exists()
+    assert "1 older copy of the archive the app set aside could not be read" in err
+    assert str(garbage) in err
+    assert "--delete-unreadable-copies deletes it" in err
+    assert str(backup) not in err  # cleaned: nothing of b is left in it
+    assert _session_rows(backup, "b") == 0
+    assert garbage.exists()  # named, not deleted unless asked
+    code, out, err = run(capsys, data_dir, "remove", "b", "--delete-unreadable-copies")
+    assert code == 0
+    assert "no session b left to remove" in out
+    assert "deleted 1 copy" in err
+    assert str(garbage) in err
+    assert not garbage.exists()
+    again = garbage_copy(paths, "20261205T000000Z")
+    code, out, err = run(capsys, data_dir, "reset", "a", "--delete-unreadable-copies")
+    assert code == 0
+    assert out.strip() == "reset a"
+    assert str(again) in err
+    assert not again.exists()
+    assert backup.exists()
+
+
+def _session_rows(archive: Path, session_id: str) -> int:
+    db = sqlite3.connect(archive)
+    try:
+        query = "SELECT count(*) FROM messages WHERE session_id = ?"
+        return int(db.execute(query, (session_id,)).fetchone()[0])
+    finally:
+        db.close()
 
 
 def test_doctor(

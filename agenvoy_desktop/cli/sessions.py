@@ -10,7 +10,9 @@ import argparse
 import dataclasses
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agenvoy_desktop.cli.common import (
@@ -22,8 +24,8 @@ from agenvoy_desktop.cli.common import (
     profile_options,
 )
 from agenvoy_desktop.cli.safe_text import shown, shown_line
-from agenvoy_desktop.core.profile import copies_kept_aside
 from agenvoy_desktop.core.session_settings import SessionSettings
+from agenvoy_desktop.core.set_aside_copies import delete_copies, take_session_out
 from agenvoy_desktop.core.store import SessionInfo, check_session_id
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.operations import session_settings as settings_ops
@@ -54,7 +56,16 @@ def register(add: AddCommand) -> None:
         action="store_true",
         help="clear the session's rolling summary too (the window's Reset, Summary Too)",
     )
-    add("remove", cmd_remove, "delete a session and everything of it").add_argument("session_id")
+    remove = add("remove", cmd_remove, "delete a session and everything of it")
+    remove.add_argument("session_id")
+    for parser in (reset, remove):
+        parser.add_argument(
+            f"--{DELETE_FLAG}",
+            action="store_true",
+            help="delete the copies of the archive the app set aside earlier (upgrade backups, "
+            "damaged archives) that could not be read, so the session could not be taken "
+            "out of them",
+        )
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -102,35 +113,55 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+DELETE_FLAG = "delete-unreadable-copies"
+
+
 def cmd_reset(args: argparse.Namespace) -> int:
     with open_store(args, embed=False) as store:
-        session_ops.reset_session(store, args.session_id, clear_summary=args.clear_summary)
-        _tell_copies_kept_aside(store.paths)
+        done = session_ops.reset_session(store, args.session_id, clear_summary=args.clear_summary)
+        _settle_copies(store.paths, done.value.not_cleaned, delete=args.delete_unreadable_copies)
     print(f"reset {args.session_id}{' and its summary' if args.clear_summary else ''}")
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    sid = check_session_id(args.session_id)
     with open_store(args, embed=False) as store:
-        session_ops.remove_session(store, args.session_id)
-        _tell_copies_kept_aside(store.paths)
-    print(f"removed {args.session_id}")
+        if args.delete_unreadable_copies and not store.exists(sid):
+            # Removed already, and told which copies it could not clean: they go now.
+            left = take_session_out(store.paths, sid).not_cleaned
+            _settle_copies(store.paths, left, delete=True)
+            print(f"no session {sid} left to remove; the copies set aside were looked at")
+            return 0
+        done = session_ops.remove_session(store, sid)
+        _settle_copies(store.paths, done.value.not_cleaned, delete=args.delete_unreadable_copies)
+    print(f"removed {sid}")
     return 0
 
 
-def _tell_copies_kept_aside(paths: AppPaths) -> None:
-    """Say (stderr) which copies the app set aside earlier may still hold the words just
-    cleared: a reset or remove does not change them (:func:`profile.copies_kept_aside`)."""
-    copies = copies_kept_aside(paths)
-    if copies:
-        listed = "\n".join(f"  {shown_line(str(path))}" for path in copies)
+def _settle_copies(paths: AppPaths, copies: Sequence[Path], *, delete: bool) -> None:
+    """The archive copies set aside earlier that a reset or remove could not clean (they
+    could not be read, so they may still hold the words): deleted when asked, else named
+    on stderr with the option that deletes them.  Copies it cleaned are not mentioned."""
+    if not copies:
+        return
+    one = len(copies) == 1
+    if delete:
+        deleted = delete_copies(paths, copies)
+        listed = "\n".join(f"  {shown_line(str(path))}" for path in deleted)
         print(
-            f"note: {len(copies)} older cop{'y' if len(copies) == 1 else 'ies'} the app set "
-            "aside (a backup before a format upgrade, a damaged archive) may still hold "
-            f"these words; delete {'it' if len(copies) == 1 else 'them'} by hand if they "
-            f"must go too:\n{listed}",
+            f"deleted {len(deleted)} cop{'y' if len(deleted) == 1 else 'ies'} of the archive "
+            f"the app set aside earlier that could not be read:\n{listed}",
             file=sys.stderr,
         )
+        return
+    listed = "\n".join(f"  {shown_line(str(path))}" for path in copies)
+    print(
+        f"note: {len(copies)} older cop{'y' if one else 'ies'} of the archive the app set "
+        f"aside could not be read, so these words may still be in {'it' if one else 'them'}"
+        f"; --{DELETE_FLAG} deletes {'it' if one else 'them'}:\n{listed}",
+        file=sys.stderr,
+    )
 
 
 # -- a session's settings ------------------------------------------------------------

@@ -26,7 +26,7 @@ from agenvoy_desktop.core.import_formats.discover import FoundHistory
 from agenvoy_desktop.core.import_formats.discover import find_histories as discover_histories
 from agenvoy_desktop.core.importers import ImportFormatError
 from agenvoy_desktop.core.messages import message_limit
-from agenvoy_desktop.core.profile import copies_kept_aside
+from agenvoy_desktop.core.set_aside_copies import delete_copies
 from agenvoy_desktop.core.store import ImportCount
 from agenvoy_desktop.operations.bulk_import import (
     ImportPlan,
@@ -204,24 +204,62 @@ class SessionActions(QObject):
         w = self.window  # the list and the other panels reload from the broadcast
         if op.kind == "reset" and op.session_id == w.session_id:
             w.select_session(op.session_id)
-        if op.kind in ("reset", "remove"):
-            self._tell_copies_kept_aside(op)
+        if op.not_cleaned:
+            self._tell_copies_not_cleaned(op)
 
-    def _tell_copies_kept_aside(self, op: PendingOp) -> None:
-        """Say so when copies the app set aside earlier (an upgrade backup, a damaged
-        archive) may still hold what *op* cleared: it does not change them
-        (:func:`~agenvoy_desktop.core.profile.copies_kept_aside`); the folder is one click
-        away, the copies are the person's to delete."""
+    def _tell_copies_not_cleaned(self, op: PendingOp) -> None:
+        """Say so when archive copies the app set aside earlier could not be read, so *op*
+        could not take the session out of them (:mod:`~agenvoy_desktop.core.set_aside_copies`;
+        the copies it cleaned are not worth a word): they may still hold what it said.
+        Deleting them is one click and a confirmation away; the folder, one click."""
         w = self.window
-        copies = copies_kept_aside(w.services.paths)
-        if not copies:
-            return
-        count = f"{len(copies)} older cop{'y' if len(copies) == 1 else 'ies'}"
+        copies = op.not_cleaned
+        one = len(copies) == 1
         w.toasts.show_toast(
-            f"{count} the app set aside (a backup before an upgrade, a damaged archive) "
-            f"may still hold what “{op.title}” said. Delete {'it' if len(copies) == 1 else 'them'} "
-            "by hand if it must go too.",
-            [("Show folder", w.open_data_folder)],
+            f"{len(copies)} older cop{'y' if one else 'ies'} of the archive the app set aside "
+            f"could not be read, so what “{op.title}” said may still be in "
+            f"{'it' if one else 'them'}.",
+            [
+                ("Delete them", lambda: self.ask_delete_copies(copies)),
+                ("Show folder", w.open_data_folder),
+            ],
+        )
+
+    def ask_delete_copies(self, copies: tuple[Path, ...]) -> QMessageBox:
+        """Ask before deleting *copies*, naming each file (a delete cannot be undone)."""
+        one = len(copies) == 1
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Delete the copies?",
+            f"Delete {'this copy' if one else f'these {len(copies)} copies'} of the archive "
+            "the app set aside earlier?\n\n" + "\n".join(str(path) for path in copies),
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self._dialog_parent,
+        )
+        box.setInformativeText(
+            f"{'It' if one else 'They'} could not be read, so the words could not be taken "
+            f"out. Deleting {'it' if one else 'them'} cannot be undone."
+        )
+        box.button(QMessageBox.StandardButton.Yes).setText("Delete")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.accepted.connect(lambda: self._delete_copies(copies))
+        self.last_question = box
+        box.open()
+        return box
+
+    def _delete_copies(self, copies: tuple[Path, ...]) -> Operation:
+        """Delete on the storage thread, behind any reset still cleaning the same copies."""
+        w = self.window
+
+        def done(deleted: list[Path]) -> None:
+            count = f"{len(deleted)} cop{'y' if len(deleted) == 1 else 'ies'}"
+            w.show_status(f"Deleted {count} the app set aside earlier.", 8000)
+
+        return w.runner.run(
+            w.services.storage.run(delete_copies, w.services.paths, copies),
+            what="delete the copies",
+            on_success=done,
         )
 
     def _on_op_failed(self, op: PendingOp, message: str) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
@@ -19,6 +21,7 @@ from agenvoy_desktop.ui.main_window import MainWindow
 from agenvoy_desktop.ui.toast import Toast
 from tests.conftest import conversation
 from tests.scripted_chat import ScriptedChatModel
+from tests.set_aside import garbage_copy, upgrade_backup
 from tests.ui.conftest import ServicesFactory, WindowFactory, run, seed
 
 TEXTS = ["remember the blue notebook", "noted", "and the red pen", "noted too"]
@@ -130,27 +133,47 @@ def test_remove_is_final_after_the_undo_window(
     assert archived(services, other) == 2
 
 
-def test_a_copy_set_aside_earlier_is_named_once_a_remove_ran(
+def test_a_copy_set_aside_that_could_not_be_cleaned_is_named_and_can_be_deleted(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:
-    """A backup made before a format upgrade is not changed by a remove: the person is told
-    it may still hold the words, with the folder one click away; nothing is said without."""
+    """An upgrade backup loses the reset session without a word; a damaged archive SQLite
+    cannot read is named once a remove ran, and "Delete them" asks, naming it, then
+    deletes it."""
     services, window, sid, other = setup(make_services, make_window, undo_ms=50)
+    backup = upgrade_backup(services.paths)
+    assert _rows_of(backup, sid) == len(TEXTS)
     with qtbot.waitSignal(window.pending.executed, timeout=5000):
         window.reset_action.trigger()
     qtbot.waitUntil(lambda: window.toasts.toasts() == [])  # the reset's toast went; no other
-    backup = services.paths.config_dir / "backups" / "20261201T000000Z-format-3-to-4"
-    backup.mkdir(parents=True)
+    assert _rows_of(backup, sid) == 0  # cleaned, so not worth a word
+    garbage = garbage_copy(services.paths)
     menu = window.sessions.menu_for(other)
     remove = next(a for a in menu.actions() if a.data() == "remove")
     with qtbot.waitSignal(window.pending.executed, timeout=5000):
         remove.trigger()
     qtbot.waitUntil(lambda: len(window.toasts.toasts()) == 1)
     told = toast(window)
-    assert "1 older copy the app set aside" in told.text()
+    assert "1 older copy of the archive the app set aside could not be read" in told.text()
     assert "Show folder" in told.buttons
-    assert backup.is_dir()  # told, never deleted
+    assert garbage.exists()  # named; deleted only when the person confirms
+    click(qtbot, told, "Delete them")
+    box = window.session_actions.last_question
+    assert box is not None
+    assert str(garbage) in box.text()
+    assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
+    qtbot.mouseClick(box.button(QMessageBox.StandardButton.Yes), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not garbage.exists())
+    assert backup.exists()
     assert sid in services.storage.run_sync(services.store.session_ids)
+
+
+def _rows_of(archive: Path, session_id: str) -> int:
+    db = sqlite3.connect(archive)
+    try:
+        query = "SELECT count(*) FROM messages WHERE session_id = ?"
+        return int(db.execute(query, (session_id,)).fetchone()[0])
+    finally:
+        db.close()
 
 
 def test_export_first_from_the_remove_toast(

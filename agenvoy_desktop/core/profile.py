@@ -166,12 +166,25 @@ def back_up(paths: AppPaths, label: str) -> Path:
         folder = root / f"{when}-{label}-{suffix}"
     folder.mkdir(parents=True)
     for path in migrated_files(paths):
-        target = folder / path.relative_to(paths.config_dir.parent)
+        target = folder / backup_name(paths, path)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
     log.info("backed up the profile's files before upgrading them: %s", folder)
     prune_backups(root)
     return folder
+
+
+def backup_name(paths: AppPaths, path: Path) -> Path:
+    """Where *path* goes inside a backup folder: ``config/…`` or ``data/…``.
+
+    The two folders need not share a parent (the default layout puts the
+    settings under ``~/.config`` and the models under ``~/.local/share``), so
+    each file is named from its own folder, as a profile folder names them.
+    """
+    for label, root in (("config", paths.config_dir), ("data", paths.data_dir)):
+        if path.is_relative_to(root):
+            return Path(label) / path.relative_to(root)
+    raise ValueError(f"{path} is in neither of the profile's folders")
 
 
 def prune_backups(root: Path, keep: int = KEEP_BACKUPS) -> list[Path]:

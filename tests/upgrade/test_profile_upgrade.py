@@ -115,6 +115,23 @@ def test_the_upgrade_migrates_backs_up_and_stamps(tmp_path: Path) -> None:
     assert len(list((paths.config_dir / "backups").iterdir())) == 1
 
 
+def test_the_backup_works_when_config_and_data_are_apart(tmp_path: Path) -> None:
+    """The default layout (``~/.config/…`` and ``~/.local/share/…``): the data folder is
+    not beside the config folder, and the model catalogue lives in it."""
+    release, _expected = copy_release(tmp_path)
+    paths = AppPaths(
+        config_dir=tmp_path / "dot-config" / "agenvoy-desktop",
+        data_dir=tmp_path / "local" / "share" / "agenvoy-desktop",
+    )
+    shutil.copytree(release.config_dir, paths.config_dir)
+    shutil.copytree(release.data_dir, paths.data_dir)
+    assert (paths.models_dir / "catalogue.json").is_file()
+    folder = prepare_profile(paths)
+    assert folder is not None
+    assert (folder / "config" / "memory" / "archive.sqlite3").is_file()
+    assert (folder / "data" / "models" / "catalogue.json").is_file()
+
+
 def test_only_the_newest_backups_are_kept(tmp_path: Path) -> None:
     paths, _expected = copy_release(tmp_path)
     for _ in range(KEEP_BACKUPS + 2):

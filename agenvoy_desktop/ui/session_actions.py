@@ -220,7 +220,7 @@ class SessionActions(QObject):
             f"could not be read, so what “{op.title}” said may still be in "
             f"{'it' if one else 'them'}.",
             [
-                ("Delete them", lambda: self.ask_delete_copies(copies)),
+                (f"Delete {'it' if one else 'them'}", lambda: self.ask_delete_copies(copies)),
                 ("Show folder", w.open_data_folder),
             ],
         )

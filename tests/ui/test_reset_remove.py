@@ -137,7 +137,7 @@ def test_a_copy_set_aside_that_could_not_be_cleaned_is_named_and_can_be_deleted(
     qtbot: QtBot, make_services: ServicesFactory, make_window: WindowFactory
 ) -> None:
     """An upgrade backup loses the reset session without a word; a damaged archive SQLite
-    cannot read is named once a remove ran, and "Delete them" asks, naming it, then
+    cannot read is named once a remove ran, and "Delete it" asks, naming it, then
     deletes it."""
     services, window, sid, other = setup(make_services, make_window, undo_ms=50)
     backup = upgrade_backup(services.paths)
@@ -156,7 +156,7 @@ def test_a_copy_set_aside_that_could_not_be_cleaned_is_named_and_can_be_deleted(
     assert "1 older copy of the archive the app set aside could not be read" in told.text()
     assert "Show folder" in told.buttons
     assert garbage.exists()  # named; deleted only when the person confirms
-    click(qtbot, told, "Delete them")
+    click(qtbot, told, "Delete it")
     box = window.session_actions.last_question
     assert box is not None
     assert str(garbage) in box.text()

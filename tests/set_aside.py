@@ -131,3 +131,13 @@ def garbage_copy(paths: AppPaths, stamp: str = "20261203T000000Z") -> Path:
     aside.parent.mkdir(parents=True, exist_ok=True)
     aside.write_bytes(b"not a database: My bike lock code is quokkalock4721." * 100)
     return aside
+
+
+def session_rows(archive: Path, session_id: str) -> int:
+    """How many message rows of *session_id* an archive file (a copy) holds."""
+    db = sqlite3.connect(archive)
+    try:
+        query = "SELECT count(*) FROM messages WHERE session_id = ?"
+        return int(db.execute(query, (session_id,)).fetchone()[0])
+    finally:
+        db.close()

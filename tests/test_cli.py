@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from agenvoy_desktop.cli import common
 from agenvoy_desktop.paths import AppPaths, app_paths
 from tests.conftest import archive_counts, write_json
 from tests.fakes import HashingEmbedder
-from tests.set_aside import garbage_copy, upgrade_backup
+from tests.set_aside import garbage_copy, session_rows, upgrade_backup
 
 ROWS = [
     {"role": "user", "content": "we should book a hotel in Kyoto", "id": "r1",
@@ -243,7 +242,7 @@ def test_reset_and_remove_name_only_the_copies_set_aside_they_could_not_clean(
     assert str(garbage) in err
     assert "--delete-unreadable-copies deletes it" in err
     assert str(backup) not in err  # cleaned: nothing of b is left in it
-    assert _session_rows(backup, "b") == 0
+    assert session_rows(backup, "b") == 0
     assert garbage.exists()  # named, not deleted unless asked
     code, out, err = run(capsys, data_dir, "remove", "b", "--delete-unreadable-copies")
     assert code == 0
@@ -258,15 +257,6 @@ def test_reset_and_remove_name_only_the_copies_set_aside_they_could_not_clean(
     assert str(again) in err
     assert not again.exists()
     assert backup.exists()
-
-
-def _session_rows(archive: Path, session_id: str) -> int:
-    db = sqlite3.connect(archive)
-    try:
-        query = "SELECT count(*) FROM messages WHERE session_id = ?"
-        return int(db.execute(query, (session_id,)).fetchone()[0])
-    finally:
-        db.close()
 
 
 def test_doctor(

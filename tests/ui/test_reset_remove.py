@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from agenvoy_desktop.ui.main_window import MainWindow
 from agenvoy_desktop.ui.toast import Toast
 from tests.conftest import conversation
 from tests.scripted_chat import ScriptedChatModel
-from tests.set_aside import garbage_copy, upgrade_backup
+from tests.set_aside import garbage_copy, session_rows, upgrade_backup
 from tests.ui.conftest import ServicesFactory, WindowFactory, run, seed
 
 TEXTS = ["remember the blue notebook", "noted", "and the red pen", "noted too"]
@@ -141,11 +140,11 @@ def test_a_copy_set_aside_that_could_not_be_cleaned_is_named_and_can_be_deleted(
     deletes it."""
     services, window, sid, other = setup(make_services, make_window, undo_ms=50)
     backup = upgrade_backup(services.paths)
-    assert _rows_of(backup, sid) == len(TEXTS)
+    assert session_rows(backup, sid) == len(TEXTS)
     with qtbot.waitSignal(window.pending.executed, timeout=5000):
         window.reset_action.trigger()
     qtbot.waitUntil(lambda: window.toasts.toasts() == [])  # the reset's toast went; no other
-    assert _rows_of(backup, sid) == 0  # cleaned, so not worth a word
+    assert session_rows(backup, sid) == 0  # cleaned, so not worth a word
     garbage = garbage_copy(services.paths)
     menu = window.sessions.menu_for(other)
     remove = next(a for a in menu.actions() if a.data() == "remove")
@@ -165,15 +164,6 @@ def test_a_copy_set_aside_that_could_not_be_cleaned_is_named_and_can_be_deleted(
     qtbot.waitUntil(lambda: not garbage.exists())
     assert backup.exists()
     assert sid in services.storage.run_sync(services.store.session_ids)
-
-
-def _rows_of(archive: Path, session_id: str) -> int:
-    db = sqlite3.connect(archive)
-    try:
-        query = "SELECT count(*) FROM messages WHERE session_id = ?"
-        return int(db.execute(query, (session_id,)).fetchone()[0])
-    finally:
-        db.close()
 
 
 def test_export_first_from_the_remove_toast(

@@ -261,11 +261,21 @@ class ChatBubble(QFrame):
 
 
 class ElidedLabel(QLabel):
-    """A one-line label elided to its width ("…"): a narrow column never widens for it."""
+    """A one-line label elided to its width ("…"): a narrow column never widens for it.
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    *mode* says where the "…" goes: at the end for a title, in the middle for a
+    path (its start and its last folder are what tell one path from another).
+    """
+
+    def __init__(
+        self,
+        text: str = "",
+        parent: QWidget | None = None,
+        mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
+    ) -> None:
         super().__init__(parent)
         self._full = ""
+        self._mode = mode
         self.setText(text)
 
     def text(self) -> str:
@@ -284,7 +294,7 @@ class ElidedLabel(QLabel):
 
     def _elide(self) -> None:
         room = max(20, self.contentsRect().width())
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        shown = self.fontMetrics().elidedText(self._full, self._mode, room)
         if shown != super().text():
             super().setText(shown)
 

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.settings import THEMES, Settings
+from agenvoy_desktop.ui.chat_widgets import ElidedLabel
 from agenvoy_desktop.ui.inspector.common import catalogue_of
 from agenvoy_desktop.ui.theme import colors
 
@@ -623,7 +624,9 @@ def _folder_row(folder: Path, open_folder: Any) -> QWidget:
     box = QWidget()
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
-    label = QLabel(str(folder))
+    # Elided: a long path (a long user name, a folder moved elsewhere) would otherwise
+    # widen the row and squeeze the form's labels; the tooltip holds it whole.
+    label = ElidedLabel(str(folder), mode=Qt.TextElideMode.ElideMiddle)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.setToolTip(str(folder))
     button = QPushButton("Open")

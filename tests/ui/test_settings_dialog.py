@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QUrl
-from PySide6.QtWidgets import QDialog, QDialogButtonBox
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel
 from pytestqt.qtbot import QtBot
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.llm import e5_convert
 from agenvoy_desktop.llm.catalogue import E5_NAME
 from agenvoy_desktop.llm.model_prep import prepare_e5_model
-from agenvoy_desktop.paths import AppPaths
+from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.settings import AppearanceSettings, Settings, load_settings
 from agenvoy_desktop.ui import settings_dialog
+from agenvoy_desktop.ui.chat_widgets import ElidedLabel
 from agenvoy_desktop.ui.settings_dialog import MIB, SettingsDialog, SettingsForm, validate_form
 from tests.fakes import HashingEmbedder
 from tests.llm.test_e5_convert import pack
@@ -164,6 +165,35 @@ def test_open_data_folder(
     dialog = make_dialog(qtbot, services)
     dialog.open_folder(services.paths.config_dir)
     assert opened == [QUrl.fromLocalFile(str(services.paths.config_dir))]
+
+
+def test_a_long_profile_path_is_elided_and_leaves_the_labels_whole(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """A long home folder (a long user name) widened the folder row until the form's
+    labels ("Memory and settings:") were cut to half: the path is elided in the middle
+    instead, whole in its tooltip."""
+    paths = app_paths(tmp_path / ("a-very-long-folder-name-" * 8) / "profile")
+    opened = AppServices.open(paths, embedder=HashingEmbedder(64), chat_model=ScriptedChatModel([]))
+    try:
+        dialog = make_dialog(qtbot, opened)
+        tabs = dialog.tabs
+        tabs.setCurrentIndex([tabs.tabText(i) for i in range(tabs.count())].index("Folders"))
+        qtbot.waitUntil(dialog.isVisible)
+        labels = [
+            w
+            for w in dialog.findChildren(QLabel)
+            if w.isVisible() and w.text() == "Memory and settings:"
+        ]
+        assert labels
+        assert labels[0].width() >= labels[0].sizeHint().width()
+        config = str(paths.config_dir)
+        shown = [w for w in dialog.findChildren(ElidedLabel) if w.toolTip() == config]
+        assert shown
+        assert shown[0].text() == config  # the whole path; elided on screen only
+        assert shown[0].width() < shown[0].fontMetrics().horizontalAdvance(config)
+    finally:
+        opened.close()
 
 
 def test_validate_form_ranges(tmp_path: Path) -> None:

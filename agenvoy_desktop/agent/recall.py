@@ -885,8 +885,10 @@ def format_block(
     """The labelled block for the system prompt, within *budget_chars*, in time order.
 
     *items* come best first (:func:`apply_floor`): the best that fit the
-    budget are chosen, then listed in the order they were said, each with
-    the day it was said and, knowing *now_ns*, its age ("On 2023-05-02 (4 weeks ago)").  A
+    budget are chosen (a line too long for what is left is passed over, so a
+    short answer ranked below two long lines still gets in), then listed in
+    the order they were said, each with the day it was said and, knowing
+    *now_ns*, its age ("On 2023-05-02 (4 weeks ago)").  A
     line that restates an earlier line's fact with another value is marked
     as the latest (:func:`recall_lines.latest_ids`, over *query_terms*):
     "How many followers do I have?" over "I reached 500" and, later, "I'm
@@ -902,7 +904,7 @@ def format_block(
         said.add(item.text)
         cost = len(format_line(item, now_ns))
         if chosen and used + cost > budget_chars:
-            break
+            continue  # a shorter line further down may still fit
         chosen.append(item)
         used += cost
     if not chosen:

@@ -291,6 +291,20 @@ def test_block_is_labelled_dated_and_bounded() -> None:
     assert format_block([]).text == ""
 
 
+def test_a_line_too_long_for_what_is_left_lets_a_shorter_one_below_it_in() -> None:
+    """Two long lines used most of the budget and the short line that answered ("I'm
+    reading The Nightingale") was left out: a line that does not fit is passed over, not
+    the end of the block."""
+    day = 86400 * SECOND
+    items = [
+        _item(message_id="long1", time_ns=T0, text="word " * 70),
+        _item(message_id="long2", time_ns=T0 + day, text="more " * 70),
+        _item(message_id="short", time_ns=T0 + 2 * day, text="I'm reading The Nightingale."),
+    ]
+    block = format_block(items, budget_chars=700)  # each long line ~360 characters
+    assert block.message_ids == ["long1", "short"]
+
+
 def test_block_lines_carry_their_age_in_time_order_and_the_latest_is_marked() -> None:
     day = 86400 * SECOND
     older = _item(message_id="a", time_ns=T0, text="I just reached 500 followers on Instagram.")

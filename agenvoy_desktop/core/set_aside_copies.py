@@ -67,6 +67,11 @@ BUSY_TIMEOUT_S = 10.0
 TEXT_TABLES = ("messages", "message_versions")
 """The tables whose rows hold what was said (``message_versions`` from schema v4)."""
 _FTS5 = re.compile(r"\bUSING\s+fts5\s*\(", re.IGNORECASE)
+SCRUBBED_KEY = "set_aside_scrubbed"
+"""The ``meta`` key a damaged copy gets when it is first scrubbed (with its ``VACUUM``).
+From then on no page outside its tables holds text and its indexes are rebuilt from
+the rows, so a later reset or remove rewrites it only when it holds that session:
+rewriting a large copy on every reset would keep the storage thread busy for nothing."""
 """A ``CREATE VIRTUAL TABLE`` of an FTS5 index (not of an ``fts5vocab`` table over it)."""
 
 
@@ -114,9 +119,10 @@ def take_session_out(paths: AppPaths, session_id: str) -> CopiesReport:
     """Take *session_id* out of every archive copy set aside (see the module docstring).
 
     A backup that holds nothing of the session is not changed.  A damaged
-    copy is scrubbed whatever it seems to hold: its indexes may hide rows,
-    and pages a damage cut off from its tables hold text no query finds,
-    which only ``VACUUM`` drops.  Never raises for a copy: what failed is
+    copy is scrubbed whatever it seems to hold the first time (its indexes
+    may hide rows, and pages a damage cut off from its tables hold text no
+    query finds, which only ``VACUUM`` drops), then like a backup
+    (:data:`SCRUBBED_KEY`).  Never raises for a copy: what failed is
     logged and reported in :attr:`CopiesReport.not_cleaned`.
     """
     cleaned: list[Path] = []
@@ -124,7 +130,7 @@ def take_session_out(paths: AppPaths, session_id: str) -> CopiesReport:
     damaged = set(_damaged_archives(paths))
     for copy in archive_copies(paths):
         try:
-            if _scrub(copy, session_id, always=copy in damaged):
+            if _scrub(copy, session_id, damaged=copy in damaged):
                 cleaned.append(copy)
         except (sqlite3.Error, OSError) as exc:
             log.warning(
@@ -139,7 +145,7 @@ def take_session_out(paths: AppPaths, session_id: str) -> CopiesReport:
     return CopiesReport(tuple(cleaned), tuple(not_cleaned))
 
 
-def _scrub(path: Path, session_id: str, *, always: bool) -> bool:
+def _scrub(path: Path, session_id: str, *, damaged: bool) -> bool:
     """Take the session out of one copy; whether it was changed.  Raises for a copy that
     cannot be read or changed (a failed step leaves it as it was: one transaction)."""
     if not path.is_file():  # deleted meanwhile: nothing of it is left
@@ -147,7 +153,9 @@ def _scrub(path: Path, session_id: str, *, always: bool) -> bool:
     with _connect(path) as db:
         db.execute("PRAGMA secure_delete = ON")
         tables = _session_tables(db)
-        if not always and not _holds(db, tables, session_id):
+        meta = _has_meta(db)  # without it, a damaged copy is scrubbed whole every time
+        whole = damaged and not (meta and _scrubbed_before(db))
+        if not whole and not _holds(db, tables, session_id):
             return False
         with _transaction(db):
             _withdraw_quotes(db, tables, session_id)
@@ -157,6 +165,8 @@ def _scrub(path: Path, session_id: str, *, always: bool) -> bool:
                 )
             _empty_fts(db)
         db.execute("VACUUM")
+        if whole and meta:  # only once VACUUM went through: it is what dropped the lost pages
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (SCRUBBED_KEY,))
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     # Closing the last connection copies the log back and deletes it; one still
     # there with frames in it is read by another program and may hold old pages.
@@ -212,6 +222,18 @@ def _session_tables(db: sqlite3.Connection) -> list[str]:
     if "messages" not in tables:
         raise _NotAnArchive("no archive tables in it")
     return tables
+
+
+def _has_meta(db: sqlite3.Connection) -> bool:
+    """Whether the copy has the archive's ``meta`` table (every schema version has)."""
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+    return found.fetchone() is not None
+
+
+def _scrubbed_before(db: sqlite3.Connection) -> bool:
+    """Whether this damaged copy was scrubbed whole before (:data:`SCRUBBED_KEY`)."""
+    found = db.execute("SELECT 1 FROM meta WHERE key = ?", (SCRUBBED_KEY,))
+    return found.fetchone() is not None
 
 
 def _holds(db: sqlite3.Connection, tables: Iterable[str], session_id: str) -> bool:
@@ -284,7 +306,7 @@ def _empty_fts(db: sqlite3.Connection) -> None:
     for name, sql in schema:
         if _FTS5.search(str(sql)):
             db.execute(f"INSERT INTO {_name(name)} ({_name(name)}) VALUES ('delete-all')")
-    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+    if _has_meta(db):
         db.execute("DELETE FROM meta WHERE key = 'fts_text_version'")
 
 

@@ -18,6 +18,7 @@ import pytest
 from agenvoy_desktop.core import lifecycle
 from agenvoy_desktop.core.archive import Archive
 from agenvoy_desktop.core.set_aside_copies import (
+    SCRUBBED_KEY,
     CopiesReport,
     archive_copies,
     delete_copies,
@@ -144,6 +145,26 @@ def test_a_damaged_copy_sqlite_can_read_is_cleaned_by_a_reset(
     assert _bytes_hold(aside) == []
     assert _read(aside, "SELECT DISTINCT session_id FROM messages") == [(kept,)]
     assert _read(aside, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_a_damaged_copy_is_rewritten_whole_once_then_only_for_a_session_it_holds(
+    open_store: StoreFactory, paths: AppPaths
+) -> None:
+    """Rewriting a large damaged copy at every reset would keep the storage thread busy
+    for nothing: once scrubbed whole (its lost pages dropped by VACUUM), a reset of a
+    session it does not hold leaves it alone; one it holds still goes."""
+    store = open_store()
+    doomed, _kept = _seed(store)
+    aside = damaged_copy(paths)
+    later, newest = store.create_session("later"), store.create_session("newest")
+    assert lifecycle.reset_session(store, later) == CopiesReport(cleaned=(aside,))  # whole
+    assert _read(aside, f"SELECT value FROM meta WHERE key = '{SCRUBBED_KEY}'") == [("1",)]
+    before = aside.read_bytes()
+    assert lifecycle.reset_session(store, newest) == CopiesReport()
+    assert aside.read_bytes() == before
+    assert _bytes_hold(aside)
+    assert lifecycle.reset_session(store, doomed) == CopiesReport(cleaned=(aside,))
+    assert _bytes_hold(aside) == []
 
 
 def test_a_copy_kept_with_its_write_ahead_log_keeps_no_frame_of_the_session(

@@ -49,6 +49,11 @@ from agenvoy_desktop.ui.toast import Toast, ToastArea
 PathChooser = Callable[[str, ExportFormat, Callable[[Path | None], None]], None]
 
 
+COPIES_TOAST_MS = 30_000
+"""How long the toast naming unreadable archive copies stays: it asks for a decision
+about the person's privacy (two sentences and two buttons), not a glance as an Undo does."""
+
+
 class SessionHost(Protocol):
     """What the actions need from the window that owns them (and nothing more)."""
 
@@ -223,6 +228,7 @@ class SessionActions(QObject):
                 (f"Delete {'it' if one else 'them'}", lambda: self.ask_delete_copies(copies)),
                 ("Show folder", w.open_data_folder),
             ],
+            duration_ms=COPIES_TOAST_MS,
         )
 
     def ask_delete_copies(self, copies: tuple[Path, ...]) -> QMessageBox:

@@ -67,12 +67,12 @@ BUSY_TIMEOUT_S = 10.0
 TEXT_TABLES = ("messages", "message_versions")
 """The tables whose rows hold what was said (``message_versions`` from schema v4)."""
 _FTS5 = re.compile(r"\bUSING\s+fts5\s*\(", re.IGNORECASE)
+"""A ``CREATE VIRTUAL TABLE`` of an FTS5 index (not of an ``fts5vocab`` table over it)."""
 SCRUBBED_KEY = "set_aside_scrubbed"
 """The ``meta`` key a damaged copy gets when it is first scrubbed (with its ``VACUUM``).
 From then on no page outside its tables holds text and its indexes are rebuilt from
 the rows, so a later reset or remove rewrites it only when it holds that session:
 rewriting a large copy on every reset would keep the storage thread busy for nothing."""
-"""A ``CREATE VIRTUAL TABLE`` of an FTS5 index (not of an ``fts5vocab`` table over it)."""
 
 
 @dataclass(frozen=True, slots=True)

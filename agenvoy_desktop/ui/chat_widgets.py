@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QEnterEvent, QFocusEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -34,6 +34,7 @@ from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.recall_record import without_lines
 from agenvoy_desktop.core.timeutil import format_local
 from agenvoy_desktop.ui.bubble_actions import ActionRow
+from agenvoy_desktop.ui.elided import ElidedButton, ElidedLabel
 from agenvoy_desktop.ui.markdown_view import (
     CitationLinks,
     MarkdownView,
@@ -258,80 +259,6 @@ class ChatBubble(QFrame):
     def flash(self) -> None:
         """Highlight briefly (the target of a timeline click)."""
         flash(self)
-
-
-class ElidedLabel(QLabel):
-    """A one-line label elided to its width ("…"): a narrow column never widens for it.
-
-    *mode* says where the "…" goes: at the end for a title, in the middle for a
-    path (its start and its last folder are what tell one path from another).
-    """
-
-    def __init__(
-        self,
-        text: str = "",
-        parent: QWidget | None = None,
-        mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
-    ) -> None:
-        super().__init__(parent)
-        self._full = ""
-        self._mode = mode
-        self.setText(text)
-
-    def text(self) -> str:
-        return self._full
-
-    def setText(self, text: str) -> None:
-        self._full = text
-        self._elide()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(20, super().minimumSizeHint().height())
-
-    def _elide(self) -> None:
-        room = max(20, self.contentsRect().width())
-        shown = self.fontMetrics().elidedText(self._full, self._mode, room)
-        if shown != super().text():
-            super().setText(shown)
-
-
-class ElidedButton(QToolButton):
-    """A tool button whose one line is elided to its width (never widens the chat)."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._full = ""
-
-    def text(self) -> str:
-        """The whole line, elided or not."""
-        return self._full
-
-    def setText(self, text: str) -> None:
-        self._full = text
-        self._elide()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(80, super().minimumSizeHint().height())
-
-    def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        return QSize(min(hint.width(), 240), hint.height())
-
-    def _elide(self) -> None:
-        room = max(40, self.width() - 28)  # the arrow and the padding
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, room)
-        if shown != super().text():
-            super().setText(shown)
-        if shown != self._full:
-            self.setToolTip(self._full)
 
 
 class ExpandableChip(QFrame):

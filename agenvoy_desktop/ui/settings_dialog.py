@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from agenvoy_desktop.agent.services import AppServices
 from agenvoy_desktop.settings import THEMES, Settings
-from agenvoy_desktop.ui.chat_widgets import ElidedLabel
+from agenvoy_desktop.ui.elided import ElidedLabel
 from agenvoy_desktop.ui.inspector.common import catalogue_of
 from agenvoy_desktop.ui.theme import colors
 

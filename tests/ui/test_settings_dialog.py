@@ -18,7 +18,7 @@ from agenvoy_desktop.llm.model_prep import prepare_e5_model
 from agenvoy_desktop.paths import AppPaths, app_paths
 from agenvoy_desktop.settings import AppearanceSettings, Settings, load_settings
 from agenvoy_desktop.ui import settings_dialog
-from agenvoy_desktop.ui.chat_widgets import ElidedLabel
+from agenvoy_desktop.ui.elided import ElidedLabel
 from agenvoy_desktop.ui.settings_dialog import MIB, SettingsDialog, SettingsForm, validate_form
 from tests.fakes import HashingEmbedder
 from tests.llm.test_e5_convert import pack

@@ -2,7 +2,8 @@
 
 A long title, header or path never widens the column it sits in (the chat, a
 chip's header, a settings row): the widget shows what fits and keeps the
-whole text for :meth:`text` and, where it is cut, its tooltip.
+whole text for ``text()``; the button also shows it as its tooltip when it
+is cut (a label's owner sets the tooltip it wants).
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def _scrub(path: Path, session_id: str, *, damaged: bool) -> bool:
                 db.execute(
                     f"DELETE FROM {_name(table)} NOT INDEXED WHERE session_id = ?", (session_id,)
                 )
-            _empty_fts(db)
+            _empty_fts(db, has_meta=meta)
         db.execute("VACUUM")
         if whole and meta:  # only once VACUUM went through: it is what dropped the lost pages
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (SCRUBBED_KEY,))
@@ -298,7 +298,7 @@ def _json_object(raw: object) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def _empty_fts(db: sqlite3.Connection) -> None:
+def _empty_fts(db: sqlite3.Connection, *, has_meta: bool) -> None:
     """Empty every FTS5 index of the copy and have the app rebuild it at its next open."""
     schema = db.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
@@ -306,7 +306,7 @@ def _empty_fts(db: sqlite3.Connection) -> None:
     for name, sql in schema:
         if _FTS5.search(str(sql)):
             db.execute(f"INSERT INTO {_name(name)} ({_name(name)}) VALUES ('delete-all')")
-    if _has_meta(db):
+    if has_meta:
         db.execute("DELETE FROM meta WHERE key = 'fts_text_version'")
 
 

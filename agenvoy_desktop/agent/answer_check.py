@@ -54,7 +54,7 @@ from agenvoy_desktop.agent.recall import (
     light_stem,
     names_in,
 )
-from agenvoy_desktop.agent.recall_lines import focus, values_in
+from agenvoy_desktop.agent.recall_lines import focus, term_in, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
 from agenvoy_desktop.language import FALLBACK, language, languages
@@ -390,7 +390,7 @@ def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
         lines = [e for e in lines if _new_names(question, e.text)]
     best: tuple[bool, bool, int, int, Evidence] | None = None
     for line in lines:
-        held = sum(1 for term in terms if term in normalize(line.text))
+        held = held_terms(terms, line.text)
         key = (not line.context, line.latest, held, line.time_ns, line)
         if best is None or key[:4] > best[:4]:
             best = key
@@ -400,7 +400,7 @@ def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
 def _closest(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     """The user's (or a document's) line holding the most of the question's words, if any."""
     terms = content_terms(question)
-    return _best_line(evidence, lambda text: sum(1 for t in terms if t in normalize(text)), 1)
+    return _best_line(evidence, lambda text: held_terms(terms, text), 1)
 
 
 def _best_line(
@@ -458,6 +458,12 @@ def refuses(answer: str) -> bool:
     return _REFUSAL.search(answer) is not None
 
 
+def held_terms(terms: Sequence[str], text: str) -> int:
+    """How many of the question's *terms* *text* holds ("smoker" held by "I quit smoking")."""
+    folded = normalize(text)
+    return sum(1 for term in terms if term_in(term, folded))
+
+
 def eligible(question: str, evidence: Sequence[Evidence]) -> list[Evidence]:
     """The lines holding at least half of the question's content words."""
     terms = content_terms(question)
@@ -466,8 +472,7 @@ def eligible(question: str, evidence: Sequence[Evidence]) -> list[Evidence]:
     return [
         line
         for line in evidence
-        if (held := sum(1 for term in terms if term in normalize(line.text)))
-        and held >= SUPPORT_SHARE * len(terms)
+        if (held := held_terms(terms, line.text)) and held >= SUPPORT_SHARE * len(terms)
     ]
 
 
@@ -690,7 +695,7 @@ def deciding_clause(line: str, terms: Sequence[str]) -> str | None:
     clauses = [c for c in _CLAUSE.split(line) if c.strip()]
     if len(clauses) > 1 and _CJK_CHAR.search(line):
         return _cjk_clause(clauses, weights)
-    scored = [(sum(w for t, w in weights.items() if t in normalize(c)), c) for c in clauses]
+    scored = [(sum(w for t, w in weights.items() if term_in(t, normalize(c))), c) for c in clauses]
     held, clause = max(scored, key=lambda s: s[0], default=(0.0, ""))
     return clause if held else None
 
@@ -755,7 +760,7 @@ def answer_polarity(answer: str, terms: Sequence[str]) -> Polarity | None:
     if _ANSWER_YES.match(head):
         return "yes"
     for sentence in sentences(head)[:3]:
-        if any(term in normalize(sentence) for term in terms):
+        if any(term_in(term, normalize(sentence)) for term in terms):
             if _DONT_KNOW.search(sentence):
                 return None  # "I don't know": no claim either way
             return "no" if _NEGATION.search(sentence) else "yes"

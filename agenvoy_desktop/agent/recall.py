@@ -46,7 +46,7 @@ from agenvoy_desktop.agent.date_reasoning import parse_temporal_question
 from agenvoy_desktop.agent.date_reasoning.pointed import pointed_span
 from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
 from agenvoy_desktop.agent.policy import is_personal
-from agenvoy_desktop.agent.recall_lines import focus, latest_ids, values_in, when
+from agenvoy_desktop.agent.recall_lines import focus, latest_ids, term_in, values_in, when
 from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences, tells_something
 from agenvoy_desktop.core.archive import ArchivedMessage
 from agenvoy_desktop.core.retrieval.fts_text import (
@@ -825,7 +825,7 @@ def term_coverage(weights: dict[str, float], content: str) -> tuple[float, int]:
     if not weights:
         return 0.0, 0
     folded = normalize(content)
-    found = [t for t in weights if t in folded]
+    found = [t for t in weights if term_in(t, folded)]
     total = sum(weights.values())
     return (sum(weights[t] for t in found) / total if total else 0.0), len(found)
 

@@ -108,9 +108,26 @@ def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) 
     return _joined(parts, sorted(chosen))
 
 
+AGENT_NOUN = re.compile(r"^([^\W\d_]{4,})(?:er|ist)$")
+"""A word for who does something ("smoker", "teacher", "cyclist"): the line may say the
+doing instead ("I no longer smoke", "I cycle everywhere"), which the word does not contain."""
+
+
+def term_in(term: str, folded: str) -> bool:
+    """*term* occurs in the normalised text *folded*, an agent noun also as its verb:
+    asked "Am I a smoker?", the answering line says "I quit smoking" (cosine 0.54, no
+    shared word, so under the floor of a line that shares none)."""
+    if term in folded:
+        return True
+    noun = AGENT_NOUN.match(term)
+    if noun is None:
+        return False
+    return re.search(rf"\b{re.escape(noun.group(1))}(?:e|es|ed|ing|s)?\b", folded) is not None
+
+
 def _sentence_score(sentence: str, weights: Mapping[str, float]) -> float:
     folded = normalize(sentence)
-    score = sum(weight for term, weight in weights.items() if term in folded)
+    score = sum(weight for term, weight in weights.items() if term_in(term, folded))
     if score and not asks_or_requests(sentence):
         score *= 1.25
     return score

@@ -54,6 +54,10 @@ def test_the_clause_that_holds_the_words_decides_the_line_polarity() -> None:
     assert polarity_of(MEAT.text, content_terms("Am I vegetarian?")) == "yes"
     assert polarity_of("I quit smoking in 2019.", content_terms("Do I smoke?")) is None
     assert polarity_of("I quit smoking in 2019.", ["smok"]) == "no"
+    # "smoker" is spoken of where the line says "smoke"
+    smoker = content_terms("Am I a smoker?")
+    assert polarity_of("I no longer smoke, I quit two years ago.", smoker) == "no"
+    assert answer_polarity("Yes, you are a smoker.", smoker) == "yes"
     assert polarity_of("我不喝咖啡。", content_terms("我喝咖啡吗？")) == "no"
     # the clause holding the question's object decides
     contrast = "I'm not allergic to nuts, only to shellfish."
@@ -82,6 +86,16 @@ def test_a_denied_allergy_under_its_own_evidence_is_caught() -> None:
     assert verdict.fallback == 'Yes. You told me on 2023-11-14: "I\'m allergic to penicillin."'
     agreeing = check("Am I allergic to anything?", "Yes, to penicillin.", [PENICILLIN])
     assert agreeing.ok
+
+
+def test_a_smoker_asked_about_under_a_line_that_says_smoke_is_checked() -> None:
+    """Asked "Am I a smoker?" under "I no longer smoke", it said "Yes, … you are a smoker.":
+    the line holds no "smoker", so it was not the line the question asked about."""
+    line = Evidence("I no longer smoke, I quit two years ago.", T0)
+    verdict = check("Am I a smoker?", "Yes, based on the message, you are a smoker.", [line])
+    assert verdict.problem == "contradicts"
+    assert verdict.fallback.startswith("No.")
+    assert check("Am I a smoker?", "No, you quit two years ago.", [line]).problem == ""
 
 
 def test_a_cjk_question_gets_its_fallback_in_its_language() -> None:

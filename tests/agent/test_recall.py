@@ -25,8 +25,10 @@ from agenvoy_desktop.agent.recall import (
     query_kind,
     recall_candidates,
     shared_names,
+    term_coverage,
     worth_recalling,
 )
+from agenvoy_desktop.agent.recall_lines import term_in
 from agenvoy_desktop.agent.storage import Storage
 from agenvoy_desktop.agent.tools import ToolRegistry
 from agenvoy_desktop.agent.turn import Agent, AgentConfig, RecallInjected, TurnEvent
@@ -79,6 +81,41 @@ def test_content_terms_drop_stopwords_and_split_cjk() -> None:
         "april",
     ]
     assert content_terms("Am I allergic to anything?") == ["allergic"]
+
+
+@pytest.mark.parametrize(
+    ("term", "text"),
+    [
+        ("smoker", "i no longer smoke, i quit two years ago."),
+        ("smoker", "i quit smoking last spring."),
+        ("teacher", "i teach maths at a school."),
+        ("driver", "i drive a bus for a living."),
+        ("runner", "i go running every morning."),
+        ("cyclist", "i don't own a car, i cycle everywhere."),
+        ("bike", "my bikes are in the shed."),
+    ],
+)
+def test_a_word_counts_where_the_line_says_the_doing(term: str, text: str) -> None:
+    """Asked "Am I a smoker?", the line "I no longer smoke" shares its word."""
+    assert term_in(term, text)
+
+
+@pytest.mark.parametrize(
+    ("term", "text"),
+    [
+        ("center", "the recent news"),
+        ("sister", "i assist people"),
+        ("smoker", "smokey barbecue sauce"),
+        ("water", "what is it"),
+        ("persist", "i know a persian cat"),
+    ],
+)
+def test_an_agent_noun_does_not_match_inside_other_words(term: str, text: str) -> None:
+    assert not term_in(term, text)
+
+
+def test_coverage_counts_the_verb_of_an_agent_noun() -> None:
+    assert term_coverage({"smoker": 1.0}, "I no longer smoke, I quit two years ago.") == (1.0, 1)
 
 
 def test_memory_question_finds_the_planted_fact(store: MemoryStore) -> None:

@@ -22,7 +22,7 @@ from agenvoy_desktop.agent import answer_check, date_answers
 from agenvoy_desktop.agent.answer_check import Evidence, Verdict
 from agenvoy_desktop.agent.document_recall import DocumentPassages
 from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
-from agenvoy_desktop.agent.recall import RecallBlock
+from agenvoy_desktop.agent.recall import RecallBlock, content_terms
 from agenvoy_desktop.agent.turn_events import (
     AnswerDelta,
     AnswerRetracted,
@@ -168,7 +168,7 @@ class AnswerChecker:
             checked.answer = self.in_voice(second)
             return checked
         again = self._verdict(second)
-        if again.ok and not called and second.strip():
+        if again.ok and not called and second.strip() and not _bare(second, verdict):
             checked.answer, checked.answer_from = self.in_voice(second), "second try"
             return checked
         fallback = verdict.fallback or again.fallback
@@ -194,6 +194,12 @@ class AnswerChecker:
             unknown=self.unknown,
             tool_results=shown.tool_results,
         )
+
+
+def _bare(second: str, verdict: Verdict) -> bool:
+    """A second try at a contradicted yes or no that says nothing but the word ("No, not.",
+    "Yes."): the quoted line tells the user the same and where it comes from."""
+    return verdict.problem == "contradicts" and bool(verdict.fallback) and not content_terms(second)
 
 
 def fact_evidence(fact: Fact) -> Evidence:

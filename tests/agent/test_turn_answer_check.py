@@ -88,6 +88,18 @@ def test_a_second_try_that_agrees_is_kept(store: MemoryStore) -> None:
     assert result.answer == "Yes, to penicillin."
 
 
+@pytest.mark.parametrize("second", ["Yes.", "Yes, you are.", "Yes, you do!"])
+def test_a_bare_yes_after_a_contradiction_gives_way_to_the_quote(
+    store: MemoryStore, second: str
+) -> None:
+    """Seen: "Am I a smoker?" → "Yes, … you are a smoker.", then "No, not."."""
+    _plant(store, ALLERGY)
+    result, _model, _events = _turn(store, "Am I allergic to anything?", [["No."], [second]])
+    assert result.checked == "contradicts"
+    assert result.answer_from == "quote"
+    assert ALLERGY in result.answer
+
+
 def test_an_answer_that_copies_the_recall_block_is_asked_again(store: MemoryStore) -> None:
     _plant(store, ALLERGY)
     echo = f'- On 2023-11-14 (today) the user said: "{ALLERGY}"'

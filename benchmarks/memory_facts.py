@@ -771,6 +771,24 @@ OWN_ADVICE: tuple[str, ...] = (
 )
 """Questions in the first person that ask for help, not for a remembered fact."""
 
+OWN_MATERIAL: tuple[str, ...] = (
+    "What is wrong with my code?\n```python\ndef add(a, b):\n    return a - b\n```",
+    "What's wrong with my essay? It's about climate change and it's too long.",
+    "What is the time complexity of my function? def f(n): return sum(range(n))",
+    "Which of my two options is cheaper: renting at 900 a month or buying at 200k?",
+    "How long will my 5 kg turkey take to roast?",
+    "How many calories are in my lunch: a banana and two eggs?",
+    "What is my BMI if I'm 180 cm and 80 kg?",
+    "What is 15% of my salary of 4000?",
+    "What's a good name for my new bakery? It sells sourdough and pastries.",
+    "My flight lands at 14:05 and the train leaves at 15:00. How much time do I have for my "
+    "transfer?",
+    "Who wrote the book my friend gave me, 'Dune'?",
+    "What language is my code written in? print('hi')",
+)
+"""Questions about the user's things that bring what they ask about (code, figures, a list):
+they ask for work on it, not for a remembered fact."""
+
 # -- told in English, asked in another language ---------------------------------------------
 CROSS_FACTS: tuple[Fact, ...] = (
     Fact(

@@ -18,6 +18,10 @@ message by message:
   Chinese, German, Japanese), whose answers were never told;
 - ``advice``: the 10 of ``OWN_ADVICE``, first-person questions that ask for
   help, which must still get help;
+- ``brought``: the 12 of ``OWN_MATERIAL``, questions about the user's things
+  that bring what they ask about ("What is wrong with my code? ```…```",
+  "How many calories are in my lunch: a banana and two eggs?"), which must be
+  worked on, not answered "I don't know";
 - ``memory``: the planted facts' questions, which must still be answered;
 - ``multi``: questions about one of several facts told in one message
   (``MULTI_FACTS``, planted too), the answers a stricter test of the
@@ -41,7 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import memory_qa
-from memory_facts import FACTS, MULTI_FACTS, OWN_ADVICE, UNKNOWN_FACTS, Fact
+from memory_facts import FACTS, MULTI_FACTS, OWN_ADVICE, OWN_MATERIAL, UNKNOWN_FACTS, Fact
 from statement_echo import words_in
 
 from agenvoy_desktop.agent import not_remembered, query_translation
@@ -49,7 +53,7 @@ from agenvoy_desktop.agent.services import AppServices
 
 VARIANTS: tuple[str, ...] = ("off", "example", "one-way")
 QUICK_PER_SET = 4
-SETS = ("unknown", "advice", "memory", "multi")
+SETS = ("unknown", "advice", "brought", "memory", "multi")
 ADMITS = re.compile(
     r"don't know|do not know|don’t know|not know|can't find|cannot find|can’t find|"
     r"haven't (?:told|mentioned|shared|said)|have not (?:told|mentioned)|"
@@ -85,6 +89,7 @@ def messages(quick: bool, sets: Sequence[str] = SETS) -> list[tuple[str, str, tu
     rows: list[tuple[str, str, tuple[Any, ...]]] = []
     rows += [("unknown", text, ()) for text in UNKNOWN_FACTS[:n]]
     rows += [("advice", text, ()) for text in OWN_ADVICE[:n]]
+    rows += [("brought", text, ()) for text in OWN_MATERIAL[:n]]
     rows += [("memory", f.question, f.accept) for f in FACTS[:n]]
     rows += [("multi", f.question, f.accept) for f in MULTI_FACTS[:n]]
     return [row for row in rows if row[0] in sets]
@@ -123,7 +128,7 @@ def main() -> None:
     ap.add_argument(
         "--variants", default="off,example", help=f"comma-separated, of {', '.join(VARIANTS)}"
     )
-    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated, of the four")
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated, of the five")
     run = memory_qa.run_variants("unknown facts", ask_all, totals, planted)
     memory_qa.run_in_profile("unknown_facts", ap.parse_args(), run)
 

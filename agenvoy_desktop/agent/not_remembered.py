@@ -45,6 +45,7 @@ from agenvoy_desktop.core.messages import Message
 from agenvoy_desktop.core.model_api import ChatMessage
 from agenvoy_desktop.language import FALLBACK, Language, by_script, languages
 from agenvoy_desktop.language import language_of as detect
+from agenvoy_desktop.language.calendar_names import month_starts
 from agenvoy_desktop.language.openings import own_fact_ask
 from agenvoy_desktop.language.patterns import alternatives, compiled, either, whole_words
 
@@ -102,8 +103,65 @@ _OWN_FACT = {lang.code: _own_fact(lang) for lang in languages()}
 
 
 def asks_for_own_fact(text: str) -> bool:
-    """One of the message's questions asks for a fact of the user's own life, not for advice."""
-    return any(asks_or_requests(s) and _own_fact_question(s) for s in sentences(text))
+    """One of the message's questions asks for a fact of the user's own life, not for advice,
+    and the message does not bring what it asks about (:func:`brings_its_own`)."""
+    return not brings_its_own(text) and any(
+        asks_or_requests(s) and _own_fact_question(s) for s in sentences(text)
+    )
+
+
+_CODE = re.compile(
+    r"```|`[^`\n]+`|\b(?:def|function|class)\s+\w+\s*[(:{]|\w\([^()\n]*\)\s*(?:[:;{]|$)|[;{}]\s*$",
+    re.MULTILINE,
+)
+_LISTED = re.compile(r":\s+(?!\d)(?P<after>[^\W\d_][^?\n]*)")
+"""A colon that opens what the question is about ("my lunch: a banana and two eggs"); a
+time ("14:05") is no list."""
+_NUMBER = re.compile(r"(?<![\w.,:])\d+(?:[.,:]\d+)*(?P<tail>st|nd|rd|th|%|k\b)?", re.IGNORECASE)
+_MONTH = compiled(rf"\b(?:{alternatives(month_starts())})", re.IGNORECASE)
+NUMBERS_BROUGHT = 2
+"""A message giving this many numbers (dates left out) brings the figures it asks about."""
+
+
+def brings_its_own(text: str) -> bool:
+    """The message holds what its question is about: code, a list after a colon, a
+    percentage, or two numbers to work with.
+
+    "What is wrong with my code? ```…```", "How many calories are in my lunch: a banana
+    and two eggs?", "What is my BMI if I'm 180 cm and 80 kg?" read as questions for a
+    fact of the user's life, and with nothing recalled the starter answered 11 of 12
+    such questions "I don't know: I can't find it in what you've told me."
+    (benchmarks/RESULTS.md §11f).  A question for a remembered fact rarely gives two
+    figures of its own; dates ("on 5 March 2023", "the 12th") do not count.
+    """
+    if _CODE.search(text):
+        return True
+    for listed in _LISTED.finditer(text):
+        if not _own_fact_ask_any(listed["after"]):
+            return True
+    figures = 0
+    for number in _NUMBER.finditer(text):
+        tail = (number["tail"] or "").casefold()
+        if tail == "%":
+            return True
+        if tail in ("st", "nd", "rd", "th") or _is_date(text, number):
+            continue
+        figures += 1
+    return figures >= NUMBERS_BROUGHT
+
+
+def _is_date(text: str, number: re.Match[str]) -> bool:
+    """A year (19xx, 20xx) or a day next to a month's name."""
+    value = number.group(0)
+    if len(value) == 4 and value[:2] in ("19", "20"):
+        return True
+    near = text[max(0, number.start() - 12) : number.end() + 12]
+    return _MONTH.search(near) is not None
+
+
+def _own_fact_ask_any(text: str) -> bool:
+    """*text* opens like a question for a fact in some language ("what is my…")."""
+    return any(own_fact_ask(lang).search(text) for lang in languages())
 
 
 def _own_fact_question(sentence: str) -> bool:

@@ -10,6 +10,7 @@ import pytest
 from agenvoy_desktop.agent.not_remembered import (
     EXAMPLES,
     asks_for_own_fact,
+    brings_its_own,
     example_messages,
     language_of,
     window_may_answer,
@@ -63,6 +64,42 @@ def test_questions_about_the_users_own_life(text: str) -> None:
 )
 def test_advice_general_questions_and_statements_are_not(text: str) -> None:
     assert not asks_for_own_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is wrong with my code?\n```python\ndef add(a, b):\n    return a - b\n```",
+        "What is the time complexity of my function? def f(n): return sum(range(n))",
+        "What language is my code written in? print('hi')",
+        "How many calories are in my lunch: a banana and two eggs?",
+        "Which of my two options is cheaper: renting at 900 a month or buying at 200k?",
+        "What is my BMI if I'm 180 cm and 80 kg?",
+        "What is 15% of my salary?",
+        "My flight lands at 14:05 and the train leaves at 15:00. How long is my transfer?",
+        "What's wrong with my essay? It's about climate change and it's too long.",
+    ],
+)
+def test_a_question_that_brings_what_it_asks_about_asks_no_remembered_fact(text: str) -> None:
+    """The starter answered 11 of 12 such questions "I don't know: I can't find it…"."""
+    assert not asks_for_own_fact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What did I buy on 5 March 2023?",
+        "Where did I redeem a $5 coupon on coffee creamer?",
+        "Which hotel did I book for the 12th?",
+        "What time is my 3 pm meeting on 14 May?",
+        "How much faster did I finish the 5K run compared to my previous year's time?",
+        "What did I pay (in euros) for my bike?",
+        "What is my right shoe size?",
+    ],
+)
+def test_a_date_or_one_number_still_asks_for_a_remembered_fact(text: str) -> None:
+    assert asks_for_own_fact(text)
+    assert not brings_its_own(text)
 
 
 @pytest.mark.parametrize(

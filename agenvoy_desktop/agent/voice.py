@@ -76,6 +76,13 @@ def _pairs(key: str) -> dict[str, str]:
     return out
 
 
+_WEAK_AFTER_AM = frozenset(spaced("voice.weak_after_am"))
+"""Words after "I'm" that decide nothing ("not", "a", "just"): the next word does."""
+_SELF_NOUNS = frozenset(spaced("voice.self_nouns"))
+"""What the assistant says it is ("I'm an AI language model", "I'm just a program")."""
+SHORT_ASKED = 3
+"""The question's own words count as an echo from three letters: "Do I have a cat?" →
+"Yes, I have a cat." is the user's."""
 _AGREE = _pairs("voice.agree")
 _ADVERBS = frozenset(spaced("voice.adverbs"))
 _NOT_A_PERSON = frozenset(spaced("voice.not_a_person"))
@@ -113,7 +120,7 @@ class Voice:
 
     @classmethod
     def for_turn(cls, question: str, user_lines: Iterable[str], *, about_assistant: bool) -> Voice:
-        words: set[str] = set()
+        words: set[str] = set(_content_words(question, shortest=SHORT_ASKED))
         for text in (question, *user_lines):
             words.update(_stem(w) for w in _content_words(text))
             words.update(_bigrams(text))
@@ -172,7 +179,8 @@ class Voice:
             if own is not False:
                 return None if own is None else False
         for word in rest:
-            if word not in STOPWORDS and len(word) >= 4 and _stem(word) in self.echo_words:
+            short = len(word) < SHORT_ASKED
+            if not short and word not in STOPWORDS and _stem(word) in self.echo_words:
                 return True
         if complete or len(rest) >= DECIDE_WORDS:
             return False
@@ -203,11 +211,25 @@ def _assistant_speaks(opener: str, rest: list[str], *, complete: bool) -> bool |
     if rest[0] in _MODALS:
         said = _modal_says(rest[1:], complete=complete)
         return None if said is None else not said
+    if opener == "i'm":
+        return _what_i_am(rest, complete=complete)
+    if opener == "i" and rest[0] in {"am", "was"}:
+        return _what_i_am(rest[1:], complete=complete)
     if rest[0] in _ASSISTANT_SPEECH:
         return True
-    if opener in {"i'm", "i"} and rest[0] in {"am", "was"} and rest[1:2]:
-        return rest[1] in _ASSISTANT_SPEECH
     return rest[0] == "have" and rest[1:2] == ["no"]  # "I have no record of…"
+
+
+def _what_i_am(after: list[str], *, complete: bool) -> bool | None:
+    """After "I'm" / "I am": the assistant's own state ("sorry", "not sure", "an AI
+    language model") or, past "not", "a", "just" …, something the user is ("not a
+    smoker"), which the echo then decides; None while too few words have come."""
+    rest = list(after)
+    while rest and rest[0] in _WEAK_AFTER_AM:
+        rest = rest[1:]
+    if not rest:
+        return True if complete else None
+    return rest[0] in _ASSISTANT_SPEECH or rest[0] in _SELF_NOUNS
 
 
 def _modal_says(after: list[str], *, complete: bool) -> bool | None:
@@ -235,11 +257,11 @@ def _bigrams(text: str) -> set[str]:
     return grams - CJK_FUNCTION_BIGRAMS - {"我们", "我們", "我的", "你的"}
 
 
-def _content_words(text: str) -> list[str]:
+def _content_words(text: str, *, shortest: int = 4) -> list[str]:
     return [
         w
         for w in (t.lower().replace("\u2019", "'") for t in _TOKEN.findall(text))
-        if len(w) >= 4 and w not in STOPWORDS
+        if len(w) >= shortest and w not in STOPWORDS
     ]
 
 

@@ -191,6 +191,8 @@ SCHEMA: dict[str, Kind] = {
     "voice.modals": "words",
     "voice.assistant_verbs": "words",
     "voice.no_record": "words",
+    "voice.weak_after_am": "words",
+    "voice.self_nouns": "words",
     "voice.agree": "pairs",
     "voice.adverbs": "words",
     "voice.not_a_person": "words",

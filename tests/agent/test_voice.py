@@ -91,6 +91,30 @@ def test_a_negated_statement_is_the_users_unless_its_verb_is_the_assistants(
     assert voice.rewrite(answer) == (answer if said is None else said)
 
 
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("No, I am not a smoker.", "No, you are not a smoker."),
+        ("No, I'm not a smoker.", "No, you're not a smoker."),
+        ("I'm not sure whether you smoke.", None),
+        ("I am not able to say.", None),
+        ("I'm an AI language model, so I can't know.", None),
+        ("I'm just a program.", None),
+        ("I'm sorry, I can't tell.", None),
+    ],
+)
+def test_what_i_am_is_decided_past_not_and_a(answer: str, said: str | None) -> None:
+    """Seen in the window: "Am I a smoker?" → "No, I am not a smoker."."""
+    voice = _voice("Am I a smoker?", "I no longer smoke, I quit two years ago.")
+    assert voice.rewrite(answer) == (answer if said is None else said)
+
+
+def test_a_short_word_of_the_question_is_an_echo() -> None:
+    voice = _voice("Do I have a cat?", "My neighbour feeds the birds.")
+    assert voice.rewrite("Yes, I have a cat.") == "Yes, you have a cat."
+    assert voice.rewrite("I have no record of a cat.") == "I have no record of a cat."
+
+
 def test_a_first_person_sentence_without_the_users_words_stays() -> None:
     answer = "I think so. I have been averaging 2 hours of screen time."
     assert _voice().rewrite(answer) == "I think so. You have been averaging 2 hours of screen time."

@@ -101,6 +101,7 @@ def test_a_negated_statement_is_the_users_unless_its_verb_is_the_assistants(
         ("I'm an AI language model, so I can't know.", None),
         ("I'm just a program.", None),
         ("I'm sorry, I can't tell.", None),
+        ("I'm still a smoker.", "You're still a smoker."),
     ],
 )
 def test_what_i_am_is_decided_past_not_and_a(answer: str, said: str | None) -> None:

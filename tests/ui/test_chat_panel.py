@@ -411,7 +411,7 @@ def test_an_answer_that_denies_what_was_told_is_replaced_in_its_bubble(
     qtbot: QtBot, make_window: WindowFactory, make_services: ServicesFactory
 ) -> None:
     """The streamed denial is cleared; the second try streams, then the quoted line stays."""
-    model = ScriptedChatModel([["No, I am not ", WAIT, "allergic to anything."], ["No."]])
+    model = ScriptedChatModel([["No, you are not ", WAIT, "allergic to anything."], ["No."]])
     services = make_services(model)
     said = "Just so you know, I'm allergic to penicillin."
     seed(services, "health", conversation([said, "Noted."]))
@@ -420,7 +420,7 @@ def test_an_answer_that_denies_what_was_told_is_replaced_in_its_bubble(
     type_and_send(qtbot, window, "Am I allergic to anything?")
     qtbot.waitUntil(model.waiting.is_set)
     # the stream shows the denial's start (its last two words wait: agent/voice.py)
-    qtbot.waitUntil(lambda: window.chat.bubbles()[-1].text().startswith("No, I"))
+    qtbot.waitUntil(lambda: window.chat.bubbles()[-1].text().startswith("No, you"))
     model.gate.set()
     qtbot.waitUntil(lambda: not window.chat.busy)
     answer = window.chat.bubbles()[-1].text()

@@ -120,9 +120,9 @@ class Voice:
 
     @classmethod
     def for_turn(cls, question: str, user_lines: Iterable[str], *, about_assistant: bool) -> Voice:
-        words: set[str] = set(_content_words(question, shortest=SHORT_ASKED))
-        for text in (question, *user_lines):
-            words.update(_stem(w) for w in _content_words(text))
+        words: set[str] = set()
+        for text, shortest in ((question, SHORT_ASKED), *((line, 4) for line in user_lines)):
+            words.update(_stem(w) for w in _content_words(text, shortest=shortest))
             words.update(_bigrams(text))
         return cls(frozenset(words), not about_assistant)
 
@@ -178,10 +178,9 @@ class Voice:
             own = _assistant_speaks(words[0], rest, complete=complete)
             if own is not False:
                 return None if own is None else False
-        for word in rest:
-            short = len(word) < SHORT_ASKED
-            if not short and word not in STOPWORDS and _stem(word) in self.echo_words:
-                return True
+        echoed = [w for w in rest if len(w) >= SHORT_ASKED and w not in STOPWORDS]
+        if any(_stem(word) in self.echo_words for word in echoed):
+            return True
         if complete or len(rest) >= DECIDE_WORDS:
             return False
         return None

@@ -102,6 +102,10 @@ def test_a_negated_statement_is_the_users_unless_its_verb_is_the_assistants(
         ("I'm just a program.", None),
         ("I'm sorry, I can't tell.", None),
         ("I'm still a smoker.", "You're still a smoker."),
+        ("I'm not able to tell whether you smoke.", None),
+        ("I am not aware that you smoke.", None),
+        ("I'm not certain you are a smoker.", None),
+        ("I'm not familiar with your smoking.", None),
     ],
 )
 def test_what_i_am_is_decided_past_not_and_a(answer: str, said: str | None) -> None:

@@ -78,6 +78,10 @@ def _pairs(key: str) -> dict[str, str]:
 
 _WEAK_AFTER_AM = frozenset(spaced("voice.weak_after_am"))
 """Words after "I'm" that decide nothing ("not", "a", "just"): the next word does."""
+_NOT_ABLE = frozenset(spaced("voice.not_able"))
+"""After "I'm not", the assistant's lack ("I'm not able to tell"); "I was able to finish
+the run" is the user's."""
+_NEGATIONS = frozenset({"not", "no"})
 _SELF_NOUNS = frozenset(spaced("voice.self_nouns"))
 """What the assistant says it is ("I'm an AI language model", "I'm just a program")."""
 SHORT_ASKED = 3
@@ -224,10 +228,14 @@ def _what_i_am(after: list[str], *, complete: bool) -> bool | None:
     language model") or, past "not", "a", "just" …, something the user is ("not a
     smoker"), which the echo then decides; None while too few words have come."""
     rest = list(after)
+    negated = False
     while rest and rest[0] in _WEAK_AFTER_AM:
+        negated = negated or rest[0] in _NEGATIONS
         rest = rest[1:]
     if not rest:
         return True if complete else None
+    if negated and rest[0] in _NOT_ABLE:
+        return True
     return rest[0] in _ASSISTANT_SPEECH or rest[0] in _SELF_NOUNS
 
 

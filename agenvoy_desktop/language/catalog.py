@@ -193,6 +193,7 @@ SCHEMA: dict[str, Kind] = {
     "voice.no_record": "words",
     "voice.weak_after_am": "words",
     "voice.self_nouns": "words",
+    "voice.not_able": "words",
     "voice.agree": "pairs",
     "voice.adverbs": "words",
     "voice.not_a_person": "words",

@@ -106,6 +106,7 @@ def test_a_negated_statement_is_the_users_unless_its_verb_is_the_assistants(
         ("I am not aware that you smoke.", None),
         ("I'm not certain you are a smoker.", None),
         ("I'm not familiar with your smoking.", None),
+        ("I was able to quit smoking.", "You were able to quit smoking."),
     ],
 )
 def test_what_i_am_is_decided_past_not_and_a(answer: str, said: str | None) -> None:

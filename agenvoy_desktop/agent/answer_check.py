@@ -51,10 +51,9 @@ from agenvoy_desktop.agent.recall import (
     POSSESSIVE,
     asks_for_advice,
     content_terms,
-    light_stem,
     names_in,
 )
-from agenvoy_desktop.agent.recall_lines import focus, term_in, values_in
+from agenvoy_desktop.agent.recall_lines import focus, light_stem, term_in, values_in
 from agenvoy_desktop.agent.speech_act import SENTENCE_LEAD, sentences
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize
 from agenvoy_desktop.language import FALLBACK, language, languages
@@ -110,6 +109,8 @@ class Evidence:
     """Marked as the latest of lines that say the same thing with other values."""
     context: bool = False
     """A neighbour's sentence shown under a remembered line (never the line asked about)."""
+    closeness: float = 0.0
+    """How close recall found the line in meaning to the question (its cosine; 0: unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +338,9 @@ def _polarity_verdict(question: str, answer: str, line: Evidence) -> Verdict:
     terms = content_terms(question)
     clause = deciding_clause(line.text, terms)
     expected = None if clause is None else _polarity(clause)
-    if expected is not None and (_REVERSES.search(question) or _asks_if_safe(question, clause)):
+    if expected is not None and (
+        _REVERSES.search(question) or _asks_if_safe(question, clause, line.text)
+    ):
         # "Did I quit smoking?" over "I no longer smoke": a denial answers yes;
         # "Can I take penicillin?" over "I'm allergic to penicillin": no
         expected = "yes" if expected == "no" else "no"
@@ -388,13 +391,41 @@ def supporting(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     elif asks_name(question) and any(_new_names(question, e.text) for e in lines):
         # "Where did I buy my new bookshelf?": the line that answers names a place
         lines = [e for e in lines if _new_names(question, e.text)]
-    best: tuple[bool, bool, int, int, Evidence] | None = None
-    for line in lines:
-        held = held_terms(terms, line.text)
-        key = (not line.context, line.latest, held, line.time_ns, line)
-        if best is None or key[:4] > best[:4]:
-            best = key
-    return None if best is None else best[4]
+    safety = asks_yes_no(question) and _ASKS_SAFE.search(question) is not None
+    keyed = [
+        (
+            (
+                not line.context,
+                line.latest,
+                held_terms(terms, line.text),
+                safety and _ALLERGY.search(line.text) is not None,
+            ),
+            line,
+        )
+        for line in lines
+    ]
+    top = max((key for key, _ in keyed), default=None)
+    tied = [line for key, line in keyed if key == top]
+    return _clearly_closest(tied) or max(tied, key=lambda e: e.time_ns, default=None)
+
+
+CLEARLY_CLOSER = 0.15
+"""How much closer in meaning than every other line a line must be to answer before a newer
+one that holds as many of the question's words."""
+
+
+def _clearly_closest(lines: Sequence[Evidence]) -> Evidence | None:
+    """The line much closer to the question in meaning than every other (None: none is).
+
+    Among lines that hold the same words the newer one answers: it is the
+    update.  Unless one is far the closest: "Do I own a car?" over four
+    lines of chat about a friend's new car (0.29-0.39) and "I don't own a
+    car, I cycle everywhere." (0.68) asks about the last, whenever it was said.
+    """
+    ranked = sorted(lines, key=lambda e: e.closeness, reverse=True)
+    if len(ranked) < 2 or ranked[0].closeness < ranked[1].closeness + CLEARLY_CLOSER:
+        return None
+    return ranked[0]
 
 
 def _closest(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
@@ -657,13 +688,21 @@ _ALLERGY = compiled(cue("answer.allergy"), re.IGNORECASE)
 _ASKS_SAFE = compiled(cue("answer.asks_safe"), re.IGNORECASE)
 
 
-def _asks_if_safe(question: str, clause: str | None) -> bool:
-    """The question asks whether the user may eat or take what the deciding clause says they
-    are allergic to: an allergy answers no, and "not allergic" yes.  A clause that speaks
-    of the eating itself ("…coeliac disease, so I can't eat gluten") is read as it stands."""
-    if clause is None or not _ALLERGY.search(clause) or _ALLERGY.search(question):
+def _asks_if_safe(question: str, clause: str | None, line: str) -> bool:
+    """The question asks whether the user may eat or take what the deciding clause of *line*
+    says they are allergic to: an allergy answers no, and "not allergic" yes.  A clause that
+    speaks of the eating itself ("…coeliac disease, so I can't eat gluten") is read as it
+    stands; one that borrows its verb ("…, only to shellfish") has the line's allergy."""
+    if clause is None or _ALLERGY.search(question):
+        return False
+    if not _ALLERGY.search(clause) and not (_ELLIPTIC.match(clause) and _ALLERGY.search(line)):
         return False
     return _ASKS_SAFE.search(question) is not None
+
+
+_ELLIPTIC = compiled(rf"^\W*(?:{cue('answer.elliptic')})", re.IGNORECASE)
+"""A clause that borrows its verb from the one before ("I'm not allergic to nuts, *only to
+shellfish*"): an allergy the line names is the clause's too."""
 
 
 _CLAUSE = re.compile(

@@ -32,6 +32,7 @@ from agenvoy_desktop.agent import recall
 from agenvoy_desktop.agent.date_reasoning import local_date
 from agenvoy_desktop.agent.number_answers import Number, is_date_or_time
 from agenvoy_desktop.agent.recall import RecallItem
+from agenvoy_desktop.agent.recall_lines import light_stem
 from agenvoy_desktop.agent.speech_act import sentences
 from agenvoy_desktop.core.retrieval.fts_text import normalize
 from agenvoy_desktop.language import languages
@@ -150,7 +151,7 @@ _ORDINAL_SUFFIXES = frozenset(word.lower() for word in every("numbers.ordinal_su
 
 def _term(word: str) -> str:
     """*word* as the question's content words are compared (folded, lightly stemmed)."""
-    return recall.light_stem(normalize(word))
+    return light_stem(normalize(word))
 
 
 # -- the turn's part -------------------------------------------------------------------------------

@@ -43,10 +43,10 @@ from agenvoy_desktop.agent.recall import (
     RecallItem,
     content_terms,
     doc_frequency,
-    light_stem,
     question_word,
     withheld_now,
 )
+from agenvoy_desktop.agent.recall_lines import light_stem
 from agenvoy_desktop.core.retrieval.fts_text import STOPWORDS, normalize, query_terms
 from agenvoy_desktop.core.search import NOTHING_WITHHELD, Withheld
 from agenvoy_desktop.core.store import MemoryStore

@@ -42,13 +42,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+import numpy as np
+
 from agenvoy_desktop.agent.date_reasoning import parse_temporal_question
 from agenvoy_desktop.agent.date_reasoning.pointed import pointed_span
 from agenvoy_desktop.agent.not_remembered import asks_for_own_fact
 from agenvoy_desktop.agent.policy import is_personal
-from agenvoy_desktop.agent.recall_lines import focus, latest_ids, term_in, values_in, when
+from agenvoy_desktop.agent.recall_lines import (
+    focus,
+    latest_ids,
+    light_stem,
+    related_words,
+    term_in,
+    values_in,
+    when,
+)
 from agenvoy_desktop.agent.speech_act import asks_or_requests, sentences, tells_something
 from agenvoy_desktop.core.archive import ArchivedMessage
+from agenvoy_desktop.core.embedding import embed_queries
 from agenvoy_desktop.core.retrieval.fts_text import (
     CJK_FUNCTION_BIGRAMS,
     STOPWORDS,
@@ -206,6 +217,9 @@ class RecallItem:
     """Content words in the user's message (the coverage is a share of these)."""
     shared_names: int = 0
     """Names of the user's message (:func:`names_in`) that this one writes the same way."""
+    own_cosine: float | None = None
+    """The similarity of the shown text alone to the message (:func:`by_own_words`; None:
+    not measured)."""
     seq: int = -1
     """The message's place in its session (its neighbours are read by it; -1: unknown)."""
     neighbours: tuple[Neighbour, ...] = ()
@@ -288,6 +302,7 @@ def recall_candidates(
     """
     if not text.strip():
         return []
+    terms = content_terms(text)
     query = SearchQuery(
         text=text,
         mode="hybrid" if store.embedder is not None else "keyword",
@@ -300,12 +315,12 @@ def recall_candidates(
         time_to_ns=None if time_range is None else time_range[1],
         points_at=points_at,
         withheld=withheld_now(),
+        keyword_also=tuple(sorted({word for term in terms for word in related_words(term)})),
     )
     try:
         result = search_chat_history(store, query)
     except SearchError:
         return []
-    terms = content_terms(text)
     weights = _term_weights(store, terms)
     names = names_in(text)
     stating = worth_recalling("user", text)  # a question may ask to confirm what it repeats
@@ -516,9 +531,42 @@ def find_items(
         points_at=pointed,
     )
     kept = apply_floor(candidates, floor, kind=query_kind(text))
+    most = GATHER_MAX_ITEMS if wide else RECALL_MAX_ITEMS
+    if len(kept) > most:
+        kept = by_own_words(store, kept, text)
     if pointed is not None and not _asks_what_happened_then(text):
         kept = with_said_then(candidates, kept, pointed)
-    return add_neighbours(store, kept[: GATHER_MAX_ITEMS if wide else RECALL_MAX_ITEMS], text)
+    return add_neighbours(store, kept[:most], text)
+
+
+def by_own_words(store: MemoryStore, items: Sequence[RecallItem], text: str) -> list[RecallItem]:
+    """Storage thread: *items* ordered again with the similarity of each shown text alone.
+
+    A stored vector also holds the message before it (dialogue context), which
+    finds a short reply ("Yes, 4721") but blurs a short fact said in passing:
+    "I don't own a car, I cycle everywhere." said after talk of a trip scored
+    0.24 against "Do I own a car?", below five lines of chat about someone's
+    new car (0.30-0.37), and was the sixth of five.  Alone it scores 0.68.  The
+    better of the two similarities orders the lines (the floor stays on the
+    stored one); only when more lines clear than the block shows, since only
+    then does the order choose.  An embedding that fails leaves the order.
+    """
+    embedder = store.embedder
+    if embedder is None or len(items) < 2:
+        return list(items)
+    try:
+        asked = embed_queries(embedder, [text])[0]
+        shown = np.asarray(embedder.embed([item.text for item in items]), dtype=np.float32)
+    except Exception:  # a refinement of the order; the stored one still works
+        log.debug("own-words similarity unavailable", exc_info=True)
+        return list(items)
+    norms = np.linalg.norm(shown, axis=1) * (float(np.linalg.norm(asked)) or 1.0)
+    cosines = (shown @ asked) / np.where(norms > 0, norms, 1.0)
+    rescored = [
+        replace(item, own_cosine=float(cosine)) for item, cosine in zip(items, cosines, strict=True)
+    ]
+    rescored.sort(key=_strength, reverse=True)
+    return rescored
 
 
 POINTED_LOOK = 5
@@ -707,9 +755,11 @@ def clears(item: RecallItem, floor: RecallFloor, kind: QueryKind) -> bool:
 
 
 def _strength(item: RecallItem) -> float:
-    """Order of the kept hits: meaning and shared words together (as the general floor)."""
+    """Order of the kept hits: meaning (the better of the stored and the shown text's
+    similarity, :func:`by_own_words`) and shared words together (as the general floor)."""
     coverage = item.coverage if item.matched_terms else 0.0
-    return (item.cosine or 0.0) + KEYWORD_WEIGHT * coverage
+    meaning = max(item.cosine or 0.0, item.own_cosine or 0.0)
+    return meaning + KEYWORD_WEIGHT * coverage
 
 
 # -- keyword evidence ------------------------------------------------------------------------
@@ -775,14 +825,6 @@ every such question and no answer's topic, so they only dilute a hit's word shar
 def question_word(word: str) -> bool:
     """A word every question of its kind has ("many", "days", "remember"): no topic."""
     return word in _QUESTION_WORDS
-
-
-def light_stem(word: str) -> str:
-    """Enough stemming to match "codes"/"code", "lived"/"live": a prefix of the word."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_WORD + 1:
-            return word[: -len(suffix)]
-    return word
 
 
 def _term_weights(store: MemoryStore, terms: Sequence[str]) -> dict[str, float]:

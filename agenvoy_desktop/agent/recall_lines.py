@@ -108,16 +108,99 @@ def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) 
     return _joined(parts, sorted(chosen))
 
 
+def light_stem(word: str) -> str:
+    """Enough stemming to match "codes"/"code", "lived"/"live": a prefix of the word."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= _STEM_MIN:
+            return word[: -len(suffix)]
+    return word
+
+
+_STEM_MIN = 4
+"""The shortest stem :func:`light_stem` leaves ("uses" stays, "codes" → "cod")."""
+
+
+def _listed(text: str) -> list[str]:
+    """The comma-separated words of a ``recall.kinds`` or ``recall.same`` entry, folded."""
+    return [" ".join(normalize(word).split()) for word in text.split(",") if word.strip()]
+
+
+def _related_words() -> dict[str, frozenset[str]]:
+    """Each word of ``recall.kinds`` and ``recall.same`` (by its stem) with the words a line
+    may say instead: a thing's kind, a kind's things, the same thing's other names."""
+    related: dict[str, set[str]] = {}
+
+    def link(word: str, others: Sequence[str]) -> None:
+        related.setdefault(light_stem(word), set()).update(o for o in others if o != word)
+
+    for lang in languages():
+        for kind, listed in lang.pairs("recall.kinds"):
+            things = _listed(listed)
+            link(normalize(kind), things)
+            for thing in things:
+                link(thing, [normalize(kind)])
+        for listed in lang.words("recall.same"):
+            words = _listed(listed)
+            for word in words:
+                link(word, words)
+    return {word: frozenset(others) for word, others in related.items() if others}
+
+
+_RELATED = _related_words()
+_RELATED_LINES: dict[str, re.Pattern[str]] = {}
+
+
+def related_words(term: str) -> frozenset[str]:
+    """The words a line may say for the stemmed *term*: its kind, its things, its other
+    names (``recall.kinds``, ``recall.same``; empty: none)."""
+    words = _RELATED.get(term)
+    if words is None and term.endswith("s"):  # a short plural light_stem keeps ("pets")
+        words = _RELATED.get(term[:-1])
+    return words or frozenset()
+
+
+def _related_line(term: str) -> re.Pattern[str] | None:
+    """A pattern for the words that stand for *term* in a line (None: no word does)."""
+    words = related_words(term)
+    if not words:
+        return None
+    pattern = _RELATED_LINES.get(term)
+    if pattern is None:
+        spelled = sorted((r"\s+".join(map(re.escape, w.split())) for w in words), key=len)
+        pattern = re.compile(rf"\b(?:{'|'.join(reversed(spelled))})(?:s|es)?\b")
+        _RELATED_LINES[term] = pattern
+    return pattern
+
+
+_CJK_TERM = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def _starts_a_word(term: str, folded: str) -> bool:
+    """*term* (a word's stem, or a CJK bigram) is the start of a word of *folded*: "eat"
+    in "eating" and "eats", not in "great" ("Can I eat shrimp?" found a line about a
+    great city holding its words).  CJK is not spaced, so a bigram may be anywhere."""
+    if _CJK_TERM.search(term):
+        return term in folded
+    return term in folded and re.search(rf"(?<!\w){re.escape(term)}", folded) is not None
+
+
 AGENT_NOUN = re.compile(r"^([^\W\d_]{4,})(?:er|ist)$")
 """A word for who does something ("smoker", "teacher", "cyclist"): the line may say the
 doing instead ("I no longer smoke", "I cycle everywhere"), which the word does not contain."""
 
 
 def term_in(term: str, folded: str) -> bool:
-    """*term* occurs in the normalised text *folded*, an agent noun also as its verb:
-    asked "Am I a smoker?", the answering line says "I quit smoking" (cosine 0.54, no
-    shared word, so under the floor of a line that shares none)."""
-    if term in folded:
+    """*term* occurs in the normalised text *folded*, an agent noun also as its verb, a
+    thing also as its kind or another name for it (:func:`_related_words`).
+
+    Asked "Am I a smoker?", the answering line says "I quit smoking" (cosine
+    0.54, no shared word, so under the floor of a line that shares none);
+    asked "Can I eat shrimp?", it says "I'm allergic to shellfish".
+    """
+    if _starts_a_word(term, folded):
+        return True
+    related = _related_line(term)
+    if related is not None and related.search(folded):
         return True
     noun = AGENT_NOUN.match(term)
     if noun is None:

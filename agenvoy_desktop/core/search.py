@@ -138,6 +138,9 @@ class SearchQuery:
     search.  Ignored when the query has a time range of its own."""
     withheld: Withheld = NOTHING_WITHHELD
     """Sessions and messages in an undo window: found by no route, shown in no excerpt."""
+    keyword_also: tuple[str, ...] = ()
+    """More words the keyword route looks for (any of them), not the semantic one: the
+    caller's other names for what the text asks about ("shellfish" for "shrimp")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +220,7 @@ def _keyword(
 
     def page(fetch: int) -> tuple[list[tuple[ArchivedMessage, float]], bool]:
         found = store.archive.keyword_search(
-            query.text,
+            " ".join((query.text, *query.keyword_also)),
             limit=fetch,
             session_id=query.session_id,
             time_from_ns=query.time_from_ns,

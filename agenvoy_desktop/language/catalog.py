@@ -89,6 +89,8 @@ SCHEMA: dict[str, Kind] = {
     **_cues("recall", "gathers", "assistant", "name_questions", "advice", "disclosing"),
     "recall.not_names": "words",
     "recall.question_words": "words",
+    "recall.kinds": "pairs",
+    "recall.same": "words",
     "recall.header": "text",
     "recall.advice_header": "text",
     # answers the agent words itself (agent/answer_check.py): "{words}", "{on}", "{day}",
@@ -171,7 +173,7 @@ SCHEMA: dict[str, Kind] = {
     "answer.no": "words",
     "answer.yes_prefixes": "words",
     "answer.no_prefixes": "words",
-    **_cues("answer", "negation", "reverses", "allergy", "asks_safe"),
+    **_cues("answer", "negation", "reverses", "allergy", "asks_safe", "elliptic"),
     # what makes a sentence worth keeping in a summary (core/summary_facts.py)
     **_cues("summary", "plans", "people", "events", "listener", "openings"),
     **_cues("summary", "self", "liking", "remarks"),

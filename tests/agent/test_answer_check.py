@@ -119,6 +119,34 @@ def test_the_older_of_two_values_is_caught_when_the_latest_is_marked() -> None:
     assert check(question, "You have completed 4 projects.", [older, newer]).ok
 
 
+def test_of_lines_holding_the_same_words_one_far_closer_in_meaning_answers() -> None:
+    chat = [
+        Evidence("Hey Dave, I just got a new car and it's amazing!", T0, closeness=0.39),
+        Evidence("Wow Dave! Congrats on opening your own car shop!", T0 + 9 * DAY, closeness=0.34),
+    ]
+    fact = Evidence("I don't own a car, I cycle everywhere.", T0 + DAY, closeness=0.68)
+    assert supporting("Do I own a car?", [*chat, fact]) is fact
+    assert check("Do I own a car?", "Yes, you have a car.", [*chat, fact]).problem == (
+        "contradicts"
+    )
+    # not far closer: the newer line is the update, as before
+    near = Evidence(fact.text, fact.time_ns, closeness=0.45)
+    assert supporting("Do I own a car?", [*chat, near]) is chat[1]
+
+
+def test_asked_whether_it_is_safe_the_line_naming_an_allergy_answers() -> None:
+    allergy = Evidence("I'm not allergic to nuts, only to shellfish.", T0)
+    seafood = Evidence("I've always wanted to try the seafood there.", T0 + DAY)
+    assert supporting("Can I eat shrimp?", [allergy, seafood]) is allergy
+    # "only to shellfish" borrows "allergic" from the clause before it
+    assert check("Can I eat shrimp?", "Yes, you can eat shrimp.", [allergy, seafood]).problem == (
+        "contradicts"
+    )
+    assert check("Can I eat walnuts?", "Yes, you can eat walnuts.", [allergy]).ok
+    assert check("Can I eat walnuts?", "No, you can't.", [allergy]).problem == "contradicts"
+    assert check("Am I allergic to shellfish?", "Yes.", [allergy]).ok
+
+
 def test_an_answer_that_draws_on_nothing_the_line_holds_is_caught() -> None:
     line = Evidence(
         "It's crazy how long it took for my asylum application to get approved. "

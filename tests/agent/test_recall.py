@@ -114,6 +114,78 @@ def test_an_agent_noun_does_not_match_inside_other_words(term: str, text: str) -
     assert not term_in(term, text)
 
 
+@pytest.mark.parametrize(
+    ("term", "text"),
+    [
+        ("shrimp", "i'm not allergic to nuts, only to shellfish."),
+        ("walnut", "i'm not allergic to nuts, only to shellfish."),
+        ("shellfish", "i'm allergic to prawns."),
+        ("amoxicillin", "i'm allergic to penicillin."),
+        ("bike", "i don't own a car, i cycle everywhere."),
+        ("pets", "i have a cat called miso."),
+    ],
+)
+def test_a_thing_is_held_by_its_kind_and_its_other_names(term: str, text: str) -> None:
+    """Asked "Can I eat shrimp?", the line "I'm allergic to shellfish" holds its word."""
+    assert term_in(term, text)
+
+
+@pytest.mark.parametrize(
+    ("term", "text"),
+    [
+        ("eat", "seattle is a great city"),  # a word's start, not any part of it
+        ("almond", "i'm allergic to walnuts."),  # two things of one kind
+        ("bike", "i drive a car."),
+    ],
+)
+def test_a_term_is_not_held_by_another_word(term: str, text: str) -> None:
+    assert not term_in(term, text)
+
+
+def test_a_thing_asked_about_finds_the_line_naming_its_kind(store: MemoryStore) -> None:
+    """ "Can I eat shrimp?" shares no word with "I'm allergic to shellfish": the keyword route
+    also looks for the thing's kinds, and the line's share counts them."""
+    earlier = store.create_session("earlier")
+    store.import_messages(conversation(["Heads up: I'm allergic to shellfish.", "Noted!"]), earlier)
+    now = store.create_session("today")
+    found = recall_candidates(store, now, "Can I eat shrimp?", window_messages=16)
+    allergy = next(item for item in found if "shellfish" in item.text)
+    assert allergy.matched_terms == 1
+    assert apply_floor(found, kind="personal")[0].message_id == allergy.message_id
+
+
+def test_more_lines_than_the_block_shows_are_ordered_by_their_own_words_too(
+    store: MemoryStore,
+) -> None:
+    """A stored vector also holds the message before it; the shown text alone decides
+    which of the lines that cleared the floor the block takes."""
+    question = "Do I own a car?"
+    chat = [
+        RecallItem(f"c{i}", "s", None, T0, "user", f"Dave, your new car number {i} rocks", 0.35)
+        for i in range(5)
+    ]
+    fact = RecallItem("fact", "s", None, T0, "user", "I don't own a car, I cycle.", 0.24)
+    ordered = recall_module.by_own_words(store, [*chat, fact], question)
+    assert ordered[0].message_id == "fact"
+    assert ordered[0].own_cosine is not None
+    assert ordered[0].own_cosine > 0.35
+
+
+def test_an_embedding_that_fails_leaves_the_order(store: MemoryStore) -> None:
+    class Failing:
+        dim = 8
+
+        def embed(self, texts: object) -> object:
+            raise RuntimeError("model gone")
+
+    items = [
+        RecallItem("a", "s", None, T0, "user", "first", 0.5),
+        RecallItem("b", "s", None, T0, "user", "second", 0.4),
+    ]
+    store.embedder = Failing()  # type: ignore[assignment]
+    assert recall_module.by_own_words(store, items, "first?") == items
+
+
 def test_coverage_counts_the_verb_of_an_agent_noun() -> None:
     assert term_coverage({"smoker": 1.0}, "I no longer smoke, I quit two years ago.") == (1.0, 1)
 

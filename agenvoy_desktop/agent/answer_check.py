@@ -841,7 +841,8 @@ def quoted(question: str, line: Evidence, polarity: Polarity | None = None) -> s
     role = line.role if line.role in ("assistant", "document") else "user"
     said = line.text
     if role != "document":  # a passage is cited whole; a message is cut to what answers
-        said = focus(line.text, dict.fromkeys(content_terms(question), 1.0), QUOTE_CHARS)
+        terms = dict.fromkeys(content_terms(question), 1.0)
+        said = focus(line.text, terms, QUOTE_CHARS, trim=True)
         said = _ELLIPSES.sub("…", said)  # a line recall had cut already is cut again
     text = _reply(question, f"quote_{role}").format(
         on=_reply(question, "quote_on").format(day=day) if day else "",

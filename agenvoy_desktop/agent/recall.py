@@ -928,7 +928,8 @@ def format_block(
 
     *items* come best first (:func:`apply_floor`): the best that fit the
     budget are chosen (a line too long for what is left is passed over, so a
-    short answer ranked below two long lines still gets in), then listed in
+    short answer ranked below two long lines still gets in; a neighbour's
+    sentence already under a better line is not shown again), then listed in
     the order they were said, each with the day it was said and, knowing
     *now_ns*, its age ("On 2023-05-02 (4 weeks ago)").  A
     line that restates an earlier line's fact with another value is marked
@@ -940,15 +941,22 @@ def format_block(
     chosen: list[RecallItem] = []
     used = 0
     said: set[str] = set()
+    near_said: set[str] = set()
     for item in items[:max_items]:
         if item.text in said:  # the same words in two sessions: one line
             continue
         said.add(item.text)
+        # a reply between two remembered lines is the one after the first and the one
+        # before the second: shown under the better line only
+        item = replace(
+            item, neighbours=tuple(n for n in item.neighbours if n.text not in near_said)
+        )
         cost = len(format_line(item, now_ns))
         if chosen and used + cost > budget_chars:
             continue  # a shorter line further down may still fit
         chosen.append(item)
         used += cost
+        near_said.update(n.text for n in item.neighbours)
     if not chosen:
         return RecallBlock()
     chosen.sort(key=lambda item: (item.time_ns, item.seq))

@@ -64,16 +64,21 @@ _VALUE = compiled(_value_pattern())
 _WORD = re.compile(r"\w+")
 
 
-def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) -> str:
+def focus(
+    content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS, *, trim: bool = False
+) -> str:
     """The sentences of *content* that carry the most of *weights*' terms, in order.
 
     A message that fits is shown whole.  Otherwise the best sentence is kept,
     then the next best while they fit; a sentence that tells is preferred to
     a question or request of the same weight (the fact is in the telling).
     Without any shared term the message's opening is shown, as before.
+    *trim*: a message that fits is cut too, to the sentences that carry the
+    terms and a number next to them (a quote: "I'm allergic to shellfish.",
+    not the "Good morning!" before it).
     """
     flat = " ".join(content.split())
-    if len(flat) <= limit:
+    if len(flat) <= limit and not trim:
         return flat
     parts = [" ".join(s.split()) for s in sentences(content)]
     scored = [(_sentence_score(part, weights), index) for index, part in enumerate(parts)]
@@ -100,7 +105,7 @@ def focus(content: str, weights: Mapping[str, float], limit: int = FOCUS_CHARS) 
         used += cost
     if len(chosen) == 1 and len(parts[chosen[0]]) > limit:
         return clip_words(parts[chosen[0]], limit, around=_first_term(parts[chosen[0]], weights))
-    for index in (best + 1, best - 1):  # the fact is often in the sentence next to the words
+    for index in () if trim else (best + 1, best - 1):  # the fact is often next to the words
         cost = len(parts[index]) + len(GAP) if 0 <= index < len(parts) else limit + 1
         if index not in chosen and used + cost <= limit:
             chosen.append(index)

@@ -147,6 +147,17 @@ def test_asked_whether_it_is_safe_the_line_naming_an_allergy_answers() -> None:
     assert check("Am I allergic to shellfish?", "Yes.", [allergy]).ok
 
 
+def test_a_quote_is_the_sentence_that_answers_not_the_greeting_before_it() -> None:
+    line = Evidence("Good morning! I'm not allergic to nuts, only to shellfish.", T0)
+    assert quoted("Can I eat shrimp?", line, "no") == (
+        'No. You told me on 2023-11-14: "… I\'m not allergic to nuts, only to shellfish."'
+    )
+    # a number said next to the words stays with them
+    told = Evidence("Hi! I got a bike lock. Its code is 4721. Anyway, how are you?", T0)
+    assert "4721" in quoted("What is my bike lock code?", told)
+    assert "how are you" not in quoted("What is my bike lock code?", told)
+
+
 def test_an_answer_that_draws_on_nothing_the_line_holds_is_caught() -> None:
     line = Evidence(
         "It's crazy how long it took for my asylum application to get approved. "

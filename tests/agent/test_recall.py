@@ -451,6 +451,26 @@ def test_an_assistant_line_and_its_neighbours_are_labelled() -> None:
     ]
 
 
+def test_a_reply_between_two_remembered_lines_is_shown_once() -> None:
+    """The reply after one line is the reply before the next: under the better line only."""
+    reply = "Libib and StoryGraph can track your reading habits."
+    first = _item(
+        message_id="a",
+        text="Which apps track reading?",
+        seq=1,
+        neighbours=(Neighbour("assistant", reply, after=True),),
+    )
+    second = _item(
+        message_id="b",
+        text="I've started a book club.",
+        seq=3,
+        neighbours=(Neighbour("assistant", reply, after=False),),
+    )
+    text = format_block([second, first]).text
+    assert text.count(reply) == 1
+    assert text.splitlines()[-1] == f'  you had said: "{reply}"'
+
+
 def test_clip_keeps_head_and_tail() -> None:
     text = "start " + "x" * 1000 + " end"
     clipped = clip(text, 100)

@@ -450,15 +450,23 @@ CJK_RUN = 3
 
 def _cjk_line(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     """The user's line sharing the longest run of CJK characters (≥ :data:`CJK_RUN`) with
-    the question: its bigrams are too many for half of them to be in any line
-    ("我可以吃青霉素吗？" over "我对青霉素过敏。" shares 青霉素 only)."""
+    the question, or a kanji word of it: its bigrams are too many for half of them to be
+    in any line ("我可以吃青霉素吗？" over "我对青霉素过敏。" shares 青霉素 only)."""
     if not _CJK_CHAR.search(question):
         return None
-    return _best_line(evidence, lambda text: _shared_run(question, text), CJK_RUN)
+    words = [t for t in content_terms(question) if len(t) == 1 and _CJK_CHAR.match(t)]
+
+    def about(text: str) -> int:
+        # a kanji word of the question (猫 in 家に猫はいますか) the line holds is enough
+        held = any(word in text for word in words)
+        return max(_shared_run(question, text), CJK_RUN if held else 0)
+
+    return _best_line(evidence, about, CJK_RUN)
 
 
 def _shared_run(question: str, text: str) -> int:
-    """The longest run of CJK characters *question* and *text* share."""
+    """The longest run of CJK characters *question* and *text* share that is not all
+    hiragana: "っていま" is in "車を持っていますか" and "猫を飼っていません", grammar both."""
     longest = 0
     previous = [0] * (len(text) + 1)
     for a in question:
@@ -467,9 +475,13 @@ def _shared_run(question: str, text: str) -> int:
             for j, b in enumerate(text, 1):
                 if a == b:
                     current[j] = previous[j - 1] + 1
-                    longest = max(longest, current[j])
+                    if current[j] > longest and not _HIRAGANA.fullmatch(text[j - current[j] : j]):
+                        longest = current[j]
         previous = current
     return longest
+
+
+_HIRAGANA = re.compile("[\u3040-\u309f]+")
 
 
 _REFUSAL = compiled(

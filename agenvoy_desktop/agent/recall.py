@@ -112,6 +112,13 @@ LOCALISED_HEADER = True
 # (benchmarks/lab/recall_voice.py, two seeds); it read "You're allergic to kiwi fruit" in
 # the system prompt as said of itself.
 _KANA = re.compile("[\u3040-\u30ff]")
+_LONE_KANJI = re.compile(
+    "(?<![\u3400-\u4dbf\u4e00-\u9fff])[\u3400-\u4dbf\u4e00-\u9fff](?![\u3400-\u4dbf\u4e00-\u9fff])"
+)
+"""A kanji between kana: in Japanese a word of its own (猫 in 家に猫はいますか), which no
+bigram of the question shares with the line (猫は, 猫を)."""
+_GRAMMAR_KANJI = frozenset(every("recall.grammar_kanji"))
+"""Lone kanji in nearly every sentence (私, 何, 今): no topic."""
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -770,6 +777,8 @@ def content_terms(text: str) -> list[str]:
     for run in _CJK_RUN.findall(folded):
         grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
         terms.extend(g for g in grams if g not in CJK_FUNCTION_BIGRAMS)
+        if len(run) > 1 and _KANA.search(run):
+            terms.extend(k for k in _LONE_KANJI.findall(run) if k not in _GRAMMAR_KANJI)
     for word in _LATIN_WORD.findall(_CJK_RUN.sub(" ", folded)):
         if len(word) >= _MIN_WORD and word not in STOPWORDS and word not in _QUESTION_WORDS:
             terms.append(light_stem(word))

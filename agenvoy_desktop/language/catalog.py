@@ -90,6 +90,7 @@ SCHEMA: dict[str, Kind] = {
     "recall.not_names": "words",
     "recall.question_words": "words",
     "recall.kinds": "pairs",
+    "recall.grammar_kanji": "words",
     "recall.same": "words",
     "recall.header": "text",
     "recall.advice_header": "text",

@@ -158,6 +158,15 @@ def test_a_quote_is_the_sentence_that_answers_not_the_greeting_before_it() -> No
     assert "how are you" not in quoted("What is my bike lock code?", told)
 
 
+def test_a_japanese_line_sharing_a_kanji_word_is_about_the_question() -> None:
+    """家に猫はいますか shares no bigram with 私は猫を飼っていません, only the word 猫."""
+    cat = Evidence("私は猫を飼っていません。", T0)
+    assert check("家に猫はいますか？", "Yes, my house has a cat.", [cat]).problem == "contradicts"
+    assert check("家に猫はいますか？", "いいえ、猫はいません。", [cat]).ok
+    # the grammar both share ("っていま") makes no line about a car
+    assert check("車を持っていますか？", "はい。", [cat]).ok
+
+
 def test_an_answer_that_draws_on_nothing_the_line_holds_is_caught() -> None:
     line = Evidence(
         "It's crazy how long it took for my asylum application to get approved. "

@@ -83,6 +83,12 @@ def test_content_terms_drop_stopwords_and_split_cjk() -> None:
     assert content_terms("Am I allergic to anything?") == ["allergic"]
 
 
+def test_a_japanese_kanji_between_kana_is_a_word_of_its_own() -> None:
+    assert {"家", "猫"} <= set(content_terms("家に猫はいますか？"))
+    assert "私" not in content_terms("私は猫を飼っていますか？")  # in nearly every sentence
+    assert "猫" not in content_terms("我家有猫吗？")  # Chinese: bigrams, as before
+
+
 @pytest.mark.parametrize(
     ("term", "text"),
     [

@@ -957,15 +957,14 @@ def format_block(
         said.add(item.text)
         # a reply between two remembered lines is the one after the first and the one
         # before the second: shown under the better line only
-        item = replace(
-            item, neighbours=tuple(n for n in item.neighbours if n.text not in near_said)
-        )
-        cost = len(format_line(item, now_ns))
+        near = tuple(n for n in item.neighbours if n.text not in near_said)
+        line = replace(item, neighbours=near)
+        cost = len(format_line(line, now_ns))
         if chosen and used + cost > budget_chars:
             continue  # a shorter line further down may still fit
-        chosen.append(item)
+        chosen.append(line)
         used += cost
-        near_said.update(n.text for n in item.neighbours)
+        near_said.update(n.text for n in near)
     if not chosen:
         return RecallBlock()
     chosen.sort(key=lambda item: (item.time_ns, item.seq))

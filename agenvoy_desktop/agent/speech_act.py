@@ -34,13 +34,17 @@ from agenvoy_desktop.language.patterns import (
     alternatives,
     compiled,
     either,
+    every,
     group,
     spaced,
     unspaced,
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
-"""After . ! ? only before a space ("todo.txt" is one word), after 。！？ always."""
+_NOT_AN_END = "".join(rf"(?<!\b{re.escape(word)})" for word in every("speech.abbreviations"))
+_SENTENCE_END = re.compile(rf"{_NOT_AN_END}(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+"""After . ! ? only before a space ("todo.txt" is one word), after 。！？ always; never after
+a title or an abbreviation ("my teacher is Mrs. Okonkwo." is one sentence: cut after "Mrs.",
+a quote of the sentence holding "teacher" lost the name)."""
 SENTENCE_LEAD = sentence_lead()
 """A sentence's opening before its first real word: quotes, "and", "so", "well", "und"…"""
 _QUESTION_START = compiled(

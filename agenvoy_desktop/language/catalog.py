@@ -54,6 +54,7 @@ SCHEMA: dict[str, Kind] = {
     "detect.markers": "words",
     # what a sentence does (agent/speech_act.py)
     "speech.lead": "words",
+    "speech.abbreviations": "words",
     "speech.quotes": "text",
     "speech.question_openings": "words",
     "speech.question_words": "words",

@@ -73,3 +73,12 @@ def test_sentences_split_after_marks_and_line_breaks() -> None:
     assert sentences("我住在格拉茨。你呢？") == ["我住在格拉茨。", "你呢？"]
     assert sentences("   ") == []
     assert not only_tells("")
+
+
+def test_a_title_before_a_name_ends_no_sentence() -> None:
+    """Cut after "Mrs.", a quote of the sentence holding "teacher" lost the name."""
+    assert sentences("My teacher is Mrs. Okonkwo. She is great!") == [
+        "My teacher is Mrs. Okonkwo.",
+        "She is great!",
+    ]
+    assert sentences("Mein Arzt ist Dr. Weber. Gut.") == ["Mein Arzt ist Dr. Weber.", "Gut."]

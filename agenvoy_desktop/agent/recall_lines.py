@@ -183,10 +183,19 @@ _CJK_TERM = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ua
 def _starts_a_word(term: str, folded: str) -> bool:
     """*term* (a word's stem, or a CJK bigram) is the start of a word of *folded*: "eat"
     in "eating" and "eats", not in "great" ("Can I eat shrimp?" found a line about a
-    great city holding its words).  CJK is not spaced, so a bigram may be anywhere."""
-    if _CJK_TERM.search(term):
-        return term in folded
-    return term in folded and re.search(rf"(?<!\w){re.escape(term)}", folded) is not None
+    great city holding its words).  A longer word may end a compound too ("schloss" in
+    "Fahrradschloss", "teacher" in "schoolteacher"); CJK is not spaced, so a bigram may be
+    anywhere."""
+    if term not in folded:
+        return False
+    if len(term) >= _COMPOUND_PART or _CJK_TERM.search(term):
+        return True
+    return re.search(rf"(?<!\w){re.escape(term)}", folded) is not None
+
+
+_COMPOUND_PART = 5
+"""The shortest word still found inside another: a short one is part of many ("eat" in
+"great", "art" in "party"), a long one mostly the head of a compound."""
 
 
 AGENT_NOUN = re.compile(r"^([^\W\d_]{4,})(?:er|ist)$")

@@ -139,13 +139,18 @@ def test_a_thing_is_held_by_its_kind_and_its_other_names(term: str, text: str) -
 @pytest.mark.parametrize(
     ("term", "text"),
     [
-        ("eat", "seattle is a great city"),  # a word's start, not any part of it
+        ("eat", "seattle is a great city"),  # a short word's start, not any part of it
         ("almond", "i'm allergic to walnuts."),  # two things of one kind
         ("bike", "i drive a car."),
     ],
 )
 def test_a_term_is_not_held_by_another_word(term: str, text: str) -> None:
     assert not term_in(term, text)
+
+
+def test_a_long_word_is_found_at_the_end_of_a_compound() -> None:
+    assert term_in("schloss", "der code vom fahrradschloss ist 4721.")
+    assert term_in("teacher", "her schoolteacher called.")
 
 
 def test_a_thing_asked_about_finds_the_line_naming_its_kind(store: MemoryStore) -> None:

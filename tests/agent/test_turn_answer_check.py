@@ -78,6 +78,20 @@ def test_a_denied_allergy_is_asked_again_then_quoted(store: MemoryStore) -> None
     assert store.history(result.session_id).messages[-1].content == result.answer
 
 
+def test_a_food_of_the_kind_the_user_is_allergic_to_is_no(store: MemoryStore) -> None:
+    """ "Can I eat shrimp?" shares no word with the allergy: recall finds the line by the
+    food's kind, and a yes is corrected against it."""
+    allergy = "I'm not allergic to nuts, only to shellfish."
+    _plant(store, allergy)
+    result, model, _events = _turn(
+        store, "Can I eat shrimp?", [["Yes, you can eat shrimp."], ["Yes."]]
+    )
+    first = "\n".join(str(m["content"]) for m in model.seen[0].messages)
+    assert allergy in first
+    assert result.checked == "contradicts"
+    assert result.answer == f'No. You told me on 2023-11-16: "{allergy}"'
+
+
 def test_a_second_try_that_agrees_is_kept(store: MemoryStore) -> None:
     _plant(store, ALLERGY)
     result, _model, _events = _turn(

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agenvoy_desktop.agent.pronouns import swap_person
+from agenvoy_desktop.agent.recall_lines import light_stem, related_words
 from agenvoy_desktop.core.retrieval.fts_text import CJK_FUNCTION_BIGRAMS, STOPWORDS
 from agenvoy_desktop.language import languages
 from agenvoy_desktop.language.patterns import alternatives, compiled, group, spaced, unspaced
@@ -128,6 +129,10 @@ class Voice:
         for text, shortest in ((question, SHORT_ASKED), *((line, 4) for line in user_lines)):
             words.update(_stem(w) for w in _content_words(text, shortest=shortest))
             words.update(_bigrams(text))
+        # "Do I have any pets?" → "Yes, I do have a cat.": a thing of the kind asked about
+        # (or another name for it, ``recall.kinds``) is the user's too
+        for word in _content_words(question, shortest=SHORT_ASKED):
+            words.update(_stem(w) for w in related_words(light_stem(word)))
         return cls(frozenset(words), not about_assistant)
 
     def sentences(self, text: str, *, quoted: bool = False, ended: bool = False) -> list[Said]:

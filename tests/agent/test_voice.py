@@ -121,6 +121,15 @@ def test_a_short_word_of_the_question_is_an_echo() -> None:
     assert voice.rewrite("I have no record of a cat.") == "I have no record of a cat."
 
 
+def test_a_thing_of_the_kind_asked_about_is_an_echo() -> None:
+    """Seen in the window: "Do I have any pets?" under "we adopted a cat" → "Yes, I do have a
+    cat."."""
+    voice = Voice.for_turn(
+        "Do I have any pets?", ["We adopted a cat last week."], about_assistant=False
+    )
+    assert voice.rewrite("Yes, I do have a cat.") == "Yes, you do have a cat."
+
+
 def test_a_first_person_sentence_without_the_users_words_stays() -> None:
     answer = "I think so. I have been averaging 2 hours of screen time."
     assert _voice().rewrite(answer) == "I think so. You have been averaging 2 hours of screen time."

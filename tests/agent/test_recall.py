@@ -182,6 +182,15 @@ def test_more_lines_than_the_block_shows_are_ordered_by_their_own_words_too(
     assert ordered[0].own_cosine > 0.35
 
 
+def test_a_long_line_keeps_its_stored_similarity(store: MemoryStore) -> None:
+    """A long message's stored vector is mostly its own words: it is not embedded again."""
+    long = RecallItem("long", "s", None, T0, "user", "Dave, your new car rocks. " * 10, 0.35)
+    short = RecallItem("short", "s", None, T0, "user", "I don't own a car.", 0.24)
+    ordered = recall_module.by_own_words(store, [long, short], "Do I own a car?")
+    assert [item.own_cosine is None for item in ordered] == [False, True]
+    assert ordered[0].message_id == "short"
+
+
 def test_an_embedding_that_fails_leaves_the_order(store: MemoryStore) -> None:
     class Failing:
         dim = 8

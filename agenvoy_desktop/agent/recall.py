@@ -232,6 +232,12 @@ class RecallItem:
     neighbours: tuple[Neighbour, ...] = ()
     """What the messages next to it add (:func:`add_neighbours`), shown under its line."""
 
+    @property
+    def closeness(self) -> float:
+        """Its meaning's nearness to the message: the better of the stored vector's and the
+        shown text's own similarity (:func:`by_own_words`; 0 when neither is known)."""
+        return max(self.cosine or 0.0, self.own_cosine or 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
@@ -778,8 +784,7 @@ def _strength(item: RecallItem) -> float:
     """Order of the kept hits: meaning (the better of the stored and the shown text's
     similarity, :func:`by_own_words`) and shared words together (as the general floor)."""
     coverage = item.coverage if item.matched_terms else 0.0
-    meaning = max(item.cosine or 0.0, item.own_cosine or 0.0)
-    return meaning + KEYWORD_WEIGHT * coverage
+    return item.closeness + KEYWORD_WEIGHT * coverage
 
 
 # -- keyword evidence ------------------------------------------------------------------------

@@ -79,9 +79,10 @@ class Shown:
         lines: list[Evidence] = []
         for item in self.recall.items:
             latest = item.message_id in self.recall.latest
-            close = max(item.cosine or 0.0, item.own_cosine or 0.0)
             lines.append(
-                Evidence(item.text, item.time_ns, item.role, latest=latest, closeness=close)
+                Evidence(
+                    item.text, item.time_ns, item.role, latest=latest, closeness=item.closeness
+                )
             )
             lines.extend(
                 Evidence(near.text, item.time_ns, near.role, context=True)
